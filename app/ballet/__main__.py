@@ -1,0 +1,5 @@
+import sys
+
+from ballet.cli import main
+
+sys.exit(main())
