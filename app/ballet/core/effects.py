@@ -1,0 +1,195 @@
+"""Effects: what the core asks the edge to do, as values.
+
+The edge's interpreter turns each into I/O, in list order (an
+`OpenBranchAndDraftPR` comes before the `StartSession` that needs the branch).
+Every comment effect carries a `MarkerKey`: the edge looks for a comment whose
+body holds `marker_for(key.render())` and edits it instead of posting a second.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ballet.core.config import Runtime
+from ballet.core.report import Handoff
+
+Label = Literal[
+    "ballet:running", "ballet:waiting", "ballet:question", "ballet:done", "ballet:failed"
+]
+ALL_LABELS: tuple[Label, ...] = (
+    "ballet:running",
+    "ballet:waiting",
+    "ballet:question",
+    "ballet:done",
+    "ballet:failed",
+)
+CommentKind = Literal["tracking", "report", "question", "knowledge", "signoffs", "reply", "notice"]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MarkerKey(Frozen):
+    """Names one comment Ballet writes: stable across retries of one effect."""
+
+    ticket: str  # "owner/repo#n"
+    kind: CommentKind
+    stage: str = ""
+    iteration: int = 0
+    attempt: int = 0
+    extra: str = ""  # e.g. the phase, or the comment id replied to
+
+    def render(self) -> str:
+        parts = [self.ticket, self.kind, self.stage, str(self.iteration), str(self.attempt)]
+        return ":".join([*parts, self.extra] if self.extra else parts)
+
+
+class Effect(Frozen):
+    repo: str  # "owner/name"
+
+
+class OpenBranchAndDraftPR(Effect):
+    kind: Literal["open_branch_and_draft_pr"] = "open_branch_and_draft_pr"
+    issue: int
+    branch: str
+    base: str
+    title: str
+    body: str
+
+
+class UpsertTrackingComment(Effect):
+    kind: Literal["upsert_tracking_comment"] = "upsert_tracking_comment"
+    number: int  # the issue, or the PR once it exists
+    target: Literal["issue", "pr"]
+    marker: MarkerKey
+    body: str
+
+
+class PostReportComment(Effect):
+    kind: Literal["post_report_comment"] = "post_report_comment"
+    number: int
+    marker: MarkerKey
+    body: str
+
+
+class PostComment(Effect):
+    kind: Literal["post_comment"] = "post_comment"
+    number: int
+    marker: MarkerKey
+    body: str
+
+
+class PostReply(Effect):
+    kind: Literal["post_reply"] = "post_reply"
+    number: int
+    in_reply_to: int  # the comment id of the command
+    marker: MarkerKey
+    body: str
+
+
+class SetLabels(Effect):
+    kind: Literal["set_labels"] = "set_labels"
+    number: int
+    labels: tuple[Label, ...]
+
+
+class RemoveLabels(Effect):
+    kind: Literal["remove_labels"] = "remove_labels"
+    number: int
+    labels: tuple[Label, ...]
+
+
+class React(Effect):
+    kind: Literal["react"] = "react"
+    comment_id: int
+    content: Literal["eyes"] = "eyes"
+
+
+class SetCheckRun(Effect):
+    kind: Literal["set_check_run"] = "set_check_run"
+    name: str
+    head_sha: str
+    status: Literal["queued", "in_progress", "completed"]
+    conclusion: Literal["success", "failure", "neutral", "cancelled"] | None = None
+    summary: str = ""
+
+
+class SessionSpec(Frozen):
+    """Everything the session runner needs besides what it reads from GitHub."""
+
+    job_key: str  # "owner/repo#n:stage:iteration:attempt[:phase]"
+    repo: str
+    issue: int
+    title: str
+    author: str
+    stage: str
+    kind: Literal["agent", "signoff"] = "agent"
+    role: str | None = None
+    iteration: int
+    attempt: int
+    phase: str | None = None
+    runtime: str
+    runtime_config: Runtime
+    model: str | None = None
+    effort: str | None = None
+    skills: tuple[str, ...] = ()
+    instructions: str = ""
+    timeout_minutes: int
+    branch: str | None
+    base: str
+    pr_number: int | None = None
+    pipeline: str  # name
+    pipeline_version: int
+    handoff: Handoff | None = None  # the previous phase's
+    answers: tuple[str, ...] = ()  # answers to this ticket's questions, oldest first
+    note: str = ""  # why this session runs, e.g. what a merge returned
+
+
+class StartSession(Effect):
+    kind: Literal["start_session"] = "start_session"
+    spec: SessionSpec
+
+
+class CancelSession(Effect):
+    kind: Literal["cancel_session"] = "cancel_session"
+    job_key: str
+
+
+class MergePR(Effect):
+    kind: Literal["merge_pr"] = "merge_pr"
+    number: int
+    method: Literal["merge", "squash", "rebase"] = "squash"
+    sha: str | None = None  # merge only if the head is still this
+
+
+class MarkReadyForReview(Effect):
+    kind: Literal["mark_ready_for_review"] = "mark_ready_for_review"
+    number: int
+
+
+class RequestReviewers(Effect):
+    kind: Literal["request_reviewers"] = "request_reviewers"
+    number: int
+    reviewers: tuple[str, ...]
+
+
+AnyEffect = Annotated[
+    OpenBranchAndDraftPR
+    | UpsertTrackingComment
+    | PostReportComment
+    | PostComment
+    | PostReply
+    | SetLabels
+    | RemoveLabels
+    | React
+    | SetCheckRun
+    | StartSession
+    | CancelSession
+    | MergePR
+    | MarkReadyForReview
+    | RequestReviewers,
+    Field(discriminator="kind"),
+]

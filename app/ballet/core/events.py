@@ -1,0 +1,125 @@
+"""Domain events: what happened to a ticket, as the edge reports it.
+
+The edge translates webhooks and session results into these; `machine.advance`
+is the only consumer. Every event carries `now`, the time it is handled.
+
+Session failures are not events of their own: a session that crashed, wrote no
+valid report or ran out of time arrives as `SessionFinished` whose report has
+outcome `failed` (or `timed_out`) and a summary saying which, so routing treats
+it like any other outcome (`next: {failed: …}`, else a question).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ballet.core.commands import ParsedCommand
+from ballet.core.config import ResolvedPipeline
+from ballet.core.report import Handoff, Report, Usage
+
+Permission = Literal["none", "read", "triage", "write", "maintain", "admin"]
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    now: datetime
+
+
+class TicketRequested(Event):
+    kind: Literal["ticket_requested"] = "ticket_requested"
+    repo: str
+    issue: int
+    author: str
+    title: str
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    pipeline: ResolvedPipeline
+    default_branch: str
+
+
+class SessionFinished(Event):
+    kind: Literal["session_finished"] = "session_finished"
+    job_key: str  # the StartSession's job key; a stale key is refused
+    stage: str
+    iteration: int
+    attempt: int
+    phase: str | None = None
+    report: Report
+    head_sha: str | None = None
+    usage: Usage | None = None  # None: take it from the report
+    duration_seconds: float = 0.0
+    handoff: Handoff | None = None
+
+
+class CommandIssued(Event):
+    kind: Literal["command_issued"] = "command_issued"
+    command: ParsedCommand  # a CommandError gets the help text as a reply
+    author: str
+    permission: Permission
+    author_is_bot: bool = False
+    comment_id: int
+    head_sha: str | None = None  # the PR's head SHA when the comment was made
+
+
+class ReviewSubmitted(Event):
+    kind: Literal["review_submitted"] = "review_submitted"
+    state: Literal["approved", "changes_requested", "commented", "dismissed"]
+    author: str
+    author_is_bot: bool = False
+
+
+class ChecksCompleted(Event):
+    kind: Literal["checks_completed"] = "checks_completed"
+    head_sha: str
+    conclusion: Literal[
+        "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
+    ]
+    names: tuple[str, ...] = ()
+
+
+class PullRequestOpened(Event):
+    kind: Literal["pull_request_opened"] = "pull_request_opened"
+    number: int
+    head_sha: str
+
+
+class PullRequestClosed(Event):
+    kind: Literal["pull_request_closed"] = "pull_request_closed"
+    merged: bool
+    by: str = ""
+
+
+class HeadPushed(Event):
+    kind: Literal["head_pushed"] = "head_pushed"
+    sha: str
+    pusher: str
+
+
+class MergeResult(Event):
+    kind: Literal["merge_result"] = "merge_result"
+    result: Literal["merged", "conflict", "checks_failed", "closed"]
+    detail: str = ""
+    sha: str | None = None  # the merge commit when merged
+
+
+class ReconcileTick(Event):
+    kind: Literal["reconcile_tick"] = "reconcile_tick"
+
+
+AnyEvent = Annotated[
+    TicketRequested
+    | SessionFinished
+    | CommandIssued
+    | ReviewSubmitted
+    | ChecksCompleted
+    | PullRequestOpened
+    | PullRequestClosed
+    | HeadPushed
+    | MergeResult
+    | ReconcileTick,
+    Field(discriminator="kind"),
+]

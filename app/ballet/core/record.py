@@ -1,0 +1,176 @@
+"""The ticket's state record: everything Ballet knows about one ticket.
+
+It lives in Redis and, written through on every transition, in a hidden block
+`<!-- ballet:state v1 … -->` of the ticket's tracking comment, so a record can
+always be rebuilt from GitHub. The block holds compact JSON, zlib-compressed
+and base64-encoded: the base64 alphabet cannot close an HTML comment, and a
+ticket with fifty stage runs stays far below GitHub's 65,536-character limit.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import zlib
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ballet.core.config import Policy, ResolvedPipeline
+from ballet.core.report import Handoff, Usage
+
+Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
+TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
+# What a waiting ticket waits for; `question` and `approval` need a person.
+WaitKind = Literal["question", "approval", "checks", "review", "merge", "merge_result"]
+
+STATE_FORMAT = "v1"
+_BLOCK = re.compile(r"<!-- ballet:state (?P<fmt>\S+) (?P<data>[A-Za-z0-9+/=\s]*?) -->")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TicketRef(Frozen):
+    repo: str  # "owner/name"
+    number: int  # the issue number
+    author: str
+    title: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+
+class Waiting(Frozen):
+    """What exactly the ticket waits for and who can act on it."""
+
+    kind: WaitKind
+    reason: str
+    who: tuple[str, ...] = ()  # logins; empty means anyone with write permission
+    command: str = ""  # the command that acts on it, e.g. "/ballet answer <text>"
+    since: datetime
+    sha: str | None = None  # the head SHA a checks wait is for
+
+
+class StageRun(Frozen):
+    stage: str
+    iteration: int
+    attempt: int
+    phase: str | None = None
+    role: str | None = None  # set for a sign-off session of that role
+    outcome: str | None = None
+    summary: str = ""
+    start: datetime
+    end: datetime | None = None
+    report_ref: str | None = None  # marker key of the report comment
+    usage: Usage = Usage()
+
+
+class QA(Frozen):
+    question: str
+    stage: str | None  # the stage to re-run once answered
+    role: str | None = None
+    asked_at: datetime
+    answer: str | None = None
+    answered_by: str | None = None
+
+
+class Approval(Frozen):
+    by: str
+    sha: str | None  # the head SHA it was given for
+    at: datetime
+
+
+class SignOff(Frozen):
+    role: str
+    by: str  # "role:<name>" for a session, a login for a person
+    at: datetime
+
+
+class Record(Frozen):
+    ticket: TicketRef
+    ticket_type: str
+    pipeline: ResolvedPipeline  # pinned snapshot; carries its version and hash
+    status: Status
+    stage: str | None = None
+    phase: str | None = None
+    iteration: int = 1
+    attempt: int = 1
+    waiting: Waiting | None = None
+    pr_number: int | None = None
+    branch: str | None = None
+    base: str
+    head_sha: str | None = None
+    history: tuple[StageRun, ...] = ()
+    signoffs_required: tuple[str, ...] = ()
+    signoffs_given: tuple[SignOff, ...] = ()
+    signoffs_waived: tuple[str, ...] = ()
+    signoff_role: str | None = None  # the role whose sign-off session runs now
+    gate_target: str | None = None  # where the ticket goes once sign-offs are in
+    ready_for_review: bool = False
+    questions: tuple[QA, ...] = ()
+    policy: Policy
+    sessions_used: int = 0
+    cost_used: float = 0.0
+    approval: Approval | None = None
+    handoff: Handoff | None = None  # the previous phase's handoff, for the next phase
+    paused_from: Status | None = None
+    ended_by: str | None = None  # a person who merged or closed the PR themselves
+    version: int = 1
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def key(self) -> str:
+        return self.ticket.key
+
+    @property
+    def open_run(self) -> StageRun | None:
+        last = self.history[-1] if self.history else None
+        return last if last is not None and last.end is None else None
+
+    @property
+    def open_question(self) -> QA | None:
+        last = self.questions[-1] if self.questions else None
+        return last if last is not None and last.answer is None else None
+
+    def missing_signoffs(self) -> tuple[str, ...]:
+        given = {s.role for s in self.signoffs_given}
+        return tuple(r for r in self.signoffs_required if r not in given)
+
+
+class RecordFormatError(ValueError):
+    """The tracking comment holds no readable state block."""
+
+
+def encode_record(record: Record) -> str:
+    """The hidden block for a tracking comment; `decode_record` reverses it."""
+    raw = record.model_dump_json(exclude_defaults=True).encode()
+    data = base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
+    return f"<!-- ballet:state {STATE_FORMAT} {data} -->"
+
+
+def decode_record(text: str) -> Record:
+    """Find the state block in a comment body and parse it."""
+    match = _BLOCK.search(text)
+    if match is None:
+        raise RecordFormatError(
+            "no '<!-- ballet:state … -->' block found; is this Ballet's tracking comment?"
+        )
+    if match["fmt"] != STATE_FORMAT:
+        raise RecordFormatError(
+            f"state block format {match['fmt']!r} is not {STATE_FORMAT!r}; upgrade Ballet"
+        )
+    try:
+        raw = zlib.decompress(base64.b64decode("".join(match["data"].split()), validate=True))
+        return Record.model_validate(json.loads(raw))
+    except (binascii.Error, zlib.error, ValueError, ValidationError) as exc:
+        raise RecordFormatError(
+            f"state block is damaged ({exc.__class__.__name__}); rebuild it with "
+            "'/ballet retry' or from Redis"
+        ) from exc
