@@ -23,6 +23,10 @@ Phase = Literal["research", "plan", "implement", "verify"]
 TERMINAL_TARGETS = ("$done", "$failed", "$question")
 DEFAULT_BRANCH_TEMPLATE = "ballet/{ticket}-{slug}"
 BRANCH_PLACEHOLDERS = ("ticket", "slug", "type")
+# Skills shipped with Ballet as app/ballet/skills/<name>.md; a repository may
+# add its own as .ballet/skills/<name>.md.
+BUILTIN_SKILL_NAMES = frozenset({"implementer", "reviewer", "verifier", "integrator"})
+MAX_ITERATION_LIMIT = 20
 
 
 class Strict(BaseModel):
@@ -82,7 +86,7 @@ class Pipeline(Strict):
     # result is a knowledge report on the issue.
     branch: str | None = DEFAULT_BRANCH_TEMPLATE
     base: str | None = None
-    iteration_limit: int = 3
+    iteration_limit: int = Field(default=3, ge=1, le=MAX_ITERATION_LIMIT)
     budget: Budget = Budget()
     signoffs: tuple[str, ...] = ()
     stages: tuple[Stage, ...]

@@ -1,0 +1,223 @@
+"""The rules a well-typed `.ballet.yml` must still follow (DESIGN section 3).
+
+Pydantic checks each value's shape; these rules check how values refer to
+each other: names that must exist, stage kinds' required keys, and the stage
+graph (every stage reachable, `$done` reachable). Each problem carries the
+path of the offending node so the caller can point at its line.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+
+from ballet.core.config import (
+    BRANCH_PLACEHOLDERS,
+    TERMINAL_TARGETS,
+    BalletConfig,
+    Pipeline,
+    Stage,
+)
+
+Path = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: Path
+    message: str
+    at_key: bool = False  # point at the key (`name:`) rather than its value
+
+
+def _names(names: Collection[str]) -> str:
+    return ", ".join(f"`{n}`" for n in sorted(names)) or "(none defined)"
+
+
+def default_next(stages: tuple[Stage, ...], index: int) -> str:
+    """Where `done` goes when a stage's `next` does not say: the following stage, or `$done`."""
+    return stages[index + 1].id if index + 1 < len(stages) else "$done"
+
+
+def stage_targets(stages: tuple[Stage, ...], index: int) -> dict[str, str]:
+    """A stage's `next` with the implicit `done` filled in (other outcomes: `$question`)."""
+    targets = dict(stages[index].next)
+    targets.setdefault("done", default_next(stages, index))
+    return targets
+
+
+def check_config(config: BalletConfig, skills: Collection[str]) -> list[Problem]:
+    """Every rule violation in `config`; empty when it may run tickets."""
+    return [
+        *_check_top_level(config, skills),
+        *(
+            p
+            for name, pipeline in config.pipelines.items()
+            for p in _check_pipeline(config, name, pipeline, skills)
+        ),
+    ]
+
+
+def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[Problem]:
+    runtimes = config.runtimes
+    if config.default_runtime is not None and config.default_runtime not in runtimes:
+        yield Problem(
+            ("default_runtime",),
+            f"unknown runtime `{config.default_runtime}`; write one of {_names(runtimes)} "
+            "or define it under `runtimes:`",
+        )
+    for name, runtime in runtimes.items():
+        if runtime.adapter == "command" and not runtime.command:
+            yield Problem(
+                ("runtimes", name, "adapter"),
+                "a `command` runtime needs `command: [program, args...]`; add it",
+            )
+    for name, role in config.roles.items():
+        if role.runtime is not None and role.runtime not in runtimes:
+            yield Problem(
+                ("roles", name, "runtime"),
+                f"unknown runtime `{role.runtime}`; write one of {_names(runtimes)} "
+                "or define it under `runtimes:`",
+            )
+        yield from _check_skills(("roles", name, "skills"), role.skills, skills)
+    for i, ticket_type in enumerate(config.types):
+        if ticket_type.pipeline not in config.pipelines:
+            yield Problem(
+                ("types", i, "pipeline"),
+                f"unknown pipeline `{ticket_type.pipeline}`; write one of "
+                f"{_names(config.pipelines)}",
+            )
+
+
+def _check_skills(path: Path, used: tuple[str, ...], skills: Collection[str]) -> Iterator[Problem]:
+    for i, skill in enumerate(used):
+        if skill not in skills:
+            yield Problem(
+                (*path, i),
+                f"unknown skill `{skill}`; write one of {_names(skills)} "
+                f"or add .ballet/skills/{skill}.md",
+            )
+
+
+def _check_pipeline(
+    config: BalletConfig, name: str, pipeline: Pipeline, skills: Collection[str]
+) -> Iterator[Problem]:
+    at: Path = ("pipelines", name)
+    if pipeline.branch is not None:
+        yield from _check_branch(at, pipeline.branch)
+    for i, role in enumerate(pipeline.signoffs):
+        if role not in config.roles:
+            yield Problem(
+                (*at, "signoffs", i),
+                f"unknown role `{role}`; write one of {_names(config.roles)} "
+                "or define it under `roles:`",
+            )
+    if not pipeline.stages:
+        yield Problem((*at, "stages"), "a pipeline needs at least one stage; add a stage")
+        return
+    ids = {stage.id for stage in pipeline.stages}
+    seen: set[str] = set()
+    for i, stage in enumerate(pipeline.stages):
+        if stage.id in seen:
+            yield Problem(
+                (*at, "stages", i, "id"),
+                f"duplicate stage id `{stage.id}`; give this stage another id",
+            )
+        seen.add(stage.id)
+        yield from _check_stage(config, (*at, "stages", i), stage, ids, skills)
+    if len(ids) == len(pipeline.stages):  # with duplicate ids, `next` targets are ambiguous
+        yield from _check_graph(at, pipeline)
+
+
+def _check_branch(at: Path, branch: str) -> Iterator[Problem]:
+    allowed = ", ".join(f"{{{p}}}" for p in BRANCH_PLACEHOLDERS)
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(branch) if f is not None]
+    except ValueError:
+        yield Problem(
+            (*at, "branch"),
+            f"unbalanced `{{` or `}}` in the branch template; use only {allowed}",
+        )
+        return
+    for placeholder in fields:
+        if placeholder not in BRANCH_PLACEHOLDERS:
+            yield Problem(
+                (*at, "branch"),
+                f"unknown branch placeholder `{{{placeholder}}}`; use only {allowed}",
+            )
+
+
+def _check_stage(
+    config: BalletConfig, at: Path, stage: Stage, ids: set[str], skills: Collection[str]
+) -> Iterator[Problem]:
+    if stage.kind != "agent":
+        for key in ("runtime", "model", "effort", "phases"):
+            if getattr(stage, key):
+                yield Problem(
+                    (*at, key),
+                    f"a {stage.kind} stage runs no agent, so it takes no `{key}`; remove it",
+                    at_key=True,
+                )
+    if stage.kind == "platform":
+        if (stage.action is None) == (stage.wait_for is None):
+            yield Problem(
+                at,
+                "a platform stage needs exactly one of `action: merge` or "
+                "`wait_for: checks|review|merge`; keep one",
+            )
+    else:
+        for key in ("action", "wait_for"):
+            if getattr(stage, key) is not None:
+                yield Problem(
+                    (*at, key),
+                    f"only platform stages take `{key}`; remove it or write `kind: platform`",
+                    at_key=True,
+                )
+    if stage.runtime is not None and stage.runtime not in config.runtimes:
+        yield Problem(
+            (*at, "runtime"),
+            f"unknown runtime `{stage.runtime}`; write one of {_names(config.runtimes)} "
+            "or define it under `runtimes:`",
+        )
+    yield from _check_skills((*at, "skills"), stage.skills, skills)
+    if stage.optional and not stage.next:
+        yield Problem(
+            at,
+            "an optional stage is skipped to the target of its first `next` entry; "
+            "add a `next:` mapping",
+        )
+    for outcome, target in stage.next.items():
+        if target not in ids and target not in TERMINAL_TARGETS:
+            choices = _names([*sorted(ids), *TERMINAL_TARGETS])
+            yield Problem(
+                (*at, "next", outcome),
+                f"unknown target `{target}`; write one of {choices}",
+            )
+
+
+def _check_graph(at: Path, pipeline: Pipeline) -> Iterator[Problem]:
+    stages = pipeline.stages
+    index = {stage.id: i for i, stage in enumerate(stages)}
+    reached = {0}
+    todo = [0]
+    done_reachable = False
+    while todo:
+        current = todo.pop()
+        for target in stage_targets(stages, current).values():
+            done_reachable = done_reachable or target == "$done"
+            if target in index and index[target] not in reached:
+                reached.add(index[target])
+                todo.append(index[target])
+    for i, stage in enumerate(stages):
+        if i not in reached:
+            yield Problem(
+                (*at, "stages", i),
+                f"no path reaches stage `{stage.id}`; name it in an earlier stage's `next` "
+                "or remove it",
+            )
+    if not done_reachable:
+        yield Problem(
+            (*at, "stages"),
+            "this pipeline can never reach `$done`; send some outcome to `$done` "
+            "(e.g. `next: {merged: $done}`)",
+        )

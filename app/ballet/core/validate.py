@@ -1,0 +1,169 @@
+"""`.ballet.yml` text to a `BalletConfig`, or every error with its `file:line:column`.
+
+`parse_config` returns the config when the file may run tickets, otherwise a
+non-empty list of `ConfigError`s sorted by position. It never raises for bad
+input: each error names the offending node and what to write instead.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
+from ballet.core.config_rules import Path, check_config
+from ballet.core.yaml_positions import Document, YamlProblem, load
+
+MAX_FILE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class ConfigError:
+    file: str
+    line: int  # 1-based
+    column: int  # 1-based
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.message}"
+
+
+def parse_config(
+    text: str, *, file: str = ".ballet.yml", skills: Collection[str] = BUILTIN_SKILL_NAMES
+) -> BalletConfig | list[ConfigError]:
+    """Parse and check `text`; `skills` are the skill names stages and roles may use."""
+    size = len(text.encode("utf-8"))
+    if size > MAX_FILE_BYTES:
+        return [
+            ConfigError(
+                file,
+                1,
+                1,
+                f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; "
+                "move long instructions into .ballet/skills/<name>.md",
+            )
+        ]
+    try:
+        document = load(text)
+    except YamlProblem as problem:
+        return [ConfigError(file, *problem.position, problem.message)]
+    if document.value is None:
+        return [
+            ConfigError(
+                file,
+                1,
+                1,
+                "the file is empty; define `pipelines:` (see `ballet schema`) or delete "
+                "the file to use the built-in default pipeline",
+            )
+        ]
+    if not isinstance(document.value, dict):
+        return [
+            ConfigError(
+                file,
+                1,
+                1,
+                "the file must be a mapping of keys such as `pipelines:`; see `ballet schema`",
+            )
+        ]
+    try:
+        config = BalletConfig.model_validate(document.value)
+    except ValidationError as invalid:
+        return _sorted(_from_pydantic(file, document, error) for error in invalid.errors())
+    problems = check_config(config, skills)
+    if not problems:
+        return config
+    return _sorted(
+        ConfigError(file, *document.position(p.path, key=p.at_key), p.message) for p in problems
+    )
+
+
+def _sorted(errors: typing.Iterable[ConfigError]) -> list[ConfigError]:
+    return sorted(set(errors), key=lambda e: (e.line, e.column, e.message))
+
+
+def _dotted(path: Path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "the file"
+
+
+def _from_pydantic(file: str, document: Document, error: ErrorDetails) -> ConfigError:
+    loc: Path = tuple(error["loc"])
+    on_key = bool(loc) and loc[-1] == "[key]"
+    if on_key:
+        loc = loc[:-1]
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        message = _unknown_key(loc)
+        on_key = True
+    elif kind == "missing":
+        message = f"{_dotted(loc[:-1])}: missing required key `{loc[-1]}`; add `{loc[-1]}: …`"
+    else:
+        hint = _HINTS.get(kind, "")
+        message = f"{_dotted(loc)}: {error['msg']}" + (f"; {hint}" if hint else "")
+    return ConfigError(file, *document.position(loc, key=on_key), message)
+
+
+_HINTS = {
+    "string_type": "write text, quoted if it looks like a number, date or true/false",
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "float_parsing": "write a number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "tuple_type": "write a list, e.g. `[a, b]`",
+    "list_type": "write a list, e.g. `[a, b]`",
+    "dict_type": "write a mapping of `key: value` entries",
+    "model_type": "write a mapping of `key: value` entries",
+    "model_attributes_type": "write a mapping of `key: value` entries",
+    "string_pattern_mismatch": (
+        "write a lowercase letter, then up to 39 lowercase letters, digits, `-` or `_`"
+    ),
+    "less_than_equal": "write a smaller number",
+    "greater_than_equal": "write a larger number",
+    "greater_than": "write a larger number",
+}
+
+
+def _unknown_key(loc: Path) -> str:
+    key = str(loc[-1])
+    where = f" in {_dotted(loc[:-1])}" if loc[:-1] else ""
+    if key == "<<":
+        return f"YAML merge keys (`<<`) are not supported{where}; write the keys out"
+    valid = sorted(_model_at(loc[:-1]).model_fields)
+    close = difflib.get_close_matches(key, valid, n=1)
+    if close:
+        return f"unknown key `{key}`{where}; did you mean `{close[0]}`?"
+    return f"unknown key `{key}`{where}; valid keys: {', '.join(valid)}"
+
+
+def _model_at(loc: Path) -> type[BaseModel]:
+    """The model class whose keys live at `loc` (a path pydantic reported an extra key under)."""
+    annotation: Any = BalletConfig
+    for part in loc:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            annotation = annotation.model_fields[str(part)].annotation
+        else:  # dict[str, X] or tuple[X, ...]: the part is a key or an index
+            annotation = typing.get_args(annotation)[-1 if isinstance(part, str) else 0]
+    model = _unwrap(annotation)
+    assert isinstance(model, type) and issubclass(model, BaseModel)
+    return model
+
+
+def _unwrap(annotation: Any) -> Any:
+    """`X | None` to `X`."""
+    if isinstance(annotation, types.UnionType):
+        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    return annotation
