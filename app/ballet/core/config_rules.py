@@ -125,7 +125,11 @@ def _check_pipeline(
             )
         seen.add(stage.id)
         yield from _check_stage(config, (*at, "stages", i), stage, ids, skills)
-    if len(ids) == len(pipeline.stages):  # with duplicate ids, `next` targets are ambiguous
+    known = ids.union(TERMINAL_TARGETS)
+    targets_known = all(t in known for stage in pipeline.stages for t in stage.next.values())
+    # With duplicate ids or unknown targets the graph is not what the author meant:
+    # its reachability errors would only repeat the errors already reported.
+    if len(ids) == len(pipeline.stages) and targets_known:
         yield from _check_graph(at, pipeline)
 
 

@@ -90,7 +90,8 @@ class _Converter:
             raise YamlProblem(
                 f"the document expands to more than {MAX_EXPANDED_NODES} nodes through "
                 "aliases (*name); write the values out instead of nesting aliases",
-                _at(node.start_mark),
+                # The alias's own mark is lost in composing: name the top-level key.
+                self.document.key_at.get(path[:1], _at(node.start_mark)),
             )
         self.document.value_at.setdefault(path, _at(node.start_mark))
         if isinstance(node, yaml.ScalarNode):
