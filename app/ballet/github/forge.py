@@ -1,0 +1,228 @@
+"""The forge: Ballet's narrow seam to GitHub, in Ballet's terms.
+
+Everything Ballet does on GitHub goes through this Protocol. The production
+adapter (`ballet.github.github_forge`) speaks GitHub's REST and GraphQL APIs
+through githubkit; the sandbox serves the same HTTP API, so tests and the demo
+use the same adapter. Values in and out are plain frozen dataclasses: no
+githubkit model leaks past this module's callers.
+
+Repositories are named `owner/name`; a forge instance acts for one App
+installation, which is how GitHub scopes the token it uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
+# Permissions that may drive a ticket (DESIGN section 2 and 6).
+WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
+
+MergeMethod = Literal["merge", "squash", "rebase"]
+MergeStatus = Literal["merged", "conflict", "checks_failed", "closed", "not_mergeable"]
+ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
+CheckStatus = Literal["queued", "in_progress", "completed"]
+CheckConclusion = Literal[
+    "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
+]
+CombinedState = Literal["success", "failure", "pending", "none"]
+
+
+class ForgeError(Exception):
+    """A forge call failed in a way retrying the same call will not fix."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ForgeUnavailable(ForgeError):
+    """GitHub could not be reached or kept failing (5xx); the job may be retried later."""
+
+
+class NotFound(ForgeError):
+    """The repository, issue, pull request or file does not exist (or is hidden)."""
+
+
+class RateLimited(Exception):
+    """GitHub asked us to slow down; the job should be deferred, not slept in.
+
+    The job layer turns this into `arq.Retry(defer=retry_after_seconds)`.
+    """
+
+    def __init__(self, retry_after_seconds: float, *, reason: str = "rate limited") -> None:
+        super().__init__(f"{reason}; retry after {retry_after_seconds:.0f}s")
+        self.retry_after_seconds = retry_after_seconds
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    head_ref: str
+    head_sha: str
+    base_ref: str
+    state: Literal["open", "closed"]
+    merged: bool
+    draft: bool
+    # None while GitHub is still computing mergeability.
+    mergeable: bool | None
+    mergeable_state: str
+    html_url: str
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class Comment:
+    id: int
+    body: str
+    author: str
+    html_url: str
+
+
+@dataclass(frozen=True)
+class Annotation:
+    path: str
+    start_line: int
+    end_line: int
+    message: str
+    level: Literal["notice", "warning", "failure"] = "failure"
+    title: str | None = None
+    start_column: int | None = None
+    end_column: int | None = None
+
+
+@dataclass(frozen=True)
+class CheckRunSpec:
+    """What Ballet wants a check run to show; created once, then updated."""
+
+    name: str
+    head_sha: str
+    status: CheckStatus
+    conclusion: CheckConclusion | None = None
+    title: str = ""
+    summary: str = ""
+    text: str = ""
+    external_id: str | None = None
+    details_url: str | None = None
+    annotations: tuple[Annotation, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check on a ref: a check run, or a commit status context."""
+
+    name: str
+    status: CheckStatus
+    conclusion: str | None  # check-run conclusion, or a status state
+    url: str | None = None
+
+
+@dataclass(frozen=True)
+class ChecksSummary:
+    ref: str
+    checks: tuple[CheckResult, ...]
+    combined_status: CombinedState
+
+    @property
+    def pending(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status != "completed")
+
+    @property
+    def failed(self) -> tuple[CheckResult, ...]:
+        bad = {"failure", "cancelled", "timed_out", "action_required", "error"}
+        return tuple(c for c in self.checks if c.conclusion in bad)
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    status: MergeStatus
+    detail: str = ""
+    sha: str | None = None  # the merge commit when merged
+
+
+@dataclass(frozen=True)
+class GitRemote:
+    """Where and how a session's branch is pushed; the token never reaches a session."""
+
+    url: str
+    token: str = field(repr=False)
+
+
+class Forge(Protocol):
+    """GitHub, as Ballet uses it. Every method is one or a few API calls."""
+
+    async def default_branch(self, repo: str) -> str: ...
+
+    async def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        """The file's text at `ref`, or None when it does not exist."""
+        ...
+
+    async def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...]:
+        """Names of the files directly in `path` at `ref`; empty when it does not exist."""
+        ...
+
+    async def branch_sha(self, repo: str, branch: str) -> str | None: ...
+
+    async def create_branch(self, repo: str, branch: str, from_sha: str) -> None:
+        """Create `branch` at `from_sha`; an existing branch is left as it is."""
+        ...
+
+    async def open_draft_pr(
+        self, repo: str, *, head: str, base: str, title: str, body: str
+    ) -> PullRequest: ...
+
+    async def find_pr_by_head(self, repo: str, head: str) -> PullRequest | None:
+        """The open pull request from branch `head`, if any."""
+        ...
+
+    async def get_pr(self, repo: str, number: int) -> PullRequest: ...
+
+    async def list_pr_files(self, repo: str, number: int) -> tuple[str, ...]: ...
+
+    async def list_comments(self, repo: str, issue_number: int) -> tuple[Comment, ...]: ...
+
+    async def create_comment(self, repo: str, issue_number: int, body: str) -> Comment: ...
+
+    async def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment: ...
+
+    async def add_labels(self, repo: str, issue_number: int, labels: tuple[str, ...]) -> None: ...
+
+    async def remove_label(self, repo: str, issue_number: int, label: str) -> None:
+        """Remove `label`; a label that is not there is not an error."""
+        ...
+
+    async def react(self, repo: str, comment_id: int, content: ReactionContent) -> None: ...
+
+    async def create_check_run(self, repo: str, spec: CheckRunSpec) -> int: ...
+
+    async def update_check_run(self, repo: str, check_run_id: int, spec: CheckRunSpec) -> None: ...
+
+    async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary: ...
+
+    async def merge_pr(
+        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
+    ) -> MergeResult: ...
+
+    async def update_branch(self, repo: str, number: int) -> bool:
+        """Bring the PR branch up to date with its base; False when it cannot (conflict)."""
+        ...
+
+    async def mark_ready_for_review(self, repo: str, number: int) -> None: ...
+
+    async def request_reviewers(
+        self, repo: str, number: int, reviewers: tuple[str, ...]
+    ) -> None: ...
+
+    async def permission(self, repo: str, login: str) -> Permission: ...
+
+    async def git_remote(self, repo: str) -> GitRemote: ...
+
+
+async def find_comment(forge: Forge, repo: str, issue_number: int, marker: str) -> Comment | None:
+    """The first comment on the issue whose body carries `marker`."""
+    for comment in await forge.list_comments(repo, issue_number):
+        if marker in comment.body:
+            return comment
+    return None

@@ -1,0 +1,496 @@
+"""The production forge: GitHub's REST and GraphQL APIs through githubkit.
+
+What githubkit gives us, configured here once:
+- App authentication: the App's JWT buys installation tokens; githubkit caches
+  each token in its cache strategy until a minute before it expires, and the
+  strategy here is Redis, so every worker process shares one token per
+  installation instead of minting its own.
+- Conditional GETs: githubkit's HTTP cache (hishel) stores bodies with their
+  ETag in Redis and revalidates with If-None-Match; a 304 costs no rate limit.
+- The throttler hook: `WritePacer` makes writes serial and spaced per
+  installation (see pacing.py).
+- Bounded retries with jitter on 5xx. Rate limits are *not* retried here:
+  they raise `RateLimited` so the job is deferred instead of sleeping.
+
+Responses are read with lenient models of only the fields Ballet uses
+(`github_models.py`), so the sandbox and GitHub Enterprise versions that add
+or drop fields are read alike.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import httpx
+from githubkit import AppInstallationAuthStrategy, GitHub
+from githubkit.cache import AsyncRedisCacheStrategy
+from githubkit.exception import (
+    GitHubException,
+    GraphQLFailed,
+    RateLimitExceeded,
+    RequestError,
+    RequestFailed,
+)
+from githubkit.typing import RetryOption
+from hishel import AsyncBaseStorage, AsyncRedisStorage
+from pydantic import TypeAdapter
+from redis.asyncio import Redis
+
+from ballet.github import github_models as m
+from ballet.github.forge import (
+    Annotation,
+    CheckResult,
+    CheckRunSpec,
+    ChecksSummary,
+    Comment,
+    ForgeError,
+    ForgeUnavailable,
+    GitRemote,
+    MergeMethod,
+    MergeResult,
+    NotFound,
+    Permission,
+    PullRequest,
+    RateLimited,
+    ReactionContent,
+)
+from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.github.urls import git_url
+
+# GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
+SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
+HTTP_CACHE_TTL_SECONDS = 24 * 3600
+PER_PAGE = 100
+# More than this many pages of comments is not a ticket Ballet can serve anyway.
+MAX_PAGES = 30
+
+_content_list = TypeAdapter(list[m.ContentItem])
+_comment_list = TypeAdapter(list[m.IssueComment])
+_pr_list = TypeAdapter(list[m.PullRequestData])
+_file_list = TypeAdapter(list[m.PullFile])
+
+
+@dataclass(frozen=True)
+class GitHubAppCredentials:
+    app_id: int
+    private_key: str
+    api_url: str = "https://api.github.com"
+
+
+class _RedisHttpCache(AsyncRedisCacheStrategy):
+    # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
+    # and pull requests revalidating with 304s across a working day.
+    async def get_async_hishel_storage(self) -> AsyncBaseStorage:
+        return AsyncRedisStorage(
+            client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
+        )
+
+
+class ServerErrorRetry:
+    """Retry 5xx a few times with exponential backoff and full jitter."""
+
+    def __init__(self, max_retries: int = 3, base_seconds: float = 0.5) -> None:
+        self.max_retries = max_retries
+        self.base_seconds = base_seconds
+
+    def __call__(self, exc: GitHubException, retry_count: int) -> RetryOption:
+        if (
+            retry_count < self.max_retries
+            and isinstance(exc, RequestFailed)
+            and not isinstance(exc, RateLimitExceeded)
+            and exc.response.status_code >= 500
+        ):
+            delay = random.uniform(0, self.base_seconds * 2**retry_count)
+            return RetryOption(True, timedelta(seconds=delay))
+        return RetryOption(False)
+
+
+class GitHubForges:
+    """Makes a forge per installation; all share one Redis for tokens, cache and pacing.
+
+    `redis` must return bytes (the default, `decode_responses=False`): the HTTP
+    cache stores raw bodies.
+    """
+
+    def __init__(
+        self,
+        credentials: GitHubAppCredentials,
+        redis: Redis,
+        *,
+        write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        retry: ServerErrorRetry | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._credentials = credentials
+        self._redis = redis
+        self._spacing = write_spacing_seconds
+        self._retry = retry or ServerErrorRetry()
+        self._transport = transport
+        self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
+
+    def for_installation(self, installation_id: int) -> GitHubForge:
+        auth = AppInstallationAuthStrategy(
+            self._credentials.app_id, self._credentials.private_key, installation_id
+        )
+        gh: GitHub[Any] = GitHub(
+            auth,
+            base_url=self._credentials.api_url,
+            cache_strategy=self._cache,
+            throttler=WritePacer(self._redis, installation_id, spacing_seconds=self._spacing),
+            auto_retry=self._retry,
+            async_transport=self._transport,
+            user_agent="ballet",
+        )
+        return GitHubForge(gh, self._credentials.api_url)
+
+
+class GitHubForge:
+    """The `Forge` Protocol on one installation's token."""
+
+    def __init__(self, gh: GitHub[Any], api_url: str) -> None:
+        self._gh = gh
+        self._api_url = api_url
+
+    # -- the one place a request is made and its failures are named --------
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        try:
+            response = await self._gh.arequest(
+                method, path, json=json, params=params, headers=headers
+            )
+        except RateLimitExceeded as exc:
+            raise RateLimited(
+                max(exc.retry_after.total_seconds(), 1.0), reason=f"{method} {path}: rate limited"
+            ) from exc
+        except RequestFailed as exc:
+            raise _failure(method, path, exc.response.raw_response) from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
+        return response.raw_response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return (await self._call(method, path, **kwargs)).json()
+
+    async def _pages(self, path: str, params: dict[str, Any] | None = None) -> list[Any]:
+        items: list[Any] = []
+        for page in range(1, MAX_PAGES + 1):
+            batch = await self._json(
+                "GET", path, params={**(params or {}), "per_page": PER_PAGE, "page": page}
+            )
+            items.extend(batch)
+            if len(batch) < PER_PAGE:
+                break
+        return items
+
+    # -- repository contents ------------------------------------------------
+
+    async def default_branch(self, repo: str) -> str:
+        return m.Repository.model_validate(await self._json("GET", f"/repos/{repo}")).default_branch
+
+    async def file_text(self, repo: str, path: str, ref: str) -> str | None:
+        try:
+            data = await self._json("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+        except NotFound:
+            return None
+        if isinstance(data, list):
+            raise ForgeError(f"{repo}:{path} at {ref} is a directory, not a file")
+        item = m.ContentItem.model_validate(data)
+        if item.type != "file" or item.content is None:
+            return None
+        return base64.b64decode(item.content).decode("utf-8")
+
+    async def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...]:
+        try:
+            data = await self._json("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+        except NotFound:
+            return ()
+        if not isinstance(data, list):
+            return ()
+        return tuple(
+            item.name for item in _content_list.validate_python(data) if item.type == "file"
+        )
+
+    # -- branches and pull requests ------------------------------------------
+
+    async def branch_sha(self, repo: str, branch: str) -> str | None:
+        try:
+            data = await self._json("GET", f"/repos/{repo}/git/ref/heads/{branch}")
+        except NotFound:
+            return None
+        return m.GitRef.model_validate(data).object.sha
+
+    async def create_branch(self, repo: str, branch: str, from_sha: str) -> None:
+        try:
+            await self._call(
+                "POST",
+                f"/repos/{repo}/git/refs",
+                json={"ref": f"refs/heads/{branch}", "sha": from_sha},
+            )
+        except ForgeError as exc:
+            # A retried ticket start finds its branch already there: that is success.
+            if exc.status != 422 or "already exists" not in str(exc):
+                raise
+
+    async def open_draft_pr(
+        self, repo: str, *, head: str, base: str, title: str, body: str
+    ) -> PullRequest:
+        data = await self._json(
+            "POST",
+            f"/repos/{repo}/pulls",
+            json={"title": title, "head": head, "base": base, "body": body, "draft": True},
+        )
+        return _pull_request(m.PullRequestData.model_validate(data))
+
+    async def find_pr_by_head(self, repo: str, head: str) -> PullRequest | None:
+        owner = repo.split("/")[0]
+        data = await self._json(
+            "GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{head}", "state": "open"}
+        )
+        for pr in _pr_list.validate_python(data):
+            if pr.head.ref == head:
+                return _pull_request(pr)
+        return None
+
+    async def _pr_data(self, repo: str, number: int) -> m.PullRequestData:
+        return m.PullRequestData.model_validate(
+            await self._json("GET", f"/repos/{repo}/pulls/{number}")
+        )
+
+    async def get_pr(self, repo: str, number: int) -> PullRequest:
+        return _pull_request(await self._pr_data(repo, number))
+
+    async def list_pr_files(self, repo: str, number: int) -> tuple[str, ...]:
+        files = _file_list.validate_python(await self._pages(f"/repos/{repo}/pulls/{number}/files"))
+        return tuple(f.filename for f in files)
+
+    # -- comments, labels, reactions -------------------------------------------
+
+    async def list_comments(self, repo: str, issue_number: int) -> tuple[Comment, ...]:
+        data = await self._pages(f"/repos/{repo}/issues/{issue_number}/comments")
+        return tuple(_comment(c) for c in _comment_list.validate_python(data))
+
+    async def create_comment(self, repo: str, issue_number: int, body: str) -> Comment:
+        data = await self._json(
+            "POST", f"/repos/{repo}/issues/{issue_number}/comments", json={"body": body}
+        )
+        return _comment(m.IssueComment.model_validate(data))
+
+    async def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
+        data = await self._json(
+            "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", json={"body": body}
+        )
+        return _comment(m.IssueComment.model_validate(data))
+
+    async def add_labels(self, repo: str, issue_number: int, labels: tuple[str, ...]) -> None:
+        await self._call(
+            "POST", f"/repos/{repo}/issues/{issue_number}/labels", json={"labels": list(labels)}
+        )
+
+    async def remove_label(self, repo: str, issue_number: int, label: str) -> None:
+        with contextlib.suppress(NotFound):
+            await self._call("DELETE", f"/repos/{repo}/issues/{issue_number}/labels/{label}")
+
+    async def react(self, repo: str, comment_id: int, content: ReactionContent) -> None:
+        await self._call(
+            "POST",
+            f"/repos/{repo}/issues/comments/{comment_id}/reactions",
+            json={"content": content},
+        )
+
+    # -- checks ----------------------------------------------------------------
+
+    async def create_check_run(self, repo: str, spec: CheckRunSpec) -> int:
+        data = await self._json("POST", f"/repos/{repo}/check-runs", json=_check_run_body(spec))
+        return m.CheckRunData.model_validate(data).id
+
+    async def update_check_run(self, repo: str, check_run_id: int, spec: CheckRunSpec) -> None:
+        body = _check_run_body(spec)
+        body.pop("head_sha")
+        await self._call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
+
+    async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary:
+        runs = m.CheckRunList.model_validate(
+            await self._json(
+                "GET", f"/repos/{repo}/commits/{ref}/check-runs", params={"per_page": PER_PAGE}
+            )
+        )
+        status = m.CombinedStatus.model_validate(
+            await self._json("GET", f"/repos/{repo}/commits/{ref}/status")
+        )
+        checks = [CheckResult(r.name, r.status, r.conclusion, r.html_url) for r in runs.check_runs]
+        for s in status.statuses:
+            done = s.state != "pending"
+            checks.append(
+                CheckResult(
+                    s.context,
+                    "completed" if done else "in_progress",
+                    s.state if done else None,
+                    s.target_url,
+                )
+            )
+        combined = status.state if status.statuses else "none"
+        return ChecksSummary(ref=ref, checks=tuple(checks), combined_status=combined)
+
+    # -- merging and review ----------------------------------------------------
+
+    async def merge_pr(
+        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
+    ) -> MergeResult:
+        pr = await self.get_pr(repo, number)
+        if pr.merged:
+            return MergeResult("merged", "the pull request was already merged")
+        if pr.state == "closed":
+            return MergeResult("closed", "the pull request was closed without merging")
+        if pr.mergeable is False or pr.mergeable_state == "dirty":
+            return MergeResult("conflict", f"{pr.head_ref} conflicts with {pr.base_ref}")
+        body: dict[str, Any] = {"merge_method": method}
+        if sha is not None:
+            body["sha"] = sha
+        try:
+            data = await self._json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
+        except ForgeError as exc:
+            if exc.status not in (405, 409):
+                raise
+            checks = await self.checks_for_ref(repo, pr.head_sha)
+            if checks.failed:
+                names = ", ".join(c.name for c in checks.failed)
+                return MergeResult("checks_failed", f"checks failed: {names}")
+            return MergeResult("not_mergeable", str(exc))
+        return MergeResult("merged", "", m.MergeData.model_validate(data).sha)
+
+    async def update_branch(self, repo: str, number: int) -> bool:
+        try:
+            await self._call("PUT", f"/repos/{repo}/pulls/{number}/update-branch", json={})
+        except ForgeError as exc:
+            if exc.status == 422:  # merge conflict, or nothing to update
+                return "conflict" not in str(exc).lower()
+            raise
+        return True
+
+    async def mark_ready_for_review(self, repo: str, number: int) -> None:
+        pr = await self._pr_data(repo, number)
+        if not pr.draft:
+            return
+        try:
+            await self._gh.async_graphql(
+                "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id})"
+                " { pullRequest { isDraft } } }",
+                {"id": pr.node_id},
+            )
+        except RateLimitExceeded as exc:
+            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
+        except GraphQLFailed as exc:
+            raise ForgeError(f"marking {repo}#{number} ready for review: {exc!r}") from exc
+
+    async def request_reviewers(self, repo: str, number: int, reviewers: tuple[str, ...]) -> None:
+        if reviewers:
+            await self._call(
+                "POST",
+                f"/repos/{repo}/pulls/{number}/requested_reviewers",
+                json={"reviewers": list(reviewers)},
+            )
+
+    async def permission(self, repo: str, login: str) -> Permission:
+        try:
+            data = await self._json("GET", f"/repos/{repo}/collaborators/{login}/permission")
+        except NotFound:
+            return "none"
+        return m.PermissionData.model_validate(data).permission
+
+    async def git_remote(self, repo: str) -> GitRemote:
+        # The token is the one githubkit just authenticated with (cached in
+        # Redis); the repository GET is a conditional request, so usually a 304.
+        response = await self._call("GET", f"/repos/{repo}")
+        scheme, _, token = response.request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "token" or not token:
+            raise ForgeError("no installation token was used for the repository request")
+        return GitRemote(url=git_url(self._api_url, repo), token=token)
+
+
+def _failure(method: str, path: str, response: httpx.Response) -> Exception:
+    status = response.status_code
+    try:
+        message = str(response.json().get("message", ""))
+    except ValueError:
+        message = response.text[:200]
+    text = f"{method} {path}: {status} {message}".strip()
+    if status in (403, 429) and "rate limit" in message.lower():
+        # githubkit raises its own rate-limit errors only when GitHub sends
+        # retry-after or x-ratelimit-remaining: 0; the message alone also counts.
+        return RateLimited(SECONDARY_LIMIT_DEFAULT_WAIT, reason=text)
+    if status == 404:
+        return NotFound(text, status=status)
+    if status >= 500:
+        return ForgeUnavailable(text, status=status)
+    return ForgeError(text, status=status)
+
+
+def _pull_request(pr: m.PullRequestData) -> PullRequest:
+    return PullRequest(
+        number=pr.number,
+        head_ref=pr.head.ref,
+        head_sha=pr.head.sha,
+        base_ref=pr.base.ref,
+        state=pr.state,
+        merged=pr.merged,
+        draft=pr.draft,
+        mergeable=pr.mergeable,
+        mergeable_state=pr.mergeable_state,
+        html_url=pr.html_url,
+        body=pr.body or "",
+    )
+
+
+def _comment(c: m.IssueComment) -> Comment:
+    return Comment(id=c.id, body=c.body or "", author=c.user.login, html_url=c.html_url)
+
+
+def _check_run_body(spec: CheckRunSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": spec.name, "head_sha": spec.head_sha, "status": spec.status}
+    if spec.conclusion is not None:
+        body["conclusion"] = spec.conclusion
+    if spec.external_id is not None:
+        body["external_id"] = spec.external_id
+    if spec.details_url is not None:
+        body["details_url"] = spec.details_url
+    output: dict[str, Any] = {
+        "title": spec.title or spec.name,
+        "summary": spec.summary or spec.name,
+    }
+    if spec.text:
+        output["text"] = spec.text
+    if spec.annotations:
+        # GitHub takes at most 50 annotations per request.
+        output["annotations"] = [_annotation(a) for a in spec.annotations[:50]]
+    body["output"] = output
+    return body
+
+
+def _annotation(a: Annotation) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": a.path,
+        "start_line": a.start_line,
+        "end_line": a.end_line,
+        "annotation_level": a.level,
+        "message": a.message,
+    }
+    if a.title:
+        out["title"] = a.title
+    # Columns are only allowed on single-line annotations.
+    if a.start_column is not None and a.start_line == a.end_line:
+        out["start_column"] = a.start_column
+        out["end_column"] = a.end_column if a.end_column is not None else a.start_column
+    return out
