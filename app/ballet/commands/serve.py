@@ -1,0 +1,68 @@
+"""`ballet serve`: the web app and a worker in one process, one event loop.
+
+Without REDIS_URL it runs an embedded Valkey that keeps its data under
+BALLET_DATA_DIR and stops with it; SIGINT or SIGTERM stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+import structlog
+
+from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
+from ballet.process import (
+    Component,
+    add_address_arguments,
+    add_env_file_argument,
+    fail,
+    prepare,
+    run_until_signalled,
+)
+from ballet.queue import redis_settings
+from ballet.services import build_services
+from ballet.settings import Settings, SettingsError
+from ballet.web import create_app
+from ballet.web.server import WebServer
+from ballet.worker import WorkerGroup
+
+log = structlog.get_logger("ballet")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_address_arguments(parser)
+    add_env_file_argument(parser)
+
+
+@contextlib.contextmanager
+def _queue_url(settings: Settings) -> Iterator[str]:
+    if settings.redis_url is not None:
+        yield settings.redis_url.get_secret_value()
+        return
+    with embedded_valkey(settings.data_dir) as url:
+        yield url
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = prepare(args)
+        settings.require_webhook_secrets()
+        if settings.redis_url is not None:
+            redis_settings(settings.redis_url.get_secret_value())
+    except (SettingsError, ValueError) as exc:
+        return fail(str(exc))
+    try:
+        with _queue_url(settings) as url:
+            app = create_app(settings, url)
+            components: list[Component] = [
+                WebServer(app, args.host, args.port),
+                WorkerGroup(settings, url, build_services),
+            ]
+            log.info("ballet serving", url=f"http://{args.host}:{args.port}/webhooks")
+            asyncio.run(run_until_signalled(components))
+    except EmbeddedValkeyError as exc:
+        return fail(str(exc))
+    return 0

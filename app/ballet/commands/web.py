@@ -1,0 +1,37 @@
+"""`ballet web`: only the webhook web app, for scaling out beside `ballet worker`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import structlog
+
+from ballet.process import (
+    add_address_arguments,
+    add_env_file_argument,
+    fail,
+    prepare,
+    run_until_signalled,
+)
+from ballet.settings import SettingsError
+from ballet.web import create_app
+from ballet.web.server import WebServer
+
+log = structlog.get_logger("ballet")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_address_arguments(parser)
+    add_env_file_argument(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = prepare(args)
+        app = create_app(settings, settings.require_redis_url())
+    except (SettingsError, ValueError) as exc:
+        return fail(str(exc))
+    log.info("web app starting", url=f"http://{args.host}:{args.port}/webhooks")
+    asyncio.run(run_until_signalled([WebServer(app, args.host, args.port)]))
+    return 0

@@ -1,0 +1,1 @@
+"""Ballet's GitHub edge: webhook payload translation and the forge adapter."""

@@ -1,0 +1,94 @@
+"""The life of a long-running command: settings, logging, and a clean stop.
+
+`ballet serve`, `ballet web` and `ballet worker` read their settings here
+once, then run their components until SIGINT or SIGTERM, when each is asked
+to stop and given time to finish what it holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Protocol
+
+import structlog
+
+from ballet.logs import configure_logging
+from ballet.settings import Settings, SettingsError, load_settings
+
+log = structlog.get_logger("ballet")
+
+STOP_GRACE_SECONDS = 20.0
+
+
+class Component(Protocol):
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def add_env_file_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env-file", default=None, help="read settings from this file as well as the environment"
+    )
+
+
+def add_address_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on")
+
+
+def prepare(args: argparse.Namespace) -> Settings:
+    """Read the settings and set up logging; raises SettingsError with what to fix."""
+    settings = load_settings(args.env_file)
+    configure_logging(settings.log_level, json=settings.log_json)
+    return settings
+
+
+def fail(message: str) -> int:
+    print(f"ballet: {message}", file=sys.stderr)
+    return 2
+
+
+async def run_until_signalled(components: Sequence[Component]) -> None:
+    """Run the components until a signal or until one of them ends, then stop all."""
+    loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    tasks = [asyncio.create_task(c.run()) for c in components]
+    waiter = asyncio.create_task(stopping.wait())
+    try:
+        await asyncio.wait([waiter, *tasks], return_when=asyncio.FIRST_COMPLETED)
+        log.info("stopping" if stopping.is_set() else "a component ended; stopping the others")
+    finally:
+        waiter.cancel()
+        for component in components:
+            component.stop()
+        done, pending = await asyncio.wait(tasks, timeout=STOP_GRACE_SECONDS)
+        for task in pending:
+            task.cancel()
+        for task in pending:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    for task in done:
+        error = None if task.cancelled() else task.exception()
+        if error is not None:
+            raise error
+
+
+__all__ = [
+    "Component",
+    "SettingsError",
+    "add_address_arguments",
+    "add_env_file_argument",
+    "fail",
+    "prepare",
+    "run_until_signalled",
+]

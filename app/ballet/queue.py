@@ -1,0 +1,100 @@
+"""The job queue: arq on Redis/Valkey, with two queues and durable, deduplicated
+enqueueing of webhook deliveries.
+
+A delivery is keyed by its X-GitHub-Delivery id. A marker
+`ballet:delivery:<id>` lives for the dedupe window (days: GitHub allows
+redelivery long after arq's own result keys have expired) and is written in
+the same Lua script that enqueues the job, so there is never a marker
+without a job (a delivery refused as a duplicate yet never handled) nor a
+job without a marker (a delivery handled twice).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.constants import job_key_prefix
+from arq.jobs import serialize_job
+from redis.asyncio import ConnectionPool
+
+EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs
+SESSIONS_QUEUE = "ballet:sessions"  # long agent sessions, bounded by session slots
+DELIVERY_MARKER_PREFIX = "ballet:delivery:"
+HANDLE_DELIVERY = "handle_delivery"
+
+# KEYS: marker, job key, queue. ARGV: window ms, job bytes, job expiry ms, job id, score.
+_ENQUEUE_ONCE = """
+if not redis.call('SET', KEYS[1], ARGV[5], 'NX', 'PX', ARGV[1]) then
+  return 0
+end
+redis.call('PSETEX', KEYS[2], ARGV[3], ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class DeliveryJob:
+    """A verified webhook delivery as it travels through the queue."""
+
+    delivery_id: str
+    event: str
+    received_at: float  # seconds since the epoch
+    # The raw JSON exactly as GitHub sent it; kept out of repr, so arq's job
+    # log lines name the delivery without dumping its payload.
+    body: bytes = field(repr=False)
+
+
+def redis_settings(url: str) -> RedisSettings:
+    """arq's connection settings for a redis:// or rediss:// URL, with a clear error."""
+    try:
+        return RedisSettings.from_dsn(url)
+    except (RuntimeError, ValueError) as exc:
+        raise ValueError(
+            "REDIS_URL must look like redis://host:6379/0 or rediss://user:password@host:6380/0"
+        ) from exc
+
+
+async def connect(url: str, retries: int = 0) -> ArqRedis:
+    """A connection pool to the queue's Redis; raises if it does not answer PING."""
+    return await create_pool(redis_settings(url), retry=retries, default_queue_name=EVENTS_QUEUE)
+
+
+def open_pool(url: str) -> ArqRedis:
+    """A lazy connection pool: nothing connects until first used, so a web app
+    starts while Redis is down and says so on /readyz instead of crash-looping."""
+    redis_settings(url)  # refuse a malformed URL now, with the clear message
+    pool = ConnectionPool.from_url(url, socket_connect_timeout=2, socket_timeout=5)
+    return ArqRedis(pool, default_queue_name=EVENTS_QUEUE)
+
+
+class DeliveryQueue:
+    """Enqueues each delivery at most once within the dedupe window."""
+
+    def __init__(self, redis: ArqRedis, dedupe_seconds: int, queue_name: str = EVENTS_QUEUE):
+        self._redis = redis
+        self._window_ms = dedupe_seconds * 1000
+        self._queue_name = queue_name
+        self._script = redis.register_script(_ENQUEUE_ONCE)
+
+    async def enqueue(self, job: DeliveryJob) -> bool:
+        """Queue the delivery's job; False when this delivery id was already queued."""
+        now_ms = int(time.time() * 1000)
+        payload = serialize_job(HANDLE_DELIVERY, (job,), {}, None, now_ms)
+        added = await self._script(
+            keys=[
+                DELIVERY_MARKER_PREFIX + job.delivery_id,
+                job_key_prefix + job.delivery_id,
+                self._queue_name,
+            ],
+            # The job outlives arq's default day: a worker down for a weekend
+            # must still find every delivery when it comes back.
+            args=[self._window_ms, payload, self._window_ms, job.delivery_id, now_ms],
+        )
+        return bool(added)
+
+    async def forget(self, delivery_id: str) -> None:
+        """Drop the marker, so a person's redelivery of a failed delivery runs again."""
+        await self._redis.delete(DELIVERY_MARKER_PREFIX + delivery_id)

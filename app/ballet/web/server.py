@@ -1,0 +1,34 @@
+"""Serving the web app with uvicorn inside a command's own event loop."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import uvicorn
+from starlette.applications import Starlette
+
+
+class _Server(uvicorn.Server):
+    # The command owns SIGINT/SIGTERM: uvicorn re-raising a captured signal
+    # after its shutdown would kill the process before the worker and the
+    # embedded Valkey are stopped.
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+class WebServer:
+    """The web app on uvicorn, as a component of `ballet serve` or `ballet web`."""
+
+    def __init__(self, app: Starlette, host: str, port: int) -> None:
+        config = uvicorn.Config(
+            app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
+        )
+        self._server = _Server(config)
+
+    async def run(self) -> None:
+        await self._server.serve()
+
+    def stop(self) -> None:
+        self._server.should_exit = True

@@ -1,0 +1,196 @@
+"""The worker: arq workers for Ballet's two queues, and the delivery job.
+
+One worker process runs one arq Worker per queue in a single event loop:
+`ballet:events` (deliveries and other short jobs) and `ballet:sessions`
+(long agent sessions, at most `settings.session_slots` at a time), so a busy
+agent pool never delays a webhook. Every job finds the process's shared
+`Services` in `ctx["services"]`. To add a job, add its function to its
+queue's `functions` (or `cron_jobs`) in `queue_specs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from arq.cron import CronJob
+from arq.typing import WorkerCoroutine
+from arq.worker import Function, Worker
+
+from ballet import metrics
+from ballet.github.payloads import Envelope, parse_delivery
+from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, DeliveryJob, connect, redis_settings
+from ballet.settings import Settings
+
+if TYPE_CHECKING:
+    from ballet.services import Services
+
+log = structlog.get_logger("ballet.worker")
+
+MAX_DELIVERY_TRIES = 5
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """A verified webhook delivery, parsed, as consumers receive it."""
+
+    id: str
+    event: str
+    payload: dict[str, Any]
+    envelope: Envelope
+    received_at: datetime
+
+
+class DeliveryConsumer(Protocol):
+    """What the worker hands each delivery to (the GitHub edge, in production)."""
+
+    async def on_delivery(self, delivery: Delivery) -> None: ...
+
+
+class LoggingConsumer:
+    """The default consumer: logs each delivery and counts it by event and action."""
+
+    async def on_delivery(self, delivery: Delivery) -> None:
+        envelope = delivery.envelope
+        metrics.DELIVERIES_HANDLED.labels(delivery.event, envelope.action or "").inc()
+        log.info(
+            "delivery handled",
+            delivery_id=delivery.id,
+            github_event=delivery.event,
+            action=envelope.action,
+            repository=envelope.repository.full_name if envelope.repository else None,
+            installation_id=envelope.installation_id,
+        )
+
+
+async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
+    """Load a queued delivery and hand it to the consumer; retry it on failure."""
+    services: Services = ctx["services"]
+    delivery_id, event = job.delivery_id, job.event
+    # The web app parsed this body before enqueueing it, so it is a JSON object.
+    payload = json.loads(job.body)
+    delivery = Delivery(
+        id=delivery_id,
+        event=event,
+        payload=payload,
+        envelope=parse_delivery(event, payload),
+        received_at=datetime.fromtimestamp(job.received_at, UTC),
+    )
+    try:
+        await services.consumer.on_delivery(delivery)
+    except Exception as exc:
+        metrics.DELIVERIES_FAILED.labels(event).inc()
+        job_try: int = ctx.get("job_try", 1)
+        if job_try < MAX_DELIVERY_TRIES:
+            log.warning("delivery failed, will retry", delivery_id=delivery_id, error=repr(exc))
+            raise Retry(defer=5 * job_try**2) from exc
+        # Given up: let a person's redelivery from GitHub's UI run it again.
+        await services.deliveries.forget(delivery_id)
+        log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)
+        raise
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    """One arq queue a worker process serves, and the jobs it runs."""
+
+    name: str
+    max_jobs: int
+    job_timeout: int  # seconds
+    functions: Sequence[Function | WorkerCoroutine] = ()
+    cron_jobs: Sequence[CronJob] = field(default_factory=tuple)
+
+
+def queue_specs(settings: Settings) -> list[QueueSpec]:
+    """The queues and their jobs; add a job here with one line."""
+    return [
+        QueueSpec(
+            EVENTS_QUEUE,
+            max_jobs=settings.event_slots,
+            job_timeout=300,
+            functions=(handle_delivery,),
+        ),
+        QueueSpec(SESSIONS_QUEUE, max_jobs=settings.session_slots, job_timeout=24 * 3600),
+    ]
+
+
+ServicesFactory = Callable[[Settings, ArqRedis], Awaitable["Services"]]
+
+
+class WorkerGroup:
+    """Runs one arq Worker per queue spec in the current event loop."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        redis_url: str,
+        services_factory: ServicesFactory,
+        specs: Sequence[QueueSpec] | None = None,
+        burst: bool = False,
+    ) -> None:
+        self._settings = settings
+        self._redis_url = redis_url
+        self._services_factory = services_factory
+        self._specs = list(queue_specs(settings) if specs is None else specs)
+        self._burst = burst
+        self._stopping = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _worker(self, spec: QueueSpec, services: Services) -> Worker:
+        return Worker(
+            functions=list(spec.functions),
+            cron_jobs=list(spec.cron_jobs),
+            queue_name=spec.name,
+            redis_settings=redis_settings(self._redis_url),
+            max_jobs=spec.max_jobs,
+            job_timeout=spec.job_timeout,
+            max_tries=MAX_DELIVERY_TRIES,
+            poll_delay=0.2,
+            burst=self._burst,
+            handle_signals=False,  # the command owns the process's signals
+            ctx={"services": services},
+        )
+
+    async def run(self) -> None:
+        """Serve the queues until cancelled (or, in burst mode, until they are empty)."""
+        pool = await connect(self._redis_url)
+        workers: list[Worker] = []
+        try:
+            services = await self._services_factory(self._settings, pool)
+            for spec in self._specs:
+                if spec.functions or spec.cron_jobs:
+                    workers.append(self._worker(spec, services))
+                else:
+                    log.info("queue has no jobs registered; not serving it", queue=spec.name)
+            log.info("worker started", queues=[w.queue_name for w in workers])
+            await self._serve(workers)
+        finally:
+            for worker in workers:
+                # A worker whose Redis already went away has nothing left to close.
+                with contextlib.suppress(Exception):
+                    await worker.close()
+            await pool.aclose()
+            log.info("worker stopped")
+
+    async def _serve(self, workers: Sequence[Worker]) -> None:
+        running: asyncio.Future[Any] = asyncio.gather(*(w.async_run() for w in workers))
+        stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
+        done, _ = await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if running in done:
+            running.result()  # burst mode ran dry, or a worker crashed
+            return
+        # Cancelled jobs stay queued: arq runs them again when a worker is back.
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running

@@ -1,0 +1,71 @@
+"""Fixtures of the web area: settings on a real Valkey database of its own, the
+real app over ASGI, and signed deliveries."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import pytest
+from arq.connections import ArqRedis
+from ballet.queue import connect
+from ballet.settings import Settings
+from ballet.web import create_app
+
+# This area's own Redis database, emptied before each test; other areas use others.
+REDIS_DB = 2
+SECRET = "web-test-secret"
+_ids = itertools.count(1)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def web_redis_url(redis_url: str) -> str:
+    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+
+
+@pytest.fixture
+def settings(web_redis_url: str, tmp_path: Path) -> Settings:
+    return Settings(webhook_secret=SECRET, redis_url=web_redis_url, data_dir=tmp_path)
+
+
+@pytest.fixture
+async def redis(web_redis_url: str) -> AsyncIterator[ArqRedis]:
+    pool = await connect(web_redis_url)
+    await pool.flushdb()
+    yield pool
+    await pool.aclose(close_connection_pool=True)
+
+
+@pytest.fixture
+async def client(settings: Settings, redis: ArqRedis) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://ballet") as http,
+    ):
+        yield http
+
+
+def sign(body: bytes, secret: str = SECRET) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def delivery_headers(
+    event: str, body: bytes, delivery_id: str | None = None, secret: str = SECRET
+) -> dict[str, str]:
+    return {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id or f"delivery-{next(_ids)}",
+        "X-Hub-Signature-256": sign(body, secret),
+        "Content-Type": "application/json",
+    }
