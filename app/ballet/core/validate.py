@@ -38,7 +38,11 @@ class ConfigError:
 def parse_config(
     text: str, *, file: str = ".ballet.yml", skills: Collection[str] = BUILTIN_SKILL_NAMES
 ) -> BalletConfig | list[ConfigError]:
-    """Parse and check `text`; `skills` are the skill names stages and roles may use."""
+    """Parse and check `text`.
+
+    `skills` are the skill names stages and roles may use; the built-in ones are
+    always available, so a caller may pass only the repository's own.
+    """
     size = len(text.encode("utf-8"))
     if size > MAX_FILE_BYTES:
         return [
@@ -77,7 +81,7 @@ def parse_config(
         config = BalletConfig.model_validate(document.value)
     except ValidationError as invalid:
         return _sorted(_from_pydantic(file, document, error) for error in invalid.errors())
-    problems = check_config(config, skills)
+    problems = check_config(config, BUILTIN_SKILL_NAMES.union(skills))
     if not problems:
         return config
     return _sorted(
