@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     session_slots: int = Field(default=2, ge=1, le=256)
     event_slots: int = Field(default=10, ge=1, le=1000)
     delivery_dedupe_seconds: int = Field(default=DEFAULT_DEDUPE_SECONDS, ge=60)
+    # A failed delivery is retried after this many seconds times its try squared.
+    delivery_retry_seconds: float = Field(default=5.0, ge=0)
     max_webhook_bytes: int = Field(default=MAX_WEBHOOK_BYTES, ge=1024)
     log_level: str = "info"
     log_json: bool = False

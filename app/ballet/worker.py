@@ -91,7 +91,7 @@ async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
         job_try: int = ctx.get("job_try", 1)
         if job_try < MAX_DELIVERY_TRIES:
             log.warning("delivery failed, will retry", delivery_id=delivery_id, error=repr(exc))
-            raise Retry(defer=5 * job_try**2) from exc
+            raise Retry(defer=services.settings.delivery_retry_seconds * job_try**2) from exc
         # Given up: let a person's redelivery from GitHub's UI run it again.
         await services.deliveries.forget(delivery_id)
         log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)

@@ -1,0 +1,135 @@
+"""Deliveries through the real web app, a real Valkey and a real arq worker."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from arq.connections import ArqRedis
+from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE, DeliveryJob, DeliveryQueue
+from ballet.settings import Settings
+from ballet.web import create_app
+from ballet.worker import MAX_DELIVERY_TRIES, WorkerGroup
+from conftest import RecordingConsumer, services_with
+
+pytestmark = pytest.mark.anyio
+
+
+async def run_burst(settings: Settings, consumer: RecordingConsumer) -> None:
+    url = settings.require_redis_url()
+    await WorkerGroup(settings, url, services_with(consumer), burst=True).run()
+
+
+def job(delivery_id: str, body: bytes = b'{"action": "opened"}') -> DeliveryJob:
+    return DeliveryJob(delivery_id=delivery_id, event="issues", body=body, received_at=time.time())
+
+
+async def test_a_delivery_posted_20_times_is_handled_once(
+    settings: Settings, redis: ArqRedis, webhooks_dir: Path
+) -> None:
+    body = (webhooks_dir / "issues" / "labeled.payload.json").read_bytes()
+    signature = "sha256=" + hmac.new(b"queue-secret", body, hashlib.sha256).hexdigest()
+    headers = {
+        "X-GitHub-Event": "issues",
+        "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+        "X-Hub-Signature-256": signature,
+    }
+    app = create_app(settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://b") as http,
+    ):
+        statuses = [
+            (await http.post("/webhooks", content=body, headers=headers)).status_code
+            for _ in range(20)
+        ]
+        consumer = RecordingConsumer()
+        await run_burst(settings, consumer)
+        # A redelivery after it was handled (arq's job is gone) is still recognised.
+        again = await http.post("/webhooks", content=body, headers=headers)
+        await run_burst(settings, consumer)
+    assert statuses == [202] + [200] * 19
+    assert again.json()["status"] == "duplicate"
+    assert len(consumer.handled) == 1
+    delivery = consumer.handled[0]
+    assert delivery.id == "72d3162e-cc78-11e3-81ab-4c9367dc0958"
+    assert delivery.event == "issues"
+    assert delivery.payload == json.loads(body)
+    assert delivery.envelope.action == "labeled"
+    assert delivery.envelope.repository is not None
+    assert delivery.envelope.repository.full_name == "Codertocat/Hello-World"
+
+
+async def test_every_queued_delivery_is_handled(settings: Settings, redis: ArqRedis) -> None:
+    queue = DeliveryQueue(redis, settings.delivery_dedupe_seconds)
+    for n in range(12):
+        assert await queue.enqueue(job(f"d-{n}", json.dumps({"action": str(n)}).encode()))
+    consumer = RecordingConsumer()
+    await run_burst(settings, consumer)
+    assert sorted(d.id for d in consumer.handled) == sorted(f"d-{n}" for n in range(12))
+    assert await redis.zcard(EVENTS_QUEUE) == 0
+
+
+async def test_a_failing_delivery_is_retried_then_handled(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    await DeliveryQueue(redis, settings.delivery_dedupe_seconds).enqueue(job("flaky"))
+    consumer = RecordingConsumer(failures=2)
+    await run_burst(settings, consumer)
+    assert consumer.calls == 3
+    assert [d.id for d in consumer.handled] == ["flaky"]
+    # Handled: the marker stays, so a redelivery is not handled twice.
+    assert await redis.exists(DELIVERY_MARKER_PREFIX + "flaky")
+
+
+async def test_a_delivery_that_keeps_failing_can_be_redelivered(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    queue = DeliveryQueue(redis, settings.delivery_dedupe_seconds)
+    await queue.enqueue(job("doomed"))
+    consumer = RecordingConsumer(failures=100)
+    await run_burst(settings, consumer)
+    assert consumer.calls == MAX_DELIVERY_TRIES
+    assert not await redis.exists(DELIVERY_MARKER_PREFIX + "doomed")
+    # A person's redelivery from GitHub's UI is queued and handled again.
+    assert await queue.enqueue(job("doomed"))
+    consumer.failures = 0
+    await run_burst(settings, consumer)
+    assert [d.id for d in consumer.handled] == ["doomed"]
+
+
+async def test_the_marker_and_the_job_are_written_together(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    queue = DeliveryQueue(redis, dedupe_seconds=3600)
+    assert await queue.enqueue(job("pair"))
+    assert not await queue.enqueue(job("pair"))
+    assert 3500 < await redis.ttl(DELIVERY_MARKER_PREFIX + "pair") <= 3600
+    # The arq job lives as long as the dedupe window, not arq's default day.
+    assert 3500 < await redis.ttl("arq:job:pair") <= 3600
+    assert await redis.zrange(EVENTS_QUEUE, 0, -1) == [b"pair"]
+
+
+async def test_the_worker_command_handles_queued_deliveries_in_burst_mode(
+    settings: Settings, redis: ArqRedis, queue_redis_url: str
+) -> None:
+    await DeliveryQueue(redis, settings.delivery_dedupe_seconds).enqueue(job("from-cli"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
+    env["REDIS_URL"] = queue_redis_url
+    done = subprocess.run(
+        [sys.executable, "-m", "ballet", "worker", "--burst"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "delivery handled" in done.stderr and "from-cli" in done.stderr
+    assert await redis.zcard(EVENTS_QUEUE) == 0

@@ -1,0 +1,119 @@
+"""`ballet serve` as a user runs it: a real process, uvicorn, embedded Valkey."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+SECRET = "serve-test-secret-value"
+HANDLED = 'ballet_deliveries_handled_total{action="labeled",event="issues"} 1.0'
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for(check, what: str, log: Path, limit: float = 30.0):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            result = check()
+            if result:
+                return result
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen; log:\n{log.read_text()}")
+
+
+def children(pid: int) -> set[int]:
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(p) for p in (task / "children").read_text().split()}
+    return found
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
+    tmp_path: Path, webhooks_dir: Path
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "BALLET_DATA_DIR": str(tmp_path / "data")}
+    log = tmp_path / "serve.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ballet", "serve", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "readyz", log)
+        valkeys = children(process.pid)
+        assert valkeys, "no embedded Valkey process"
+
+        body = (webhooks_dir / "issues" / "labeled.payload.json").read_bytes()
+        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        headers = {
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": "serve-1",
+            "X-Hub-Signature-256": signature,
+        }
+        answer = httpx.post(f"{base}/webhooks", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
+        wait_for(lambda: HANDLED in httpx.get(f"{base}/metrics").text, "handling", log)
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert all(gone(pid) for pid in valkeys)
+    output = log.read_text()
+    assert "delivery handled" in output and "serve-1" in output
+    assert "embedded valkey stopped" in output
+    assert SECRET not in output
+    # The queue persisted under BALLET_DATA_DIR with an append-only file.
+    assert list((tmp_path / "data" / "valkey").glob("appendonlydir/*.aof"))
+
+
+def test_web_and_worker_refuse_to_start_without_redis_url(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    env["BALLET_WEBHOOK_SECRET"] = SECRET
+    for command in ("web", "worker"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ballet", command], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 2
+        assert "REDIS_URL is not set" in done.stderr
+
+
+def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    env["BALLET_DATA_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "ballet", "serve"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "BALLET_WEBHOOK_SECRET is not set" in done.stderr
+    assert not (tmp_path / "valkey").exists()
