@@ -108,6 +108,7 @@ def test_iteration_limit_not_a_number() -> None:
 def test_merge_key_is_explained() -> None:
     error = only_error("policy:\n  <<: {merge: auto}\n")
     assert (error.line, error.column) == (2, 3)
+    assert "merge keys (`<<`) are not supported" in error.message
 
 
 def test_several_errors_are_all_reported_in_order() -> None:

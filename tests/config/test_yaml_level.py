@@ -97,6 +97,7 @@ def test_tags_and_merge_keys_are_refused() -> None:
     assert "!tags" in error.message
     error = only_error("base: &b {version: 2}\npipelines:\n  x:\n    <<: *b\n")
     assert (error.line, error.column) == (4, 5)
+    assert error.message == "YAML merge keys (`<<`) are not supported; write the keys out"
 
 
 def test_impossible_date_is_refused() -> None:
@@ -110,3 +111,4 @@ def test_position_of_an_unwritten_path_falls_back_to_its_ancestor() -> None:
     assert document.position(("a", "b", "c")) == (2, 6)
     assert document.position(("a", "b"), key=True) == (2, 3)
     assert document.position(("z",)) == (1, 1)
+    assert load("").position(("a",)) == (1, 1)

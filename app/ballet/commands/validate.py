@@ -65,8 +65,13 @@ def _skill_errors(file: str, config: BalletConfig, custom: dict[str, str]) -> li
 
 
 def _summary(config: BalletConfig) -> str:
-    pipelines = [f"{name} ({len(p.stages)} stages)" for name, p in config.pipelines.items()]
+    pipelines = [
+        f"{name} ({_count(len(p.stages), 'stage')})" for name, p in config.pipelines.items()
+    ]
     if not pipelines:
         return "no pipelines (tickets use the built-in default)"
-    count = len(pipelines)
-    return f"{count} pipeline{'s' if count > 1 else ''}: {', '.join(pipelines)}"
+    return f"{_count(len(pipelines), 'pipeline')}: {', '.join(pipelines)}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"

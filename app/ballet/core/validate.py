@@ -8,7 +8,6 @@ input: each error names the offending node and what to write instead.
 from __future__ import annotations
 
 import difflib
-import types
 import typing
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -143,8 +142,6 @@ _HINTS = {
 def _unknown_key(loc: Path) -> str:
     key = str(loc[-1])
     where = f" in {_dotted(loc[:-1])}" if loc[:-1] else ""
-    if key == "<<":
-        return f"YAML merge keys (`<<`) are not supported{where}; write the keys out"
     valid = sorted(_model_at(loc[:-1]).model_fields)
     close = difflib.get_close_matches(key, valid, n=1)
     if close:
@@ -155,19 +152,12 @@ def _unknown_key(loc: Path) -> str:
 def _model_at(loc: Path) -> type[BaseModel]:
     """The model class whose keys live at `loc` (a path pydantic reported an extra key under)."""
     annotation: Any = BalletConfig
+    # Every model below BalletConfig sits directly in a field, a dict value or a
+    # tuple item (never behind `| None`), so the walk needs no union handling.
     for part in loc:
-        annotation = _unwrap(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             annotation = annotation.model_fields[str(part)].annotation
         else:  # dict[str, X] or tuple[X, ...]: the part is a key or an index
             annotation = typing.get_args(annotation)[-1 if isinstance(part, str) else 0]
-    model = _unwrap(annotation)
-    assert isinstance(model, type) and issubclass(model, BaseModel)
-    return model
-
-
-def _unwrap(annotation: Any) -> Any:
-    """`X | None` to `X`."""
-    if isinstance(annotation, types.UnionType):
-        return next(a for a in typing.get_args(annotation) if a is not type(None))
+    assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
     return annotation

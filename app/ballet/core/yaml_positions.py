@@ -114,6 +114,11 @@ class _Converter:
         try:
             return self.scalars.construct_object(node)
         except (yaml.YAMLError, ValueError):  # an unknown `!tag`, `<<`, or a date like 2024-13-45
+            if node.tag == "tag:yaml.org,2002:merge":
+                raise YamlProblem(
+                    "YAML merge keys (`<<`) are not supported; write the keys out",
+                    _at(node.start_mark),
+                ) from None
             raise YamlProblem(
                 f"cannot read `{node.value}` as {node.tag.rsplit(':', 1)[-1]}; "
                 "write plain text, quoted if needed, without `!tags` or `<<`",
