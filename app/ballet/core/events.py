@@ -72,6 +72,13 @@ class ReviewSubmitted(Event):
     author_is_bot: bool = False
 
 
+class ChecksStarted(Event):
+    """A check suite or run started for a SHA: a checks wait is no longer "never started"."""
+
+    kind: Literal["checks_started"] = "checks_started"
+    head_sha: str
+
+
 class ChecksCompleted(Event):
     kind: Literal["checks_completed"] = "checks_completed"
     head_sha: str
@@ -115,6 +122,7 @@ AnyEvent = Annotated[
     | SessionFinished
     | CommandIssued
     | ReviewSubmitted
+    | ChecksStarted
     | ChecksCompleted
     | PullRequestOpened
     | PullRequestClosed

@@ -55,6 +55,7 @@ class Waiting(Frozen):
     command: str = ""  # the command that acts on it, e.g. "/ballet answer <text>"
     since: datetime
     sha: str | None = None  # the head SHA a checks wait is for
+    checks_started: bool = False  # a checks wait with nothing started times out sooner
 
 
 class StageRun(Frozen):
@@ -68,6 +69,7 @@ class StageRun(Frozen):
     start: datetime
     end: datetime | None = None
     report_ref: str | None = None  # marker key of the report comment
+    job_key: str | None = None  # the session's job, for agent and sign-off runs
     usage: Usage = Usage()
 
 
@@ -78,6 +80,7 @@ class QA(Frozen):
     asked_at: datetime
     answer: str | None = None
     answered_by: str | None = None
+    phase: str | None = None
 
 
 class Approval(Frozen):

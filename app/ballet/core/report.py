@@ -34,6 +34,8 @@ class Report(Lenient):
     open_questions: tuple[str, ...] = ()
     questions: tuple[Question, ...] = ()
     usage: Usage = Usage()
+    # Roles whose sign-off this session asks for (DESIGN.md §4: roles may add one).
+    require_signoffs: tuple[str, ...] = ()
 
 
 class Handoff(Lenient):

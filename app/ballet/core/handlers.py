@@ -1,0 +1,340 @@
+"""What each accepted event does. `machine.TABLE` says which handler runs in
+which status; a handler raises `IllegalEvent` when a guard the table cannot
+express refuses the event (before changing anything).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ballet.core import render, routing, steps
+from ballet.core.config import Policy
+from ballet.core.effects import (
+    CancelSession,
+    OpenBranchAndDraftPR,
+    PostReportComment,
+    UpsertTrackingComment,
+)
+from ballet.core.events import (
+    ChecksCompleted,
+    ChecksStarted,
+    HeadPushed,
+    MergeResult,
+    PullRequestClosed,
+    PullRequestOpened,
+    ReconcileTick,
+    ReviewSubmitted,
+    SessionFinished,
+    TicketRequested,
+)
+from ballet.core.record import Record, SignOff, TicketRef
+from ballet.core.report import Handoff, Report
+from ballet.core.slug import branch_name
+from ballet.core.steps import Tx
+
+# Checks that have not even started after this long are reported, not awaited.
+NEVER_STARTED_MINUTES = 15
+
+
+class IllegalEvent(Exception):
+    """The ticket cannot take this event now; nothing changed. Log it and drop it."""
+
+
+def start(tx: Tx, ev: TicketRequested) -> None:
+    p = ev.pipeline
+    title = ev.title
+    branch = branch_name(p.branch, ev.issue, title, p.ticket_type) if p.branch else None
+    known = tuple(r for r in p.signoffs if r in p.roles)
+    rec = Record(
+        ticket=TicketRef(repo=ev.repo, number=ev.issue, author=ev.author, title=title),
+        ticket_type=p.ticket_type,
+        pipeline=p,
+        status="running",
+        branch=branch,
+        base=p.base or ev.default_branch,
+        policy=Policy.model_validate(p.policy.model_dump()),
+        signoffs_required=known,
+        version=0,
+        created_at=ev.now,
+        updated_at=ev.now,
+    )
+    tx.set(record=rec)
+    if branch is not None:
+        body = f"Closes #{ev.issue}\n\nOpened by Ballet for @{ev.author}."
+        tx.emit(
+            OpenBranchAndDraftPR(
+                repo=ev.repo, issue=ev.issue, branch=branch, base=rec.base, title=title, body=body
+            )
+        )
+    dropped = [r for r in p.signoffs if r not in p.roles]
+    if dropped:
+        tx.comment(
+            "signoffs",
+            f"Sign-offs from {', '.join(dropped)} are not required: "
+            "those roles are not in the configuration.",
+        )
+    first, _ = routing.skip_off_stages(p, rec.policy, p.stages[0].id)
+    steps.go(tx, first, note="")
+
+
+def session_finished(tx: Tx, ev: SessionFinished) -> None:
+    rec = tx.rec
+    run = rec.open_run
+    if run is None or run.job_key != ev.job_key:
+        raise IllegalEvent(f"stale session result {ev.job_key}: the ticket has moved on")
+    rep = ev.report
+    usage = ev.usage or rep.usage
+    key = tx.marker("report", extra=run.phase or run.role or "")
+    tx.set(cost_used=rec.cost_used + usage.cost_usd, head_sha=ev.head_sha or rec.head_sha)
+    done = steps.close_run(tx, rep.outcome, rep.summary, usage=usage, report_ref=key.render())
+    assert done is not None
+    add_required_roles(tx, rep)
+    next_step = route_session(tx, rep, ev.handoff, run.role, run.phase)
+    body = render.report(tx.rec, done, rep, ev.handoff, next_step)
+    tx.emit(
+        PostReportComment(
+            repo=rec.ticket.repo,
+            number=tx.number,
+            marker=key,
+            body=render.with_marker(body, key.render()),
+        )
+    )
+
+
+def add_required_roles(tx: Tx, rep: Report) -> None:
+    rec = tx.rec
+    new = [
+        r
+        for r in rep.require_signoffs
+        if r in rec.pipeline.roles and r not in rec.signoffs_required
+    ]
+    unknown = [r for r in rep.require_signoffs if r not in rec.pipeline.roles]
+    if new:
+        tx.set(signoffs_required=(*rec.signoffs_required, *new))
+        tx.comment("signoffs", f"Stage `{rec.stage}` requires sign-off from: {', '.join(new)}.")
+    if unknown:
+        tx.comment(
+            "signoffs",
+            f"Stage `{rec.stage}` asked for sign-off from unknown roles "
+            f"{', '.join(unknown)}; ignored (known: {', '.join(rec.pipeline.roles)}).",
+        )
+
+
+def route_session(
+    tx: Tx, rep: Report, handoff: Handoff | None, role: str | None, phase: str | None
+) -> str:
+    """Decide what follows a session's report; returns the next step in words."""
+    rec = tx.rec
+    blocking = [q.text for q in rep.questions if q.blocking]
+    if blocking:
+        steps.ask(tx, "; ".join(blocking))
+        return "a question to the ticket's author"
+    if role is not None:
+        return route_signoff(tx, rep, role)
+    stage = rec.pipeline.stage(rec.stage or "")
+    if phase is not None and rep.outcome == "done" and phase != stage.phases[-1]:
+        nxt = stage.phases[stage.phases.index(phase) + 1]
+        tx.set(handoff=handoff)
+        steps.start_session(tx, stage.id, nxt)
+        return f"phase `{nxt}`"
+    tx.set(handoff=None)
+    target, why = routing.next_target(rec.pipeline, stage.id, rep.outcome)
+    steps.go(tx, target, why, note=f"`{stage.id}` reported `{rep.outcome}`: {rep.summary}")
+    return f"`{target}`"
+
+
+def route_signoff(tx: Tx, rep: Report, role: str) -> str:
+    rec = tx.rec
+    target = rec.gate_target or routing.DONE
+    if rep.outcome == "signed_off":
+        tx.set(
+            signoffs_given=(*rec.signoffs_given, SignOff(role=role, by=f"role:{role}", at=tx.now)),
+            signoff_role=None,
+        )
+        tx.comment("signoffs", f"Role `{role}` signed off.", extra=role)
+        steps.proceed(tx, target)
+        return f"`{target}` once every sign-off is in"
+    if rep.outcome == "changes":
+        tx.set(signoff_role=None, gate_target=None)
+        rework = routing.rework_stage(rec.pipeline)
+        steps.go(tx, rework, note=f"sign-off `{role}` asked for changes: {rep.summary}")
+        return f"`{rework}` with the requested changes"
+    steps.ask(
+        tx, f"the `{role}` sign-off session reported `{rep.outcome}`, not `signed_off` or `changes`"
+    )
+    return "a question to the ticket's author"
+
+
+def session_timeout(tx: Tx, ev: ReconcileTick) -> None:
+    rec = tx.rec
+    run = rec.open_run
+    assert run is not None and run.job_key is not None, "running means a session is open"
+    minutes = (
+        steps.SIGNOFF_TIMEOUT_MINUTES if run.role else rec.pipeline.stage(run.stage).timeout_minutes
+    )
+    if ev.now < run.start + timedelta(minutes=minutes):
+        raise IllegalEvent("nothing to settle: the session is within its timeout")
+    tx.emit(CancelSession(repo=rec.ticket.repo, job_key=run.job_key))
+    steps.close_run(tx, "timed_out", f"no result after {minutes} minutes")
+    steps.ask(tx, f"the `{run.stage}` session ran past its {minutes}-minute timeout")
+
+
+def wait_timeout(tx: Tx, ev: ReconcileTick) -> None:
+    rec = tx.rec
+    w = rec.waiting
+    assert w is not None, "waiting means a wait is recorded"
+    if w.kind in ("question", "approval"):
+        raise IllegalEvent("nothing to settle: a person's answer has no timeout")
+    minutes = rec.pipeline.stage(rec.stage or "").timeout_minutes
+    if w.kind == "checks" and not w.checks_started:
+        minutes = min(minutes, NEVER_STARTED_MINUTES)
+        reason = f"no checks started for {w.sha or 'the head commit'} within {minutes} minutes"
+    else:
+        reason = f"stage `{rec.stage}` waited for {w.reason} past its {minutes}-minute timeout"
+    if ev.now < w.since + timedelta(minutes=minutes):
+        raise IllegalEvent("nothing to settle: the wait is within its timeout")
+    steps.close_run(tx, "timed_out", reason)
+    steps.ask(tx, reason)
+
+
+def _waiting_for(rec: Record, *kinds: str) -> None:
+    if rec.waiting is None or rec.waiting.kind not in kinds:
+        doing = rec.waiting.kind if rec.waiting else rec.status
+        raise IllegalEvent(f"the ticket waits for {doing}, not {' or '.join(kinds)}")
+
+
+def settle_wait(tx: Tx, outcome: str, summary: str) -> None:
+    rec = tx.rec
+    stage = rec.stage or ""
+    key = tx.marker("report")
+    done = steps.close_run(tx, outcome, summary, report_ref=key.render())
+    assert done is not None
+    target, why = routing.next_target(rec.pipeline, stage, outcome)
+    steps.go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}")
+    rep = Report(outcome=outcome, summary=summary)
+    body = render.report(tx.rec, done, rep, None, f"`{target}`")
+    tx.emit(
+        PostReportComment(
+            repo=rec.ticket.repo,
+            number=tx.number,
+            marker=key,
+            body=render.with_marker(body, key.render()),
+        )
+    )
+
+
+def checks_started(tx: Tx, ev: ChecksStarted) -> None:
+    rec = tx.rec
+    _waiting_for(rec, "checks")
+    assert rec.waiting is not None
+    if ev.head_sha != rec.waiting.sha or rec.waiting.checks_started:
+        raise IllegalEvent(f"checks for {ev.head_sha} are not news to this wait")
+    tx.set(waiting=rec.waiting.model_copy(update={"checks_started": True}))
+
+
+def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
+    rec = tx.rec
+    _waiting_for(rec, "checks")
+    assert rec.waiting is not None
+    if ev.head_sha != rec.waiting.sha:
+        raise IllegalEvent(f"checks for {ev.head_sha}, but the wait is for {rec.waiting.sha}")
+    passed = ev.conclusion in ("success", "neutral", "skipped")
+    names = ", ".join(ev.names) or "all checks"
+    settle_wait(tx, "pass" if passed else "fail", f"{names}: {ev.conclusion}")
+
+
+def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
+    _waiting_for(tx.rec, "review")
+    if ev.author_is_bot or ev.state not in ("approved", "changes_requested"):
+        raise IllegalEvent(f"a {ev.state} review by {ev.author} is not a verdict")
+    outcome = "approve" if ev.state == "approved" else "changes_requested"
+    settle_wait(tx, outcome, f"review by @{ev.author}: {ev.state}")
+
+
+def merge_result(tx: Tx, ev: MergeResult) -> None:
+    _waiting_for(tx.rec, "merge_result")
+    if ev.result == "merged":
+        tx.set(head_sha=ev.sha or tx.rec.head_sha)
+        settle_wait(tx, "merged", "merged by Ballet")
+        return
+    words = {
+        "conflict": "a merge conflict",
+        "checks_failed": "red required checks",
+        "closed": "the pull request was closed",
+    }
+    detail = f": {ev.detail}" if ev.detail else ""
+    settle_wait(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
+
+
+def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
+    rec = tx.rec
+    if rec.pr_number is not None:
+        raise IllegalEvent(f"the ticket already has pull request #{rec.pr_number}")
+    tx.set(pr_number=ev.number, head_sha=rec.head_sha or ev.head_sha)
+    # The issue keeps a short pointer; the full record moves to the PR.
+    key = steps.tracking_key(tx.rec)
+    body = render.with_marker(render.pointer(tx.rec), key.render())
+    tx.emit(
+        UpsertTrackingComment(
+            repo=rec.ticket.repo, number=rec.ticket.number, target="issue", marker=key, body=body
+        )
+    )
+
+
+def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
+    rec = tx.rec
+    w = rec.waiting
+    if (
+        ev.merged
+        and rec.status == "waiting"
+        and w is not None
+        and w.kind in ("merge", "merge_result")
+    ):
+        settle_wait(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged")
+        return
+    run = rec.open_run
+    if rec.status == "running" and run is not None and run.job_key is not None:
+        tx.emit(CancelSession(repo=rec.ticket.repo, job_key=run.job_key))
+    # A person who merges or closes the PR decides; sign-offs gate only Ballet.
+    verb = "merged" if ev.merged else "closed"
+    steps.end(
+        tx,
+        "done" if ev.merged else "cancelled",
+        f"the pull request was {verb} by @{ev.by or 'a person'}",
+        by=ev.by or "a person",
+    )
+
+
+def head_pushed(tx: Tx, ev: HeadPushed) -> None:
+    rec = tx.rec
+    if ev.sha == rec.head_sha:
+        raise IllegalEvent(f"{ev.sha} is already the known head")
+    tx.set(head_sha=ev.sha)
+    w = rec.waiting
+    if w is not None and w.kind == "checks":
+        tx.set(
+            waiting=w.model_copy(update={"sha": ev.sha, "checks_started": False, "since": ev.now})
+        )
+    if rec.approval is None or rec.approval.sha == ev.sha:
+        return
+    # An approval holds for the commit it was given for: a new push asks again.
+    tx.set(approval=None)
+    human = approval_stage_behind(tx.rec)
+    if rec.status == "waiting" and human is not None:
+        steps.close_run(tx, "superseded", f"@{ev.pusher} pushed {ev.sha} after the approval")
+        steps.enter(
+            tx,
+            human,
+            note=f"@{ev.pusher} pushed {ev.sha} after the approval; approve again for the new head",
+        )
+
+
+def approval_stage_behind(rec: Record) -> str | None:
+    """The switched-on human stage the ticket already passed, if any."""
+    if rec.stage is None:
+        return None
+    here = routing.index_of(rec.pipeline, rec.stage)
+    for stage in rec.pipeline.stages[:here]:
+        if stage.kind == "human" and routing.is_on(stage, rec.policy):
+            return stage.id
+    return None

@@ -1,0 +1,195 @@
+"""The ticket state machine: `advance(record, event) -> (record', effects)`.
+
+Like h11's `_state.py`, the behaviour is data first: `TABLE` says, for every
+(status, event kind), which handler runs and which statuses it can lead to;
+`COMMANDS` says, for every slash-command verb, in which statuses it counts and
+who may give it. Guards a table cannot express live in the handlers
+(`handlers`, `verbs`), which raise `IllegalEvent` before changing anything.
+A pair missing from the table is illegal: `advance` raises `IllegalEvent`, and
+the edge logs the event and drops it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ballet.core import handlers as h
+from ballet.core import render, steps, verbs
+from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
+from ballet.core.effects import (
+    ALL_LABELS,
+    AnyEffect,
+    Label,
+    React,
+    RemoveLabels,
+    SetLabels,
+    UpsertTrackingComment,
+)
+from ballet.core.events import AnyEvent, CommandIssued, Permission
+from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record, Status
+from ballet.core.steps import Tx
+
+__all__ = ["COMMANDS", "TABLE", "IllegalEvent", "advance"]
+
+LIVE: tuple[Status, ...] = ("running", "waiting", "paused")
+ANY: tuple[Status, ...] = ("running", "waiting", "paused", "done", "failed", "cancelled")
+ONWARD: tuple[Status, ...] = ("running", "waiting", "done", "failed")
+
+
+@dataclass(frozen=True)
+class Rule:
+    handler: Callable[[Tx, Any], None]
+    to: tuple[Status, ...]  # the statuses this rule can lead to
+    says: str
+
+
+# fmt: off
+TABLE: dict[tuple[Status | None, str], Rule] = {
+    # A labelled issue becomes a ticket: branch and draft PR, then the first stage.
+    (None, "ticket_requested"): Rule(h.start, ONWARD, "open branch + draft PR, enter first stage"),
+    # A session's report picks the next stage (next phase, sign-off, question...).
+    ("running", "session_finished"): Rule(h.session_finished, ONWARD, "route the report's outcome"),
+    # The reconciler settles a session past its stage's timeout with a question.
+    ("running", "reconcile_tick"): Rule(h.session_timeout, ("waiting",), "session timed out"),
+    # ...and a forge wait past its timeout, or checks that never started.
+    ("waiting", "reconcile_tick"): Rule(h.wait_timeout, ("waiting",), "wait timed out"),
+    # Platform stages wait for the forge: checks, reviews, merges.
+    ("waiting", "checks_started"): Rule(h.checks_started, ("waiting",), "checks started"),
+    ("waiting", "checks_completed"): Rule(h.checks_completed, ONWARD, "checks decide pass/fail"),
+    ("waiting", "review_submitted"): Rule(h.review_submitted, ONWARD, "a review decides"),
+    ("waiting", "merge_result"): Rule(h.merge_result, ONWARD, "merged, or returned to rework"),
+    # The PR Ballet opened: the tracking comment moves onto it.
+    ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
+    ("waiting", "pull_request_opened"): Rule(h.pr_opened, ("waiting",), "PR known"),
+    # A person merging or closing the PR decides, whatever Ballet was doing.
+    ("running", "pull_request_closed"): Rule(h.pr_closed, ("done", "cancelled"), "PR closed"),
+    ("waiting", "pull_request_closed"): Rule(h.pr_closed, (*ONWARD, "cancelled"), "PR closed"),
+    ("paused", "pull_request_closed"): Rule(h.pr_closed, ("done", "cancelled"), "PR closed"),
+    # A new head: checks wait for it, and an approval for an older head lapses.
+    ("running", "head_pushed"): Rule(h.head_pushed, ("running",), "new head"),
+    ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),
+    ("paused", "head_pushed"): Rule(h.head_pushed, ("paused",), "new head"),
+    # Slash commands: `COMMANDS` below says which verb counts when.
+    **{(s, "command_issued"): Rule(lambda tx, ev: command(tx, ev), ANY, "a slash command")
+       for s in ANY},
+}
+
+Who = Literal["anyone", "write", "approver"]
+
+
+@dataclass(frozen=True)
+class CommandRule:
+    verb: Callable[[Tx, CommandIssued, Command], str | None]
+    when: tuple[Status, ...]  # statuses in which the verb counts
+    who: Who  # approver: the pipeline's approvers, else anyone with write
+    bots: bool  # bots can never approve, reject or waive
+    to: tuple[Status, ...]
+
+
+COMMANDS: dict[Verb, CommandRule] = {
+    "approve": CommandRule(verbs.approve, ("waiting",), "approver", False, ONWARD),
+    "reject": CommandRule(verbs.reject, ("waiting",), "approver", False, ONWARD),
+    "answer": CommandRule(verbs.answer, ("waiting",), "write", True, ONWARD),
+    "retry": CommandRule(verbs.retry, ("running", "waiting", "failed"), "write", True, ONWARD),
+    # Cancelling is never gated by sign-offs or anything else but permission.
+    "cancel": CommandRule(verbs.cancel, LIVE, "write", True, ("cancelled",)),
+    "pause": CommandRule(verbs.pause, ("running", "waiting"), "write", True, ("paused",)),
+    "resume": CommandRule(verbs.resume, ("paused",), "write", True, ONWARD),
+    "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", True, LIVE),
+    "signoff_waive": CommandRule(verbs.signoff_waive, LIVE, "write", False, ONWARD),
+    "policy": CommandRule(verbs.policy, LIVE, "write", True, ONWARD),
+    "status": CommandRule(verbs.status, ANY, "anyone", True, ANY),
+    "help": CommandRule(verbs.help_, ANY, "anyone", True, ANY),
+}
+# fmt: on
+
+WRITE: tuple[Permission, ...] = ("write", "maintain", "admin")
+
+
+def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEffect]]:
+    """One transition. Raises `IllegalEvent` (nothing changed) when the event
+    does not apply to the ticket now."""
+    status = record.status if record is not None else None
+    rule = TABLE.get((status, event.kind))
+    if rule is None:
+        where = f"the ticket is {status}" if status else "there is no ticket yet"
+        raise IllegalEvent(f"{event.kind} does not apply: {where}")
+    tx = Tx(record, event.now)
+    rule.handler(tx, event)
+    version = record.version if record is not None else 0
+    tx.set(version=version + 1, updated_at=event.now)
+    sync_labels(tx, record)
+    key = steps.tracking_key(tx.rec)
+    target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"
+    body = render.with_marker(render.tracking(tx.rec), key.render())
+    tx.emit(
+        UpsertTrackingComment(
+            repo=tx.rec.ticket.repo, number=tx.number, target=target, marker=key, body=body
+        )
+    )
+    return tx.rec, tx.effects
+
+
+def command(tx: Tx, ev: CommandIssued) -> None:
+    cmd = ev.command
+    if isinstance(cmd, CommandError):
+        tx.reply(ev.comment_id, f"{cmd.message}\n\n{HELP_TEXT}")
+        return
+    rule = COMMANDS[cmd.verb]
+    refusal = may_give(tx.rec, ev, rule) or rule.verb(tx, ev, cmd)
+    if refusal:
+        tx.reply(
+            ev.comment_id, f"@{ev.author} `/ballet {cmd.verb.replace('_', ' ')}` refused: {refusal}"
+        )
+    else:
+        tx.emit(React(repo=tx.rec.ticket.repo, comment_id=ev.comment_id))
+
+
+def may_give(rec: Record, ev: CommandIssued, rule: CommandRule) -> str | None:
+    """Why this person may not give this command now, or None."""
+    if rec.status not in rule.when:
+        return f"it does nothing while the ticket is {rec.status}."
+    if ev.author_is_bot and not rule.bots:
+        return "bots cannot give this command."
+    if rule.who == "anyone":
+        return None
+    approvers = rec.pipeline.approvers
+    if rule.who == "approver" and approvers is not None:
+        if ev.author.lower() in (a.lower() for a in approvers):
+            return None
+        return f"only the pipeline's approvers may ({', '.join(approvers)})."
+    if ev.permission in WRITE:
+        return None
+    return f"it needs write permission on the repository (you have {ev.permission})."
+
+
+def labels_for(rec: Record | None) -> frozenset[Label]:
+    if rec is None:
+        return frozenset()
+    w = rec.waiting
+    by_status: dict[Status, frozenset[Label]] = {
+        "running": frozenset({"ballet:running"}),
+        "waiting": frozenset({"ballet:waiting"}),
+        "done": frozenset({"ballet:done"}),
+        "failed": frozenset({"ballet:failed"}),
+    }
+    labels = by_status.get(rec.status, frozenset())
+    if rec.status == "waiting" and w is not None and w.kind in ("question", "approval"):
+        labels |= {"ballet:question"}
+    return labels
+
+
+def sync_labels(tx: Tx, before: Record | None) -> None:
+    old, new = labels_for(before), labels_for(tx.rec)
+    repo, number = tx.rec.ticket.repo, tx.rec.ticket.number
+    if new - old:
+        tx.emit(SetLabels(repo=repo, number=number, labels=_ordered(new - old)))
+    if old - new:
+        tx.emit(RemoveLabels(repo=repo, number=number, labels=_ordered(old - new)))
+
+
+def _ordered(labels: frozenset[Label]) -> tuple[Label, ...]:
+    return tuple(label for label in ALL_LABELS if label in labels)

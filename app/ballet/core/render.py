@@ -1,0 +1,208 @@
+"""Comment bodies, rendered from the record: the tracking comment, stage
+reports, questions and replies. Pure text in, text out.
+
+User-controlled text (titles, summaries, reasons) is escaped for where it
+lands: a Markdown table cell, a Mermaid label, or near a hidden HTML comment
+(`-->` in a title must never end Ballet's state block early).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from ballet.core.record import Record, StageRun, encode_record
+from ballet.core.report import Handoff, Report
+
+_MARKER = re.compile(r"<!-- ballet:marker (?P<key>[^\s>]+) -->")
+_STATUS_WORDS = {
+    "running": "🏃 running",
+    "waiting": "⏳ waiting",
+    "done": "✅ done",
+    "failed": "❌ failed",
+    "cancelled": "🚫 cancelled",
+    "paused": "⏸️ paused",
+}
+
+
+def marker_for(key: str) -> str:
+    return f"<!-- ballet:marker {key.replace(' ', '_').replace('>', '_')} -->"
+
+
+def find_marker(body: str) -> str | None:
+    match = _MARKER.search(body)
+    return match["key"] if match else None
+
+
+def with_marker(body: str, key: str) -> str:
+    return f"{marker_for(key)}\n{body}"
+
+
+def text(value: str) -> str:
+    """Text that cannot open or close an HTML comment or start a mention storm."""
+    return value.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+
+
+def cell(value: str) -> str:
+    """One Markdown table cell: no pipes, no newlines."""
+    return text(" ".join(value.split())).replace("|", "\\|")
+
+
+def mermaid_label(value: str) -> str:
+    # Mermaid labels are quoted; quotes and brackets inside would end them.
+    cleaned = re.sub(r"[\"\[\]{}()<>|`#;]", " ", value)
+    return " ".join(cleaned.split())[:60] or "stage"
+
+
+def duration(start: datetime, end: datetime | None) -> str:
+    if end is None:
+        return "…"
+    seconds = int((end - start).total_seconds())
+    return f"{seconds // 60}m {seconds % 60:02d}s"
+
+
+def flowchart(rec: Record) -> str:
+    lines = ["```mermaid", "flowchart LR"]
+    ids = {s.id: f"s{i}" for i, s in enumerate(rec.pipeline.stages)}
+    terminal = {"$done": "done", "$failed": "failed", "$question": "question"}
+    for stage in rec.pipeline.stages:
+        lines.append(f'  {ids[stage.id]}["{mermaid_label(stage.name)}"]')
+    for name in terminal.values():
+        lines.append(f"  {name}(({name}))")
+    for stage in rec.pipeline.stages:
+        for outcome, target in stage.next.items():
+            dest = terminal.get(target) or ids.get(target, "question")
+            lines.append(f'  {ids[stage.id]} -- "{mermaid_label(outcome)}" --> {dest}')
+    lines.append("  classDef current fill:#ffd33d,stroke:#b08800,stroke-width:3px")
+    if rec.stage in ids:
+        lines.append(f"  class {ids[rec.stage]} current")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def runs_table(rec: Record) -> str:
+    if not rec.history:
+        return "_No stage has run yet._"
+    rows = [
+        "| Stage | Iteration | Attempt | Outcome | Duration | Report |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in rec.history:
+        name = run.stage + (f" · {run.phase}" if run.phase else "")
+        name += f" · sign-off {run.role}" if run.role else ""
+        report = f"`{run.report_ref}`" if run.report_ref else ""
+        rows.append(
+            f"| {cell(name)} | {run.iteration} | {run.attempt} | {cell(run.outcome or '…')} "
+            f"| {duration(run.start, run.end)} | {report} |"
+        )
+    return "\n".join(rows)
+
+
+def waiting_line(rec: Record) -> str:
+    if rec.status == "paused":
+        return "**Paused.** `/ballet resume` carries on."
+    w = rec.waiting
+    if w is None:
+        return ""
+    who = ", ".join(f"@{login}" for login in w.who) or "anyone with write permission"
+    act = f" — `{w.command}`" if w.command else ""
+    return f"**Waiting for** {text(w.reason)} (who can act: {who}){act}"
+
+
+def tracking(rec: Record) -> str:
+    t = rec.ticket
+    parts = [
+        f"### Ballet · {text(t.repo)}#{t.number}: {cell(t.title)}",
+        f"**Status:** {_STATUS_WORDS[rec.status]} · stage `{rec.stage or '-'}` · iteration "
+        f"{rec.iteration}/{rec.pipeline.iteration_limit} · pipeline `{rec.pipeline.name}` "
+        f"v{rec.pipeline.version}",
+        waiting_line(rec),
+        signoffs_line(rec),
+        flowchart(rec),
+        runs_table(rec),
+        encode_record(rec),
+    ]
+    return "\n\n".join(p for p in parts if p)
+
+
+def signoffs_line(rec: Record) -> str:
+    if not rec.signoffs_required:
+        return ""
+    given = {s.role for s in rec.signoffs_given}
+    marks = [f"{r} {'✅' if r in given else '⏳'}" for r in rec.signoffs_required]
+    return "**Sign-offs:** " + ", ".join(marks)
+
+
+def pointer(rec: Record) -> str:
+    return f"Ballet tracks this ticket on #{rec.pr_number}."
+
+
+def report(rec: Record, run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) -> str:
+    title = run.stage + (f" · {run.phase}" if run.phase else "")
+    title += f" · sign-off {run.role}" if run.role else ""
+    u = rep.usage
+    parts = [
+        f"### {text(title)} — `{cell(rep.outcome)}` (iteration {run.iteration}, "
+        f"attempt {run.attempt})",
+        text(rep.summary),
+        _bullets("Decisions", rep.decisions),
+        _bullets("Open questions", rep.open_questions + tuple(q.text for q in rep.questions)),
+        f"Usage: {u.input_tokens} in / {u.output_tokens} out tokens, ${u.cost_usd:.2f}",
+        _details("Details", text(rep.details)) if rep.details else "",
+        _details("Handoff", _handoff(handoff)) if handoff else "",
+        f"**Next:** {text(next_step)}",
+    ]
+    return "\n\n".join(p for p in parts if p)
+
+
+def _bullets(title: str, items: tuple[str, ...]) -> str:
+    if not items:
+        return ""
+    return f"**{title}**\n" + "\n".join(f"- {text(' '.join(i.split()))}" for i in items)
+
+
+def _details(summary: str, body: str) -> str:
+    return f"<details><summary>{summary}</summary>\n\n{body}\n\n</details>"
+
+
+def _handoff(h: Handoff) -> str:
+    parts = [
+        text(h.summary),
+        _bullets("Decisions", h.decisions),
+        _bullets("Constraints", h.constraints),
+        _bullets("Open questions", h.open_questions),
+    ]
+    return "\n\n".join(p for p in parts if p)
+
+
+def question(rec: Record, reason: str) -> str:
+    return (
+        f"@{rec.ticket.author} Ballet needs an answer to carry on: {text(reason)}\n\n"
+        "Reply with `/ballet answer <text>` to re-run the stage with your answer, "
+        "`/ballet retry` to re-run it as is, or `/ballet cancel`."
+    )
+
+
+def approval_request(rec: Record, note: str) -> str:
+    who = " ".join(f"@{a}" for a in rec.pipeline.approvers or ()) or f"@{rec.ticket.author}"
+    why = f"\n\n{text(note)}" if note else ""
+    return (
+        f"{who} stage `{rec.stage}` waits for a person: `/ballet approve` (optionally naming "
+        f"the head SHA) or `/ballet reject <reason>`.{why}"
+    )
+
+
+def knowledge_report(rec: Record) -> str:
+    finished = [r for r in rec.history if r.summary and r.role is None]
+    body = "\n\n".join(f"**{text(r.stage)}**: {text(r.summary)}" for r in finished)
+    return f"### Knowledge report for #{rec.ticket.number}\n\n{body or '_No findings reported._'}"
+
+
+def status(rec: Record) -> str:
+    parts = [
+        f"Status: {_STATUS_WORDS[rec.status]}, stage `{rec.stage or '-'}`, iteration "
+        f"{rec.iteration}, attempt {rec.attempt}.",
+        waiting_line(rec),
+        signoffs_line(rec),
+    ]
+    return "\n\n".join(p for p in parts if p)

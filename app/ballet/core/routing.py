@@ -1,0 +1,95 @@
+"""Where a ticket goes next: the pipeline's `next` tables and their defaults.
+
+Pure functions of the pinned pipeline and the ticket's policy; the machine
+decides what entering a target means.
+"""
+
+from __future__ import annotations
+
+from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
+
+DONE, FAILED, QUESTION = "$done", "$failed", "$question"
+# Research and plan get the strongest model at high effort (DESIGN.md §4).
+STRONG_MODEL, STRONG_EFFORT = "opus", "high"
+STRONG_PHASES = ("research", "plan")
+
+
+def index_of(pipeline: ResolvedPipeline, stage_id: str) -> int:
+    return [s.id for s in pipeline.stages].index(stage_id)
+
+
+def following(pipeline: ResolvedPipeline, stage_id: str) -> str:
+    """The stage after this one; after the last stage, `$done`."""
+    i = index_of(pipeline, stage_id) + 1
+    return pipeline.stages[i].id if i < len(pipeline.stages) else DONE
+
+
+def next_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> tuple[str, str]:
+    """The target of an outcome, and why when it is a question."""
+    stage = pipeline.stage(stage_id)
+    if outcome in stage.next:
+        target = stage.next[outcome]
+        why = f"stage `{stage_id}` routes outcome `{outcome}` to a question"
+        return target, why if target == QUESTION else ""
+    if outcome == "done":
+        return following(pipeline, stage_id), ""
+    return QUESTION, f"stage `{stage_id}` reported outcome `{outcome}`, which has no target"
+
+
+def is_on(stage: ResolvedStage, policy: Policy) -> bool:
+    # The policy's only switch is human review: optional stages run with it.
+    return not stage.optional or policy.review == "agent+human"
+
+
+def skip_off_stages(pipeline: ResolvedPipeline, policy: Policy, target: str) -> tuple[str, str]:
+    """Follow switched-off optional stages to the target of their first `next` entry."""
+    seen: set[str] = set()
+    while not target.startswith("$") and not is_on(pipeline.stage(target), policy):
+        if target in seen:
+            return QUESTION, f"optional stages switched off form a loop at `{target}`"
+        seen.add(target)
+        stage = pipeline.stage(target)
+        target = next(iter(stage.next.values()), None) or following(pipeline, target)
+    return target, ""
+
+
+def is_backwards(pipeline: ResolvedPipeline, current: str | None, target: str) -> bool:
+    """Returning to this stage or an earlier one starts a new iteration."""
+    if current is None or target.startswith("$"):
+        return False
+    return index_of(pipeline, target) <= index_of(pipeline, current)
+
+
+def rework_stage(pipeline: ResolvedPipeline) -> str:
+    """Where a sign-off's `changes` sends the ticket: `implement`, else the first agent stage."""
+    ids = [s.id for s in pipeline.stages]
+    if "implement" in ids:
+        return "implement"
+    return next((s.id for s in pipeline.stages if s.kind == "agent"), ids[0])
+
+
+def needs_signoffs(pipeline: ResolvedPipeline, target: str) -> bool:
+    """Targets that move the ticket to "in review" or "done" wait for every sign-off."""
+    if target == DONE:
+        return True
+    if target.startswith("$"):
+        return False
+    stage = pipeline.stage(target)
+    return stage.kind == "human" or stage.action == "merge" or stage.wait_for in ("review", "merge")
+
+
+def model_and_effort(stage: ResolvedStage, phase: str | None) -> tuple[str | None, str | None]:
+    runtime = stage.runtime_config
+    model: str | None
+    effort: str | None
+    if phase in STRONG_PHASES:
+        model, effort = STRONG_MODEL, STRONG_EFFORT
+    else:
+        model = runtime.model if runtime else None
+        effort = runtime.effort if runtime else None
+    return stage.model or model, stage.effort or effort
+
+
+def job_key(ticket: str, stage: str, iteration: int, attempt: int, phase: str | None) -> str:
+    base = f"{ticket}:{stage}:{iteration}:{attempt}"
+    return f"{base}:{phase}" if phase else base

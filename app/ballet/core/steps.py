@@ -1,0 +1,354 @@
+"""The moves every transition is made of: enter a stage, start a session,
+raise a question, end the ticket.
+
+A `Tx` is one transition in progress: the record as it is being rebuilt and
+the effects emitted so far. Handlers in `machine` and `verbs` compose these
+moves; nothing here decides which event is legal.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ballet.core import render, routing
+from ballet.core.effects import (
+    AnyEffect,
+    CommentKind,
+    MarkerKey,
+    MarkReadyForReview,
+    MergePR,
+    PostComment,
+    PostReply,
+    RequestReviewers,
+    SessionSpec,
+    StartSession,
+)
+from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
+from ballet.core.routing import DONE, FAILED, QUESTION
+
+
+class Tx:
+    def __init__(self, record: Record | None, now: datetime) -> None:
+        self._rec = record
+        self.now = now
+        self.effects: list[AnyEffect] = []
+
+    @property
+    def rec(self) -> Record:
+        assert self._rec is not None, "the ticket record is created by TicketRequested"
+        return self._rec
+
+    @property
+    def started(self) -> bool:
+        return self._rec is not None
+
+    def set(self, **changes: Any) -> None:
+        self._rec = changes.pop("record") if "record" in changes else self.rec
+        self._rec = self._rec.model_copy(update=changes)
+
+    def emit(self, *effects: AnyEffect) -> None:
+        self.effects.extend(effects)
+
+    @property
+    def number(self) -> int:
+        """Where comments go: the PR once it exists, else the issue."""
+        return self.rec.pr_number or self.rec.ticket.number
+
+    def marker(self, kind: CommentKind, extra: str = "", stage: str | None = None) -> MarkerKey:
+        rec = self.rec
+        return MarkerKey(
+            ticket=rec.key,
+            kind=kind,
+            stage=stage if stage is not None else (rec.stage or ""),
+            iteration=rec.iteration,
+            attempt=rec.attempt,
+            extra=extra,
+        )
+
+    def comment(self, kind: CommentKind, body: str, extra: str = "") -> None:
+        key = self.marker(kind, extra)
+        self.emit(
+            PostComment(
+                repo=self.rec.ticket.repo,
+                number=self.number,
+                marker=key,
+                body=render.with_marker(body, key.render()),
+            )
+        )
+
+    def reply(self, comment_id: int, body: str) -> None:
+        key = self.marker("reply", extra=str(comment_id))
+        self.emit(
+            PostReply(
+                repo=self.rec.ticket.repo,
+                number=self.number,
+                in_reply_to=comment_id,
+                marker=key,
+                body=render.with_marker(body, key.render()),
+            )
+        )
+
+
+def tracking_key(rec: Record) -> MarkerKey:
+    """The tracking comment's key: one per ticket, whatever stage it is in."""
+    return MarkerKey(ticket=rec.key, kind="tracking")
+
+
+def close_run(tx: Tx, outcome: str, summary: str = "", **extra: Any) -> StageRun | None:
+    """End the open stage run, if any: every run gets exactly one end."""
+    run = tx.rec.open_run
+    if run is None:
+        return None
+    done = run.model_copy(update={"outcome": outcome, "summary": summary, "end": tx.now, **extra})
+    tx.set(history=(*tx.rec.history[:-1], done))
+    return done
+
+
+def set_status(tx: Tx, status: Status, waiting: Waiting | None = None) -> None:
+    tx.set(status=status, waiting=waiting)
+
+
+def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
+    """Route to an outcome's target: skip switched-off stages, count iterations."""
+    rec = tx.rec
+    target, why = routing.skip_off_stages(rec.pipeline, rec.policy, target)
+    if target == QUESTION:
+        ask(tx, reason or why)
+        return
+    if target == FAILED:
+        end(tx, "failed", reason or "the pipeline routed the ticket to `$failed`")
+        return
+    if routing.is_backwards(rec.pipeline, rec.stage, target):
+        limit = rec.pipeline.iteration_limit
+        if rec.iteration >= limit:
+            ask(
+                tx,
+                f"the iteration limit ({limit}) is reached; the ticket would return to "
+                f"`{target}` again. {note}".strip(),
+            )
+            return
+        tx.set(iteration=rec.iteration + 1, attempt=0)
+    proceed(tx, target, note=note)
+
+
+def proceed(tx: Tx, target: str, note: str = "") -> None:
+    """Enter a target once its sign-off gate is open."""
+    if routing.needs_signoffs(tx.rec.pipeline, target) and hold_for_signoff(tx, target, note):
+        return
+    tx.set(gate_target=None, signoff_role=None)
+    if target == DONE:
+        end(tx, "done", "the pipeline finished")
+        return
+    enter(tx, target, note=note)
+
+
+def hold_for_signoff(tx: Tx, target: str, note: str, bypass_budget: bool = False) -> bool:
+    """Start the first missing role's sign-off session; True when the gate holds."""
+    rec = tx.rec
+    missing = rec.missing_signoffs()
+    if missing:
+        tx.set(gate_target=target)
+        start_session(
+            tx, rec.stage or target, None, note=note, role=missing[0], bypass_budget=bypass_budget
+        )
+        return True
+    if target != DONE and rec.pr_number is not None and not rec.ready_for_review:
+        # Moving to "in review": the draft becomes a PR people are asked to read.
+        tx.set(ready_for_review=True)
+        tx.emit(MarkReadyForReview(repo=rec.ticket.repo, number=rec.pr_number))
+        if rec.pipeline.approvers:
+            tx.emit(
+                RequestReviewers(
+                    repo=rec.ticket.repo, number=rec.pr_number, reviewers=rec.pipeline.approvers
+                )
+            )
+    return False
+
+
+def enter(
+    tx: Tx,
+    stage_id: str,
+    note: str = "",
+    attempt: int | None = None,
+    phase: str | None = None,
+    bypass_budget: bool = False,
+) -> None:
+    rec = tx.rec
+    same = rec.stage == stage_id
+    tx.set(
+        stage=stage_id,
+        attempt=attempt if attempt is not None else (rec.attempt + 1 if same else 1),
+        phase=None,
+        waiting=None,
+        handoff=rec.handoff if phase else None,
+    )
+    stage = rec.pipeline.stage(stage_id)
+    if stage.kind == "agent":
+        first = phase or (stage.phases[0] if stage.phases else None)
+        start_session(tx, stage_id, first, note=note, bypass_budget=bypass_budget)
+    elif stage.kind == "human":
+        open_run(tx, stage_id)
+        who = rec.pipeline.approvers or ()
+        wait(
+            tx,
+            "approval",
+            f"approval of stage `{stage_id}`",
+            who,
+            "/ballet approve  or  /ballet reject <reason>",
+        )
+        tx.comment("question", render.approval_request(tx.rec, note), extra="approval")
+    else:
+        enter_platform(tx, stage_id)
+
+
+def enter_platform(tx: Tx, stage_id: str) -> None:
+    rec = tx.rec
+    stage = rec.pipeline.stage(stage_id)
+    needs_pr = stage.action == "merge" or stage.wait_for in ("review", "merge")
+    if needs_pr and rec.pr_number is None:
+        ask(tx, f"stage `{stage_id}` needs a pull request and the ticket has none")
+        return
+    open_run(tx, stage_id)
+    anyone: tuple[str, ...] = rec.pipeline.approvers or ()
+    if stage.action == "merge" and rec.policy.merge == "auto":
+        assert rec.pr_number is not None
+        tx.emit(MergePR(repo=rec.ticket.repo, number=rec.pr_number, sha=rec.head_sha))
+        wait(tx, "merge_result", "the merge of the pull request", (), "")
+    elif stage.action == "merge" or stage.wait_for == "merge":
+        wait(
+            tx,
+            "merge",
+            "a person to merge the pull request (policy merge=manual)",
+            anyone,
+            "merge the pull request on GitHub",
+        )
+    elif stage.wait_for == "review":
+        wait(tx, "review", "a pull request review", anyone, "submit a review on the pull request")
+    else:
+        wait(
+            tx, "checks", f"checks on {rec.head_sha or 'the head commit'}", (), "", sha=rec.head_sha
+        )
+
+
+def open_run(
+    tx: Tx, stage_id: str, phase: str | None = None, role: str | None = None, job: str | None = None
+) -> None:
+    rec = tx.rec
+    run = StageRun(
+        stage=stage_id,
+        iteration=rec.iteration,
+        attempt=rec.attempt,
+        phase=phase,
+        role=role,
+        start=tx.now,
+        job_key=job,
+    )
+    tx.set(history=(*rec.history, run))
+
+
+def wait(
+    tx: Tx, kind: WaitKind, reason: str, who: tuple[str, ...], command: str, sha: str | None = None
+) -> None:
+    set_status(
+        tx,
+        "waiting",
+        Waiting(kind=kind, reason=reason, who=who, command=command, since=tx.now, sha=sha),
+    )
+
+
+def over_budget(rec: Record) -> str:
+    budget = rec.pipeline.budget
+    if budget.sessions is not None and rec.sessions_used >= budget.sessions:
+        return f"the session budget ({budget.sessions} sessions) is used up"
+    if budget.cost_usd is not None and rec.cost_used >= budget.cost_usd:
+        return f"the cost budget (${budget.cost_usd:.2f}) is used up (${rec.cost_used:.2f})"
+    return ""
+
+
+def start_session(
+    tx: Tx,
+    stage_id: str,
+    phase: str | None,
+    note: str = "",
+    role: str | None = None,
+    bypass_budget: bool = False,
+) -> None:
+    """One fresh session: a stage (or one of its phases), or a role's sign-off."""
+    rec = tx.rec
+    tx.set(stage=stage_id, phase=phase, signoff_role=role)
+    spent = over_budget(rec)
+    if spent and not bypass_budget:
+        ask(tx, f"{spent}; answer to allow one more session")
+        return
+    rec = tx.rec
+    if role is not None:
+        r = rec.pipeline.roles[role]
+        run_stage, runtime, config = f"signoff-{role}", r.runtime, r.runtime_config
+        model, effort = config.model, config.effort
+        skills, instructions, timeout = r.skills, r.instructions, SIGNOFF_TIMEOUT_MINUTES
+    else:
+        s = rec.pipeline.stage(stage_id)
+        assert s.runtime is not None and s.runtime_config is not None, "agent stages have one"
+        run_stage, runtime, config = stage_id, s.runtime, s.runtime_config
+        model, effort = routing.model_and_effort(s, phase)
+        skills, instructions, timeout = s.skills, s.instructions, s.timeout_minutes
+    job = routing.job_key(rec.key, run_stage, rec.iteration, rec.attempt, phase)
+    spec = SessionSpec(
+        job_key=job,
+        repo=rec.ticket.repo,
+        issue=rec.ticket.number,
+        title=rec.ticket.title,
+        author=rec.ticket.author,
+        stage=stage_id,
+        kind="signoff" if role else "agent",
+        role=role,
+        iteration=rec.iteration,
+        attempt=rec.attempt,
+        phase=phase,
+        runtime=runtime,
+        runtime_config=config,
+        model=model,
+        effort=effort,
+        skills=skills,
+        instructions=instructions,
+        timeout_minutes=timeout,
+        branch=rec.branch,
+        base=rec.base,
+        pr_number=rec.pr_number,
+        pipeline=rec.pipeline.name,
+        pipeline_version=rec.pipeline.version,
+        handoff=rec.handoff if phase else None,
+        answers=tuple(q.answer for q in rec.questions if q.answer is not None),
+        note=note,
+    )
+    open_run(tx, stage_id, phase=phase, role=role, job=job)
+    tx.set(sessions_used=rec.sessions_used + 1)
+    set_status(tx, "running")
+    tx.emit(StartSession(repo=rec.ticket.repo, spec=spec))
+
+
+# A sign-off role has no stage of its own to take a timeout from.
+SIGNOFF_TIMEOUT_MINUTES = 60
+
+
+def ask(tx: Tx, reason: str) -> None:
+    """Raise a question to the ticket's author; the ticket waits for `/ballet answer`."""
+    close_run(tx, "question", reason)
+    rec = tx.rec
+    qa = QA(
+        question=reason, stage=rec.stage, role=rec.signoff_role, phase=rec.phase, asked_at=tx.now
+    )
+    tx.set(questions=(*rec.questions, qa))
+    wait(tx, "question", reason, (rec.ticket.author,), "/ballet answer <text>")
+    tx.comment("question", render.question(tx.rec, reason), extra=str(len(tx.rec.questions)))
+
+
+def end(tx: Tx, status: Status, reason: str, by: str | None = None) -> None:
+    close_run(tx, status, reason)
+    set_status(tx, status)
+    tx.set(signoff_role=None, gate_target=None, ended_by=by)
+    rec = tx.rec
+    if status == "done" and rec.branch is None and by is None:
+        # A ticket without a branch (a spike) ends with what it learned.
+        tx.comment("knowledge", render.knowledge_report(rec))

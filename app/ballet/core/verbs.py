@@ -1,0 +1,172 @@
+"""What each slash command does once `machine` has checked who may give it.
+
+A verb returns a refusal (a sentence saying why and what to do instead)
+before changing anything, or None once it has acted.
+"""
+
+from __future__ import annotations
+
+from ballet.core import commands, render, routing, steps
+from ballet.core.commands import Command
+from ballet.core.config import Policy
+from ballet.core.effects import CancelSession
+from ballet.core.events import CommandIssued
+from ballet.core.handlers import settle_wait
+from ballet.core.record import Approval
+from ballet.core.steps import Tx
+
+
+def approve(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    if rec.waiting is None or rec.waiting.kind != "approval":
+        return (
+            "nothing waits for an approval now; `/ballet status` shows what the ticket waits for."
+        )
+    head = rec.head_sha or ev.head_sha
+    if cmd.sha and (head is None or not head.startswith(cmd.sha)):
+        return (
+            f"the approval names {cmd.sha}, but the head is {head or 'unknown'}; "
+            "review the new head and approve again."
+        )
+    tx.set(approval=Approval(by=ev.author, sha=head, at=tx.now))
+    note = f": {cmd.text}" if cmd.text else ""
+    settle_wait(tx, "approve", f"approved by @{ev.author} at {head or 'an unknown head'}{note}")
+    return None
+
+
+def reject(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    if rec.waiting is None or rec.waiting.kind != "approval":
+        return (
+            "nothing waits for an approval now; `/ballet status` shows what the ticket waits for."
+        )
+    settle_wait(tx, "reject", f"rejected by @{ev.author}: {cmd.text}")
+    return None
+
+
+def answer(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    qa = rec.open_question
+    if rec.waiting is None or rec.waiting.kind != "question" or qa is None:
+        return "no question is open; `/ballet status` shows what the ticket waits for."
+    done = qa.model_copy(update={"answer": cmd.text, "answered_by": ev.author})
+    tx.set(questions=(*rec.questions[:-1], done))
+    rerun(tx, qa.stage, qa.role, qa.phase, f"@{ev.author} answered: {cmd.text}")
+    return None
+
+
+def rerun(tx: Tx, stage: str | None, role: str | None, phase: str | None, note: str) -> None:
+    """Run the stage (or sign-off) again in a new session; a person asked for it,
+    so the budget does not stop it."""
+    steps.close_run(tx, "retried", note)
+    rec = tx.rec
+    if role is not None:
+        tx.set(attempt=rec.attempt + 1)
+        steps.start_session(tx, rec.stage or "", None, note=note, role=role, bypass_budget=True)
+    elif stage is None:
+        steps.go(tx, rec.pipeline.stages[0].id, note=note)
+    else:
+        steps.enter(tx, stage, note=note, phase=phase, bypass_budget=True)
+
+
+def retry(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    cancel_running(tx)
+    qa = rec.open_question
+    if qa is not None and rec.status == "waiting":
+        done = qa.model_copy(update={"answer": "(retried)", "answered_by": ev.author})
+        tx.set(questions=(*rec.questions[:-1], done))
+    rerun(tx, rec.stage, rec.signoff_role, rec.phase, f"@{ev.author} asked for a retry")
+    return None
+
+
+def cancel_running(tx: Tx) -> None:
+    run = tx.rec.open_run
+    if tx.rec.status == "running" and run is not None and run.job_key is not None:
+        tx.emit(CancelSession(repo=tx.rec.ticket.repo, job_key=run.job_key))
+
+
+def cancel(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    cancel_running(tx)
+    steps.end(tx, "cancelled", f"cancelled by @{ev.author}", by=ev.author)
+    return None
+
+
+def pause(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    cancel_running(tx)
+    if rec.status == "running":
+        steps.close_run(tx, "paused", f"paused by @{ev.author}")
+    tx.set(status="paused", paused_from=rec.status)
+    return None
+
+
+def resume(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    w = rec.waiting
+    if rec.paused_from == "waiting" and w is not None and w.kind in ("question", "approval"):
+        tx.set(status="waiting", paused_from=None)
+        return None
+    tx.set(paused_from=None)
+    rerun(tx, rec.stage, rec.signoff_role, rec.phase, f"@{ev.author} resumed the ticket")
+    return None
+
+
+def signoff_require(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    role = cmd.role or ""
+    if role not in rec.pipeline.roles:
+        known = ", ".join(rec.pipeline.roles) or "none"
+        return f"`{role}` is not a role of this pipeline (roles: {known}); add it under `roles:`."
+    if role in rec.signoffs_required:
+        return f"`{role}` is already required."
+    tx.set(
+        signoffs_required=(*rec.signoffs_required, role),
+        signoffs_waived=tuple(r for r in rec.signoffs_waived if r != role),
+    )
+    tx.comment("signoffs", f"@{ev.author} requires sign-off from `{role}`.", extra=f"+{role}")
+    return None
+
+
+def signoff_waive(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    role = cmd.role or ""
+    if role not in rec.signoffs_required:
+        required = ", ".join(rec.signoffs_required) or "none"
+        return f"`{role}` is not a required sign-off (required: {required})."
+    tx.set(
+        signoffs_required=tuple(r for r in rec.signoffs_required if r != role),
+        signoffs_waived=(*rec.signoffs_waived, role),
+    )
+    tx.comment("signoffs", f"@{ev.author} waived the sign-off from `{role}`.", extra=f"-{role}")
+    if rec.signoff_role == role:
+        cancel_running(tx)
+        steps.close_run(tx, "waived", f"waived by @{ev.author}")
+        tx.set(signoff_role=None)
+        steps.proceed(tx, rec.gate_target or routing.DONE)
+    return None
+
+
+def policy(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    rec = tx.rec
+    new = Policy(review=cmd.review or rec.policy.review, merge=cmd.merge or rec.policy.merge)
+    tx.set(policy=new)
+    tx.reply(ev.comment_id, f"Policy is now review={new.review} merge={new.merge}.")
+    w = rec.waiting
+    here = rec.pipeline.stage(rec.stage) if rec.stage else None
+    if w is not None and w.kind == "approval" and here and not routing.is_on(here, new):
+        # The human stage just got switched off: go on as if it were never there.
+        steps.close_run(tx, "skipped", "switched off by the policy")
+        target, _ = routing.skip_off_stages(rec.pipeline, new, here.id)
+        steps.go(tx, target)
+    return None
+
+
+def status(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    tx.reply(ev.comment_id, render.status(tx.rec))
+    return None
+
+
+def help_(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
+    tx.reply(ev.comment_id, commands.HELP_TEXT)
+    return None
