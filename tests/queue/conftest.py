@@ -9,10 +9,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from arq.connections import ArqRedis
-from ballet.queue import DeliveryQueue, connect
-from ballet.services import Services
+from ballet.queue import connect
 from ballet.settings import Settings
-from ballet.worker import Delivery
 
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 3
@@ -44,30 +42,3 @@ async def redis(queue_redis_url: str) -> AsyncIterator[ArqRedis]:
     await pool.flushdb()
     yield pool
     await pool.aclose(close_connection_pool=True)
-
-
-class RecordingConsumer:
-    """Records every delivery; fails the first `failures` times it is called."""
-
-    def __init__(self, failures: int = 0) -> None:
-        self.failures = failures
-        self.calls = 0
-        self.handled: list[Delivery] = []
-
-    async def on_delivery(self, delivery: Delivery) -> None:
-        self.calls += 1
-        if self.calls <= self.failures:
-            raise RuntimeError(f"consumer failure {self.calls}")
-        self.handled.append(delivery)
-
-
-def services_with(consumer: RecordingConsumer):  # type: ignore[no-untyped-def]
-    async def factory(settings: Settings, redis: ArqRedis) -> Services:
-        return Services(
-            settings=settings,
-            redis=redis,
-            deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
-            consumer=consumer,
-        )
-
-    return factory

@@ -18,7 +18,7 @@ from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE, DeliveryJob, Deli
 from ballet.settings import Settings
 from ballet.web import create_app
 from ballet.worker import MAX_DELIVERY_TRIES, WorkerGroup
-from conftest import RecordingConsumer, services_with
+from recording_consumer import RecordingConsumer, services_with
 
 pytestmark = pytest.mark.anyio
 

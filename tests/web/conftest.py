@@ -3,9 +3,6 @@ real app over ASGI, and signed deliveries."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -16,11 +13,10 @@ from arq.connections import ArqRedis
 from ballet.queue import connect
 from ballet.settings import Settings
 from ballet.web import create_app
+from web_signing import SECRET
 
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 2
-SECRET = "web-test-secret"
-_ids = itertools.count(1)
 
 
 @pytest.fixture
@@ -54,18 +50,3 @@ async def client(settings: Settings, redis: ArqRedis) -> AsyncIterator[httpx.Asy
         httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://ballet") as http,
     ):
         yield http
-
-
-def sign(body: bytes, secret: str = SECRET) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def delivery_headers(
-    event: str, body: bytes, delivery_id: str | None = None, secret: str = SECRET
-) -> dict[str, str]:
-    return {
-        "X-GitHub-Event": event,
-        "X-GitHub-Delivery": delivery_id or f"delivery-{next(_ids)}",
-        "X-Hub-Signature-256": sign(body, secret),
-        "Content-Type": "application/json",
-    }

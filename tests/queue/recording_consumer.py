@@ -1,0 +1,36 @@
+"""A real consumer for the queue area's tests: it records what it is handed."""
+
+from __future__ import annotations
+
+from arq.connections import ArqRedis
+from ballet.queue import DeliveryQueue
+from ballet.services import Services
+from ballet.settings import Settings
+from ballet.worker import Delivery
+
+
+class RecordingConsumer:
+    """Records every delivery; fails the first `failures` times it is called."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.calls = 0
+        self.handled: list[Delivery] = []
+
+    async def on_delivery(self, delivery: Delivery) -> None:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise RuntimeError(f"consumer failure {self.calls}")
+        self.handled.append(delivery)
+
+
+def services_with(consumer: RecordingConsumer):  # type: ignore[no-untyped-def]
+    async def factory(settings: Settings, redis: ArqRedis) -> Services:
+        return Services(
+            settings=settings,
+            redis=redis,
+            deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
+            consumer=consumer,
+        )
+
+    return factory
