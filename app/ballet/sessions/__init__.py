@@ -1,0 +1,45 @@
+"""Stage sessions: a fresh process in a fresh clone, per DESIGN.md section 5.
+
+The worker calls `run_session(spec, workspaces=…, git_auth=…, heartbeat=…)`
+once per session (one phase of a phased stage per call) under the arq job id
+`session_job_id(ticket, stage, iteration, attempt, phase)`.
+"""
+
+from __future__ import annotations
+
+from ballet.sessions.git_auth import GitAuth, anonymous, static_token
+from ballet.sessions.job_id import session_job_id
+from ballet.sessions.routing import ModelChoice, route
+from ballet.sessions.runner import SessionOptions, run_session
+from ballet.sessions.spec import (
+    Answer,
+    EarlierReport,
+    FailureReason,
+    SessionResult,
+    SessionSpec,
+    StageInfo,
+    TicketInfo,
+)
+from ballet.sessions.workspace import GitIdentity, Workspace, WorkspaceError, Workspaces
+
+__all__ = [
+    "Answer",
+    "EarlierReport",
+    "FailureReason",
+    "GitAuth",
+    "GitIdentity",
+    "ModelChoice",
+    "SessionOptions",
+    "SessionResult",
+    "SessionSpec",
+    "StageInfo",
+    "TicketInfo",
+    "Workspace",
+    "WorkspaceError",
+    "Workspaces",
+    "anonymous",
+    "route",
+    "run_session",
+    "session_job_id",
+    "static_token",
+]

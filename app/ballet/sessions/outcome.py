@@ -1,0 +1,104 @@
+"""Reading what a session left behind (report, handoff) and writing `failed` reports.
+
+A gate fails closed: a report that is missing, too big, not JSON or not the
+contract's shape never counts as the outcome the agent may have meant.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ballet.core.report import Handoff, Report, Usage
+from ballet.sessions.spec import FailureReason
+
+MAX_REPORT_BYTES = 1024 * 1024
+SUMMARY_TAIL_CHARS = 3_000
+HEADLINES: dict[FailureReason, str] = {
+    "workspace": "the workspace could not be prepared",
+    "runtime": "the runtime could not be started",
+    "timeout": "the session timed out",
+    "exit_code": "the session exited with an error and wrote no report",
+    "missing_report": "the session wrote no report",
+    "invalid_report": "the session's report is invalid",
+    "invalid_handoff": "the session's handoff is invalid",
+    "push": "the ticket branch could not be pushed",
+}
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class SessionFailure(Exception):
+    def __init__(self, reason: FailureReason, message: str) -> None:
+        self.reason = reason
+        self.message = message
+        super().__init__(message)
+
+
+def read_report(path: Path) -> Report:
+    return _read(path, Report, "missing_report", "invalid_report", "report")
+
+
+def read_handoff(path: Path) -> Handoff | None:
+    """The handoff, or None when the session wrote none."""
+    if not path.exists():
+        return None
+    return _read(path, Handoff, "invalid_handoff", "invalid_handoff", "handoff")
+
+
+def _read(
+    path: Path, model: type[Model], missing: FailureReason, invalid: FailureReason, what: str
+) -> Model:
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise SessionFailure(missing, f"no {what} at {path}") from None
+    if size > MAX_REPORT_BYTES:
+        raise SessionFailure(
+            invalid, f"the {what} is {size} bytes; the limit is {MAX_REPORT_BYTES} bytes"
+        )
+    try:
+        return model.model_validate_json(path.read_bytes())
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or '(document)'}: {e['msg']}" for e in error.errors()
+        )
+        raise SessionFailure(
+            invalid, f"the {what} does not match the contract: {problems}"
+        ) from None
+
+
+def failed_report(
+    reason: FailureReason, message: str, output_tail: str, usage: Usage | None = None
+) -> Report:
+    summary = f"**Session failed: {HEADLINES[reason]}.** {message}"
+    tail = output_tail[-SUMMARY_TAIL_CHARS:].strip()
+    if tail:
+        fence = "`" * max(3, _longest_backtick_run(tail) + 1)
+        summary += f"\n\nEnd of the session's output:\n\n{fence}\n{tail}\n{fence}"
+    else:
+        summary += "\n\nThe session printed nothing."
+    return Report(outcome="failed", summary=summary, usage=usage or Usage())
+
+
+def with_usage(report: Report, parsed: Usage | None) -> Report:
+    """The CLI's own usage figures fill in a report that states none."""
+    if parsed is None or "usage" in report.model_fields_set:
+        return report
+    return report.model_copy(update={"usage": parsed})
+
+
+def handoff_from_report(report: Report) -> Handoff:
+    """A phase that wrote no handoff passes on its report's summary and lists."""
+    return Handoff(
+        summary=report.summary,
+        decisions=report.decisions,
+        constraints=report.constraints,
+        open_questions=report.open_questions,
+    )
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)

@@ -1,0 +1,142 @@
+"""BALLET_PROMPT: the rendered prompt an LLM runtime is given.
+
+BALLET_PROMPT holds the *path* of `prompt.md` (next to the report, outside the
+clone); LLM adapters also pass its text on their CLI's command line. The
+prompt has: the role's instructions, the stage's skills, the ticket and its
+acceptance criteria, earlier reports (oldest first), answers, the previous
+phase's handoff, what this phase is for, and the report contract with the
+exact path to write to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ballet.sessions.context import visible_reports
+from ballet.sessions.spec import SessionSpec
+
+# Long texts are cut so the prompt stays well under a command line's limits.
+MAX_BODY_CHARS = 20_000
+MAX_DETAILS_CHARS = 4_000
+
+PHASE_GOALS = {
+    "research": "Research only: read the code and the ticket, find what must change and "
+    "why. Do not change files.",
+    "plan": "Plan only: turn the research into concrete steps (files, functions, tests). "
+    "Do not change files.",
+    "implement": "Implement the plan: change the code, add tests, commit.",
+    "verify": "Verify the work: run the tests and checks, fix what fails, commit.",
+}
+
+REPORT_EXAMPLE = {
+    "outcome": "done",
+    "summary": "markdown: what you did, in a few lines",
+    "details": "markdown",
+    "decisions": [],
+    "constraints": [],
+    "open_questions": [],
+    "questions": [{"text": "…", "blocking": True}],
+    "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
+}
+HANDOFF_EXAMPLE = {"summary": "…", "decisions": [], "constraints": [], "open_questions": []}
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
+
+
+def acceptance_criteria(body: str) -> str | None:
+    """The issue's "Acceptance criteria" section, else its checklist items, else None."""
+    lines = body.splitlines()
+    for index, line in enumerate(lines):
+        heading = _HEADING.match(line)
+        title = heading.group(1) if heading else line.strip().rstrip(":")
+        if re.fullmatch(r"\**\s*acceptance criteria\s*\**:?", title.strip(), re.IGNORECASE):
+            section = []
+            for following in lines[index + 1 :]:
+                if _HEADING.match(following):
+                    break
+                section.append(following)
+            text = "\n".join(section).strip()
+            if text:
+                return text
+    checklist = [line.strip() for line in lines if re.match(r"\s*[-*] \[[ xX]\] ", line)]
+    return "\n".join(checklist) or None
+
+
+def render_prompt(
+    spec: SessionSpec, *, report_path: Path, handoff_path: Path | None, outcomes_hint: str = ""
+) -> str:
+    ticket = spec.ticket
+    parts = [f"# Ballet session: {spec.stage.id} for {ticket.ref}"]
+    if spec.stage.instructions:
+        parts.append(f"## Your role\n\n{spec.stage.instructions}")
+    for name in spec.stage.skills:
+        text = spec.skill_texts.get(name)
+        if text:
+            parts.append(f"## Skill: {name}\n\n{text.strip()}")
+    body = _cut(ticket.body, MAX_BODY_CHARS) or "(no description)"
+    parts.append(
+        f"## Ticket: {ticket.title}\n\n{ticket.url} by @{ticket.author}"
+        + (f", labels: {', '.join(ticket.labels)}" if ticket.labels else "")
+        + f"\n\n{body}"
+    )
+    criteria = acceptance_criteria(ticket.body)
+    if criteria:
+        parts.append(f"## Acceptance criteria\n\n{criteria}")
+    where = f"You work on branch `{spec.branch}`" if spec.branch else "You work on"
+    parts.append(
+        f"## Where\n\n{where} (base `{spec.base}`), iteration {spec.iteration}"
+        + (f", pull request #{spec.pr_number}" if spec.pr_number else "")
+        + ". Commit your work with git; do not push: Ballet pushes the branch after "
+        "the session. Only this branch is pushed."
+    )
+    reports = visible_reports(spec)
+    if reports:
+        lines = ["## Earlier reports (oldest first)"]
+        for earlier in reports:
+            r = earlier.report
+            phase = f", {earlier.phase}" if earlier.phase else ""
+            lines.append(
+                f"### {earlier.stage} (iteration {earlier.iteration}{phase}): {r.outcome}\n\n"
+                f"{r.summary}\n\n{_cut(r.details, MAX_DETAILS_CHARS)}".rstrip()
+            )
+        parts.append("\n\n".join(lines))
+    if spec.answers:
+        answers = "\n".join(
+            f"- Q: {a.question}\n  A{f' (@{a.author})' if a.author else ''}: {a.answer}"
+            for a in spec.answers
+        )
+        parts.append(f"## Answers to questions\n\n{answers}")
+    if spec.handoff:
+        handoff = json.dumps(spec.handoff.model_dump(mode="json"), indent=2)
+        parts.append(f"## Handoff from the previous phase\n\n```json\n{handoff}\n```")
+    if spec.phase:
+        parts.append(f"## This phase: {spec.phase}\n\n{PHASE_GOALS[spec.phase]}")
+    parts.append(_contract(report_path, handoff_path, outcomes_hint))
+    return "\n\n".join(parts) + "\n"
+
+
+def _contract(report_path: Path, handoff_path: Path | None, outcomes_hint: str) -> str:
+    text = (
+        "## When you finish: write your report\n\n"
+        f"Write this JSON to `{report_path}` (also in $BALLET_REPORT). Only `outcome` "
+        "and `summary` are required. Without this file the session counts as failed.\n\n"
+        f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
+    )
+    if outcomes_hint:
+        text += f"\n{outcomes_hint}\n"
+    text += (
+        "\nUse a question with `blocking: true` only when a person must decide before the "
+        "work can go on."
+    )
+    if handoff_path:
+        text += (
+            f"\n\nAlso write the handoff for the next phase to `{handoff_path}` (also in "
+            "$BALLET_HANDOFF): it is all the next phase will know of yours.\n\n"
+            f"```json\n{json.dumps(HANDOFF_EXAMPLE, indent=2)}\n```"
+        )
+    return text
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n\n[… cut at {limit} characters]"

@@ -1,0 +1,217 @@
+"""`run_session`: one session (one phase of a phased stage) from spec to result.
+
+Refresh the mirror, make the workspace, write BALLET_CONTEXT and the prompt,
+run the runtime's process, read its report (and handoff), push the ticket
+branch, remove the workspace. Every way this can go wrong ends in a `failed`
+report whose summary says which and shows the end of the output; the caller
+never gets an exception for a session that merely went badly.
+
+A non-zero exit with a valid report keeps the report (DESIGN.md section 5:
+"a non-zero exit *without a report*" fails). Commits of a session Ballet
+failed (timeout, no valid report) are not pushed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ballet.core.report import Handoff, Report, Usage
+from ballet.sessions.context import build_context
+from ballet.sessions.environment import session_environment
+from ballet.sessions.git import GitError
+from ballet.sessions.git_auth import GitAuth
+from ballet.sessions.job_id import session_job_id
+from ballet.sessions.outcome import (
+    SessionFailure,
+    failed_report,
+    handoff_from_report,
+    read_handoff,
+    read_report,
+    with_usage,
+)
+from ballet.sessions.process import Heartbeat, ProcessOutcome, run_process
+from ballet.sessions.prompt import render_prompt
+from ballet.sessions.push import PushError, push_ticket_branch
+from ballet.sessions.routing import route
+from ballet.sessions.runtimes import Invocation, RuntimeConfigError, adapter_for
+from ballet.sessions.spec import SessionResult, SessionSpec
+from ballet.sessions.workspace import Workspace, WorkspaceError, Workspaces
+
+OUTPUT_TAIL_CHARS = 8_000  # per stream, in SessionResult.output_tail
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    heartbeat_seconds: float = 30.0
+    grace_seconds: float = 5.0  # between SIGTERM and SIGKILL of the process group
+
+
+async def run_session(
+    spec: SessionSpec,
+    *,
+    workspaces: Workspaces,
+    git_auth: GitAuth,
+    heartbeat: Heartbeat | None = None,
+    parent_env: Mapping[str, str] | None = None,
+    options: SessionOptions | None = None,
+) -> SessionResult:
+    """Run one session. `parent_env` is the worker's environment (default: os.environ),
+    from which only the allowlist reaches the session."""
+    started = time.monotonic()
+    options = options or SessionOptions()
+    env = os.environ if parent_env is None else parent_env
+    key = session_job_id(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
+    try:
+        token = await git_auth(spec.ticket.repo)
+        await workspaces.refresh(spec.ticket.repo, spec.clone_url, token)
+        workspace = await workspaces.create(
+            spec.ticket.repo, key=key, branch=spec.branch, base=spec.base
+        )
+    except (WorkspaceError, GitError) as error:
+        return _failed(SessionFailure("workspace", str(error)), None, "", None, started)
+    try:
+        return await _run(spec, workspace, workspaces, token, heartbeat, env, options, started)
+    finally:
+        await workspaces.remove(workspace)
+
+
+async def _run(
+    spec: SessionSpec,
+    workspace: Workspace,
+    workspaces: Workspaces,
+    token: str | None,
+    heartbeat: Heartbeat | None,
+    parent_env: Mapping[str, str],
+    options: SessionOptions,
+    started: float,
+) -> SessionResult:
+    files = workspace.files
+    report_path, handoff_path = files / "report.json", files / "handoff.json"
+    phased = spec.phase is not None
+    adapter = adapter_for(spec.runtime.adapter)
+    choice = route(
+        spec.runtime.adapter,
+        spec.phase,
+        stage_model=spec.model,
+        stage_effort=spec.effort,
+        runtime_model=spec.runtime.model,
+        runtime_effort=spec.runtime.effort,
+    )
+    prompt = render_prompt(
+        spec, report_path=report_path, handoff_path=handoff_path if phased else None
+    )
+    prompt_path, context_path = files / "prompt.md", files / "context.json"
+    prompt_path.write_text(prompt)
+    context_path.write_text(json.dumps(build_context(spec), indent=2, ensure_ascii=False))
+    _exclude(workspace.clone, adapter.git_excludes)
+    invocation = Invocation(
+        prompt, prompt_path, report_path, files, workspace.clone, choice.model, choice.effort
+    )
+    ballet_env = {
+        "BALLET_REPORT": str(report_path),
+        "BALLET_CONTEXT": str(context_path),
+        "BALLET_PROMPT": str(prompt_path),
+        "BALLET_TICKET": spec.ticket.ref,
+        "BALLET_STAGE": spec.stage.id,
+        "BALLET_ITERATION": str(spec.iteration),
+        "BALLET_PHASE": spec.phase or "",
+    }
+    if phased:
+        ballet_env["BALLET_HANDOFF"] = str(handoff_path)
+    try:
+        argv = adapter.argv(spec.runtime, invocation)
+        env = session_environment(
+            parent_env,
+            declared=spec.runtime.env,
+            adapter_env=adapter.environment(invocation),
+            ballet_env=ballet_env,
+            home=workspace.home,
+        )
+    except RuntimeConfigError as error:
+        return _failed(SessionFailure("runtime", str(error)), None, "", None, started)
+    meter = adapter.meter(invocation)
+    try:
+        outcome = await run_process(
+            argv,
+            cwd=workspace.clone,
+            env=env,
+            timeout_seconds=spec.timeout_seconds,
+            on_stdout_line=meter.feed_line,
+            heartbeat=heartbeat,
+            heartbeat_seconds=options.heartbeat_seconds,
+            grace_seconds=options.grace_seconds,
+        )
+    except OSError as error:
+        message = f"could not start {argv[0]!r}: {error}; install the CLI on the worker's PATH"
+        return _failed(SessionFailure("runtime", message), None, "", None, started)
+    tail = outcome.output_tail(OUTPUT_TAIL_CHARS)
+    usage = meter.usage()
+    try:
+        report, handoff = _read_results(spec, outcome, report_path, handoff_path)
+        report = with_usage(report, usage)
+        head = await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
+    except SessionFailure as failure:
+        return _failed(failure, usage, tail, workspace.start_sha, started)
+    except PushError as error:
+        push_failure = SessionFailure("push", str(error))
+        return _failed(push_failure, report.usage, tail, workspace.start_sha, started)
+    return SessionResult(
+        report=report,
+        head_sha=head,
+        usage=report.usage,
+        duration_seconds=time.monotonic() - started,
+        handoff=handoff,
+        output_tail=tail,
+    )
+
+
+def _read_results(
+    spec: SessionSpec, outcome: ProcessOutcome, report_path: Path, handoff_path: Path
+) -> tuple[Report, Handoff | None]:
+    if outcome.timed_out:
+        raise SessionFailure(
+            "timeout",
+            f"it ran past its {spec.timeout_seconds:g} s timeout and its whole process "
+            "group was killed; its commits were not pushed",
+        )
+    try:
+        report = read_report(report_path)
+    except SessionFailure as failure:
+        if failure.reason == "missing_report" and outcome.exit_code != 0:
+            raise SessionFailure("exit_code", f"it exited with code {outcome.exit_code}") from None
+        raise
+    if spec.phase is None:
+        return report, None
+    return report, read_handoff(handoff_path) or handoff_from_report(report)
+
+
+def _failed(
+    failure: SessionFailure,
+    usage: Usage | None,
+    tail: str,
+    head_sha: str | None,
+    started: float,
+) -> SessionResult:
+    report = failed_report(failure.reason, failure.message, tail, usage)
+    return SessionResult(
+        report=report,
+        head_sha=head_sha,
+        usage=report.usage,
+        duration_seconds=time.monotonic() - started,
+        handoff=None,
+        output_tail=tail,
+        failure_reason=failure.reason,
+    )
+
+
+def _exclude(clone: Path, patterns: tuple[str, ...]) -> None:
+    if patterns:
+        exclude = clone / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(exist_ok=True)
+        with exclude.open("a") as file:
+            file.write("".join(f"{pattern}\n" for pattern in patterns))

@@ -1,0 +1,93 @@
+"""What a runtime adapter is: how to invoke its CLI, and how to read its usage.
+
+An adapter builds the non-interactive argv for one session (prompt, model,
+effort), names the fixed environment variables its CLI needs, and gives a
+meter that reads token usage and cost from the CLI's output where it reports
+them. A runtime's `command:` in `.ballet.yml` replaces the CLI's executable
+(e.g. `[/opt/claude/bin/claude]`) for LLM adapters, and is the whole argv for
+the `command` adapter.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ballet.core.config import Adapter, Runtime
+from ballet.core.report import Usage
+
+
+class RuntimeConfigError(Exception):
+    """The runtime's configuration cannot be run; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Invocation:
+    prompt: str
+    prompt_path: Path  # the same text, as a file (BALLET_PROMPT)
+    report_path: Path
+    files_dir: Path  # the session's BALLET_* directory, outside the clone
+    workdir: Path  # the clone
+    model: str | None
+    effort: str | None
+
+
+class UsageMeter:
+    """Reads usage from stdout lines as they arrive; the default reads nothing."""
+
+    def feed_line(self, line: bytes) -> None:
+        return None
+
+    def usage(self) -> Usage | None:
+        return None
+
+
+class RuntimeAdapter:
+    name: Adapter
+    executable: str
+    # LLM CLIs don't know the contract: the prompt tells them where to report.
+    writes_report_itself = False
+    # Files the CLI leaves in the clone that must never be committed.
+    git_excludes: tuple[str, ...] = ()
+
+    def argv(self, runtime: Runtime, invocation: Invocation) -> list[str]:
+        return [*self.program(runtime), *self.arguments(invocation)]
+
+    def program(self, runtime: Runtime) -> list[str]:
+        return list(runtime.command) if runtime.command else [self.executable]
+
+    def arguments(self, invocation: Invocation) -> list[str]:
+        raise NotImplementedError
+
+    def environment(self, invocation: Invocation) -> dict[str, str]:
+        return {}
+
+    def meter(self, invocation: Invocation) -> UsageMeter:
+        return UsageMeter()
+
+
+def json_object(line: bytes | str) -> dict[str, Any] | None:
+    """One JSONL line as an object, or None for anything else (progress text, junk)."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def tokens(value: object) -> int:
+    return int(number(value))
+
+
+def flag(name: str, value: str | None) -> list[str]:
+    return [name, value] if value else []
+
+
+def mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,107 @@
+"""What one session needs (`SessionSpec`) and what it gives back (`SessionResult`).
+
+The engine's StartSession effect is mapped into a `SessionSpec`; the session
+runner turns it into a workspace, an environment, a prompt and a process, and
+returns a `SessionResult` the worker turns into a SessionFinished event.
+
+Model and effort: `runtime` carries the runtime's defaults from `.ballet.yml`;
+`model`/`effort` here are the *stage's own* overrides (None when the stage sets
+none). `ballet.sessions.routing` combines them with the phase.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ballet.core.config import Phase, Runtime, StageKind
+from ballet.core.report import Handoff, Report, Usage
+
+# Why a session ended `failed` without a report of its own (None: it reported).
+FailureReason = Literal[
+    "workspace",  # the clone could not be prepared (e.g. the base branch is missing)
+    "runtime",  # the runtime could not be started (bad config, CLI not installed)
+    "timeout",
+    "exit_code",  # non-zero exit and no report
+    "missing_report",
+    "invalid_report",
+    "invalid_handoff",
+    "push",  # the ticket branch could not be pushed
+]
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TicketInfo(Frozen):
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")  # owner/name
+    number: int = Field(ge=1)
+    title: str
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    author: str
+    url: str
+
+    @property
+    def ref(self) -> str:
+        """`owner/repo#n`, the form BALLET_TICKET carries."""
+        return f"{self.repo}#{self.number}"
+
+
+class StageInfo(Frozen):
+    id: str
+    kind: StageKind = "agent"
+    skills: tuple[str, ...] = ()
+    instructions: str = ""
+
+
+class EarlierReport(Frozen):
+    """A report of an earlier session of the same ticket."""
+
+    stage: str
+    iteration: int = Field(ge=1)
+    phase: Phase | None = None
+    report: Report
+
+
+class Answer(Frozen):
+    """A person's answer to a question a session raised."""
+
+    question: str
+    answer: str
+    author: str | None = None
+
+
+class SessionSpec(Frozen):
+    ticket: TicketInfo
+    stage: StageInfo
+    skill_texts: dict[str, str] = Field(default_factory=dict)  # skill name -> markdown
+    iteration: int = Field(default=1, ge=1)
+    attempt: int = Field(default=1, ge=1)
+    phase: Phase | None = None
+    runtime: Runtime
+    model: str | None = None  # the stage's own override
+    effort: str | None = None  # the stage's own override
+    timeout_seconds: float = Field(default=3600, gt=0)
+    pipeline_name: str
+    pipeline_version: int = Field(default=1, ge=1)
+    # None: a pipeline without a branch (nothing is pushed; the base is checked out).
+    branch: str | None
+    base: str
+    pr_number: int | None = None
+    earlier_reports: tuple[EarlierReport, ...] = ()  # oldest first
+    answers: tuple[Answer, ...] = ()
+    handoff: Handoff | None = None  # the previous phase's handoff
+    clone_url: str  # without credentials; the token is passed per git command
+
+
+class SessionResult(Frozen):
+    report: Report
+    head_sha: str | None  # the ticket branch after the session (pushed when it moved)
+    usage: Usage
+    duration_seconds: float
+    handoff: Handoff | None
+    output_tail: str
+    failure_reason: FailureReason | None = None

@@ -1,0 +1,231 @@
+"""Workspaces: a bare mirror per repository, and per session a clone sharing its objects.
+
+Layout under `root`:
+    mirrors/<owner>/<name>.git        bare mirror of refs/heads/* and refs/tags/*
+    mirrors/<owner>/<name>.git/ballet-leases/<key>   one per live clone
+    mirrors/<owner>/<name>.lock       flock serialising fetch, lease-taking and gc
+    sessions/<key>/repo               the session's clone (`git clone --shared`)
+    sessions/<key>/home               the session's fresh, empty HOME
+    sessions/<key>/ballet             BALLET_* files, outside the clone so never committed
+
+A `--shared` clone borrows the mirror's objects through objects/info/alternates,
+so creating one costs a checkout, not a copy. It also means the mirror must
+never drop an object a clone may still use: the mirror has gc.auto=0 and
+gc.pruneExpire=never, and `gc()` runs only while no lease is held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ballet.sessions.git import GitError, git_environment, run_git
+from ballet.sessions.git_auth import auth_environment
+
+MIRROR_CONFIG = {
+    "remote.origin.fetch": "+refs/heads/*:refs/heads/*",
+    "gc.auto": "0",
+    "gc.pruneExpire": "never",
+    "maintenance.auto": "false",
+    "fetch.prune": "true",
+}
+# An agent's own `git push` fails with this message: Ballet pushes the ticket
+# branch itself after the session, and nothing may write to the shared mirror.
+NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
+_KEY = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class WorkspaceError(Exception):
+    """A workspace could not be prepared; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class GitIdentity:
+    name: str = "Ballet"
+    email: str = "ballet@users.noreply.github.com"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    key: str
+    root: Path
+    clone: Path
+    home: Path
+    files: Path
+    mirror: Path
+    lease: Path
+    branch: str  # the branch checked out (the ticket branch, or the base)
+    start_sha: str
+    branch_existed: bool  # False: created from the base for this session
+
+
+class Workspaces:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        identity: GitIdentity | None = None,
+        parent_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.identity = identity or GitIdentity()
+        git_home = self.root / "git-home"
+        git_home.mkdir(parents=True, exist_ok=True)
+        self.git_env = git_environment(os.environ if parent_env is None else parent_env, git_home)
+
+    def mirror_path(self, repo: str) -> Path:
+        owner, _, name = repo.partition("/")
+        if not owner or not name or {owner, name} & {".", ".."} or "/" in name:
+            raise WorkspaceError(f"repository {repo!r} is not of the form owner/name")
+        return self.root / "mirrors" / owner / f"{name}.git"
+
+    async def refresh(self, repo: str, clone_url: str, token: str | None) -> Path:
+        """Create the mirror or fetch into it (incremental); returns its path."""
+        _refuse_credentials(clone_url)
+        mirror = self.mirror_path(repo)
+        async with self._locked(mirror):
+            if not (mirror / "HEAD").exists():
+                await self._init_mirror(mirror)
+            await run_git("config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env)
+            env = {**self.git_env, **auth_environment(token)}
+            try:
+                await run_git(
+                    "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env
+                )
+            except GitError as error:
+                raise WorkspaceError(
+                    f"could not fetch {repo} from {clone_url}: {error.stderr.strip()}; "
+                    "check the URL and that the App is installed on the repository"
+                ) from error
+        return mirror
+
+    async def create(self, repo: str, *, key: str, branch: str | None, base: str) -> Workspace:
+        """A fresh clone of `branch` (made from `base` when it does not exist yet)."""
+        mirror = self.mirror_path(repo)
+        if not (mirror / "HEAD").exists():
+            raise WorkspaceError(f"no mirror of {repo} yet: call refresh() first")
+        key = _KEY.sub("_", key)
+        root = self.root / "sessions" / key
+        if root.exists():  # left by a crashed worker: the session starts over
+            await asyncio.to_thread(shutil.rmtree, root)
+        clone, home, files = root / "repo", root / "home", root / "ballet"
+        lease = mirror / "ballet-leases" / key
+        async with self._locked(mirror):
+            lease.parent.mkdir(exist_ok=True)
+            lease.write_text(str(root))
+        try:
+            home.mkdir(parents=True)
+            files.mkdir()
+            start_sha, checked_out, existed = await self._clone(mirror, clone, branch, base, repo)
+        except BaseException:
+            await self._discard(root, lease)
+            raise
+        return Workspace(
+            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed
+        )
+
+    async def remove(self, workspace: Workspace) -> None:
+        await self._discard(workspace.root, workspace.lease)
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self, repo: str, *, key: str, branch: str | None, base: str
+    ) -> AsyncIterator[Workspace]:
+        workspace = await self.create(repo, key=key, branch=branch, base=base)
+        try:
+            yield workspace
+        finally:
+            await self.remove(workspace)
+
+    async def gc(self, repo: str) -> bool:
+        """Garbage-collect the mirror if no clone holds a lease; True when it ran."""
+        mirror = self.mirror_path(repo)
+        async with self._locked(mirror):
+            leases = mirror / "ballet-leases"
+            for lease in leases.iterdir() if leases.is_dir() else ():
+                if Path(lease.read_text()).exists():
+                    return False
+                lease.unlink()  # its workspace is gone (a crashed worker)
+            await run_git("-c", "gc.pruneExpire=now", "gc", "--quiet", cwd=mirror, env=self.git_env)
+        return True
+
+    async def _init_mirror(self, mirror: Path) -> None:
+        partial = mirror.with_name(mirror.name + ".partial")
+        if partial.exists():
+            await asyncio.to_thread(shutil.rmtree, partial)
+        await run_git("init", "--quiet", "--bare", str(partial), cwd=None, env=self.git_env)
+        await run_git("remote", "add", "origin", "unset", cwd=partial, env=self.git_env)
+        for name, value in MIRROR_CONFIG.items():
+            await run_git("config", name, value, cwd=partial, env=self.git_env)
+        await run_git(
+            "config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*",
+            cwd=partial, env=self.git_env,
+        )  # fmt: skip
+        partial.rename(mirror)
+
+    async def _clone(
+        self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
+    ) -> tuple[str, str, bool]:
+        env = self.git_env
+        await run_git(
+            "clone", "--quiet", "--shared", "--no-checkout",
+            "-c", f"user.name={self.identity.name}",
+            "-c", f"user.email={self.identity.email}",
+            "-c", f"remote.origin.pushurl={NO_PUSH_URL}",
+            str(mirror), str(clone),
+            cwd=None, env=env,
+        )  # fmt: skip
+        target = branch or base
+        if (await run_git("check-ref-format", "--branch", target, cwd=clone, env=env, check=False))[
+            0
+        ] != 0:
+            raise WorkspaceError(f"{target!r} is not a valid branch name")
+        existed = await _has_ref(clone, f"refs/remotes/origin/{target}", env)
+        start = f"origin/{target}" if existed else f"origin/{base}"
+        if not existed and not await _has_ref(clone, f"refs/remotes/origin/{base}", env):
+            raise WorkspaceError(
+                f"neither {target!r} nor the base branch {base!r} exists in {repo}: "
+                "set `base:` in the pipeline to an existing branch"
+            )
+        await run_git("checkout", "--quiet", "--no-track", "-B", target, start, cwd=clone, env=env)
+        _, sha, _ = await run_git("rev-parse", "HEAD", cwd=clone, env=env)
+        return sha.strip(), target, existed
+
+    async def _discard(self, root: Path, lease: Path) -> None:
+        # The clone goes before its lease, so gc never runs under a live clone.
+        await asyncio.to_thread(shutil.rmtree, root, True)
+        lease.unlink(missing_ok=True)
+
+    @contextlib.asynccontextmanager
+    async def _locked(self, mirror: Path) -> AsyncIterator[None]:
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(mirror.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the flock
+
+
+async def _has_ref(clone: Path, ref: str, env: Mapping[str, str]) -> bool:
+    code, _, _ = await run_git(
+        "rev-parse", "--verify", "--quiet", ref, cwd=clone, env=env, check=False
+    )
+    return code == 0
+
+
+def _refuse_credentials(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.password or (parts.username and parts.scheme in ("http", "https")):
+        raise WorkspaceError(
+            "the clone URL carries credentials; give it without them and let git_auth "
+            "supply a token per command, so no token is written to the mirror's config"
+        )

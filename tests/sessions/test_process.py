@@ -1,0 +1,153 @@
+"""The session process: its group dies with it, its output stays bounded, it beats."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from ballet.sessions.capture import DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES
+from ballet.sessions.process import run_process
+
+ENV = {"PATH": os.environ["PATH"]}
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie no one reaps (this machine's init)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
+def python(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+SPAWN_CHILD = """
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "300"])
+open(sys.argv[1], "w").write(str(child.pid))
+print("spawned", flush=True)
+time.sleep(300)
+"""
+
+
+def test_timeout_kills_the_process_and_the_children_it_spawned(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    outcome = asyncio.run(
+        run_process(
+            [*python(SPAWN_CHILD), str(pid_file)],
+            cwd=tmp_path,
+            env=ENV,
+            timeout_seconds=1,
+            grace_seconds=0.5,
+        )
+    )
+    assert outcome.timed_out
+    assert outcome.exit_code is not None and outcome.exit_code < 0
+    assert "spawned" in outcome.stdout.text()
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_children_left_behind_by_a_finished_process_are_killed(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    code = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen(['sleep', '300'], stdout=subprocess.DEVNULL)\n"
+        "open(sys.argv[1], 'w').write(str(child.pid))\n"
+    )
+    outcome = asyncio.run(
+        run_process(
+            [*python(code), str(pid_file)],
+            cwd=tmp_path,
+            env=ENV,
+            timeout_seconds=30,
+            grace_seconds=0.5,
+        )
+    )
+    assert not outcome.timed_out
+    assert outcome.exit_code == 0
+    assert not alive(int(pid_file.read_text()))
+
+
+def test_a_hundred_megabytes_of_output_stay_bounded(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "chunk = b'x' * 1023 + b'\\n'\n"
+        "sys.stdout.buffer.write(b'FIRST\\n')\n"
+        "for _ in range(100 * 1024): sys.stdout.buffer.write(chunk)\n"
+        "sys.stdout.buffer.write(b'LAST\\n')\n"
+    )
+    lines = 0
+
+    def count(line: bytes) -> None:
+        nonlocal lines
+        lines += 1
+
+    outcome = asyncio.run(
+        run_process(python(code), cwd=tmp_path, env=ENV, timeout_seconds=120, on_stdout_line=count)
+    )
+    assert outcome.exit_code == 0
+    assert outcome.stdout.total_bytes == 100 * 1024 * 1024 + 11
+    assert outcome.stdout.kept_bytes <= DEFAULT_HEAD_BYTES + DEFAULT_TAIL_BYTES
+    text = outcome.stdout.text()
+    assert text.startswith("FIRST") and text.rstrip().endswith("LAST")
+    assert lines == 100 * 1024 + 2
+
+
+def test_the_heartbeat_runs_while_the_process_runs(tmp_path: Path) -> None:
+    # The process waits for the heartbeat's file, so it can only end after a beat.
+    beat_file = tmp_path / "beat"
+    code = (
+        "import os, sys, time\n"
+        "while not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+        "print('saw a heartbeat')\n"
+    )
+    beats = 0
+
+    async def heartbeat() -> None:
+        nonlocal beats
+        beats += 1
+        beat_file.touch()
+
+    outcome = asyncio.run(
+        run_process(
+            [*python(code), str(beat_file)],
+            cwd=tmp_path,
+            env=ENV,
+            timeout_seconds=60,
+            heartbeat=heartbeat,
+            heartbeat_seconds=0.05,
+        )
+    )
+    assert outcome.exit_code == 0
+    assert beats >= 1
+    assert "saw a heartbeat" in outcome.stdout.text()
+
+
+def test_a_failing_heartbeat_does_not_end_the_session(tmp_path: Path) -> None:
+    beat_file = tmp_path / "beat"
+    code = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]): time.sleep(0.01)\n"
+    calls = 0
+
+    async def heartbeat() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ConnectionError("redis is down")
+        beat_file.touch()
+
+    outcome = asyncio.run(
+        run_process(
+            [*python(code), str(beat_file)],
+            cwd=tmp_path,
+            env=ENV,
+            timeout_seconds=60,
+            heartbeat=heartbeat,
+            heartbeat_seconds=0.05,
+        )
+    )
+    assert outcome.exit_code == 0 and calls >= 2
