@@ -87,14 +87,14 @@ def test_bad_stage_id_says_what_an_id_looks_like() -> None:
 
 
 def test_iteration_limit_outside_1_to_20() -> None:
-    for value, hint in (("0", "larger"), ("21", "smaller")):
+    for value, hint in (("0", "of at least 1"), ("21", "of at most 20")):
         text = f"pipelines:\n  default:\n    iteration_limit: {value}\n    stages: []\n"
         result = parse_config(text)
         assert isinstance(result, list)
         error = result[0]
         assert (error.line, error.column) == (3, 22)
         assert error.message.startswith("pipelines.default.iteration_limit: Input should be")
-        assert f"write a {hint} number" in error.message
+        assert error.message.endswith(f"; write a number {hint}")
 
 
 def test_iteration_limit_not_a_number() -> None:
@@ -115,3 +115,22 @@ def test_several_errors_are_all_reported_in_order() -> None:
     result = parse_config("runtimez: {}\npolicy: {merge: never}\ntrigger_labl: x\n")
     assert isinstance(result, list)
     assert [(e.line, e.column) for e in result] == [(1, 1), (2, 17), (3, 1)]
+
+
+def test_budget_bounds_name_the_bound() -> None:
+    text = "pipelines:\n  default:\n    budget: {cost_usd: 0}\n    stages: []\n"
+    result = parse_config(text)
+    assert isinstance(result, list)
+    assert (result[0].line, result[0].column) == (3, 24)
+    assert result[0].message == (
+        "pipelines.default.budget.cost_usd: Input should be greater than 0; write a number above 0"
+    )
+
+
+def test_unknown_key_under_a_non_text_runtime_name() -> None:
+    result = parse_config("runtimes: {1: {adapter: codex, foo: 1}}\n")
+    assert isinstance(result, list)
+    assert [(e.line, e.column) for e in result] == [(1, 12), (1, 32)]
+    assert result[1].message == (
+        "unknown key `foo` in runtimes[1]; valid keys: adapter, command, effort, env, model"
+    )

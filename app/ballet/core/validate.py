@@ -110,6 +110,9 @@ def _from_pydantic(file: str, document: Document, error: ErrorDetails) -> Config
         on_key = True
     elif kind == "missing":
         message = f"{_dotted(loc[:-1])}: missing required key `{loc[-1]}`; add `{loc[-1]}: …`"
+    elif kind in _BOUNDS:
+        bound = error.get("ctx", {})[_BOUNDS[kind][0]]
+        message = f"{_dotted(loc)}: {error['msg']}; write a number {_BOUNDS[kind][1]} {bound}"
     else:
         hint = _HINTS.get(kind, "")
         message = f"{_dotted(loc)}: {error['msg']}" + (f"; {hint}" if hint else "")
@@ -133,9 +136,12 @@ _HINTS = {
     "string_pattern_mismatch": (
         "write a lowercase letter, then up to 39 lowercase letters, digits, `-` or `_`"
     ),
-    "less_than_equal": "write a smaller number",
-    "greater_than_equal": "write a larger number",
-    "greater_than": "write a larger number",
+}
+# Range errors name the bound to write within, e.g. "write a number of at most 20".
+_BOUNDS = {
+    "less_than_equal": ("le", "of at most"),
+    "greater_than_equal": ("ge", "of at least"),
+    "greater_than": ("gt", "above"),
 }
 
 
@@ -158,6 +164,7 @@ def _model_at(loc: Path) -> type[BaseModel]:
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             annotation = annotation.model_fields[str(part)].annotation
         else:  # dict[str, X] or tuple[X, ...]: the part is a key or an index
-            annotation = typing.get_args(annotation)[-1 if isinstance(part, str) else 0]
+            is_dict = typing.get_origin(annotation) is dict
+            annotation = typing.get_args(annotation)[-1 if is_dict else 0]
     assert isinstance(annotation, type) and issubclass(annotation, BaseModel)
     return annotation
