@@ -112,6 +112,8 @@ def _from_pydantic(file: str, document: Document, error: ErrorDetails) -> Config
         message = f"{_dotted(loc[:-1])}: missing required key `{loc[-1]}`; add `{loc[-1]}: …`"
     elif kind in _BOUNDS:
         bound = error.get("ctx", {})[_BOUNDS[kind][0]]
+        if isinstance(bound, float) and bound.is_integer():
+            bound = int(bound)  # `cost_usd: 0` is refused as "above 0", not "above 0.0"
         message = f"{_dotted(loc)}: {error['msg']}; write a number {_BOUNDS[kind][1]} {bound}"
     else:
         hint = _HINTS.get(kind, "")
