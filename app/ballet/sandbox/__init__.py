@@ -1,0 +1,1 @@
+"""GitHub on loopback: a stateful HTTP double of the GitHub that Ballet uses (DESIGN.md §7)."""

@@ -1,0 +1,199 @@
+"""The sandbox's own API under `/_sandbox/`: make repositories, read what happened.
+
+Not GitHub: it is how tests, benchmarks and the demo set the stage and look
+at the result as a person would see it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ballet.sandbox import gitrepo, pushes, shapes
+from ballet.sandbox.errors import ApiError, not_found
+from ballet.sandbox.handler import int_param, now, respond, sandbox_of
+from ballet.sandbox.state import Repo
+
+NAME = r"^[A-Za-z0-9_.-]+$"
+MergeMethod = Literal["merge", "squash", "rebase"]
+ALL_METHODS: tuple[MergeMethod, ...] = ("merge", "squash", "rebase")
+
+
+class CiSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    command: list[str] = Field(min_length=1)
+
+
+class NewRepo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    owner: str = Field(pattern=NAME)
+    name: str = Field(pattern=NAME)
+    default_branch: str = Field(default="main", pattern=r"^[A-Za-z0-9_./-]+$")
+    files: dict[str, str] = Field(default_factory=lambda: {"README.md": "# sandbox\n"})
+    collaborators: dict[str, Literal["read", "triage", "write", "maintain", "admin"]] = Field(
+        default_factory=dict
+    )
+    ci: CiSpec | None = None
+    merge_methods: list[MergeMethod] = Field(
+        default_factory=lambda: list(ALL_METHODS), min_length=1
+    )
+
+
+async def create_repo(request: Request) -> JSONResponse:
+    sb = sandbox_of(request)
+    try:
+        spec = NewRepo.model_validate_json(await request.body())
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
+        raise ApiError(422, "Invalid repository: fix the fields listed in errors", errors) from exc
+    if sb.repo(spec.owner, spec.name) is not None:
+        raise ApiError(
+            422,
+            f"Repository {spec.owner}/{spec.name} already exists",
+            [{"field": "name", "code": "already_exists"}],
+        )
+    path = sb.data_dir / spec.owner / f"{spec.name}.git"
+    gitrepo.init_bare(path, spec.default_branch)
+    repo = Repo(
+        id=sb.next_id(),
+        owner=spec.owner,
+        name=spec.name,
+        default_branch=spec.default_branch,
+        path=path,
+        created_at=now(),
+        collaborators=dict(spec.collaborators),
+        installation_id=sb.installation_for(spec.owner),
+        ci_command=spec.ci.command if spec.ci else None,
+        merge_methods=tuple(spec.merge_methods),
+    )
+    sb.repos[repo.full_name.lower()] = repo
+    files = spec.files or {"README.md": f"# {spec.name}\n"}
+    sha = gitrepo.commit_files(path, files, "Initial commit", [])
+    ref = f"refs/heads/{spec.default_branch}"
+    async with repo.ref_lock:
+        gitrepo.update_ref(path, ref, sha)
+        pushes.ref_moved(sb, repo, ref, gitrepo.ZERO_SHA, sha, repo.owner)
+    return respond(
+        {
+            "full_name": repo.full_name,
+            "clone_url": shapes.clone_url(sb, repo),
+            "html_url": shapes.repo_html(sb, repo),
+            "default_branch": repo.default_branch,
+            "head_sha": sha,
+            "installation_id": repo.installation_id,
+        },
+        201,
+    )
+
+
+async def list_deliveries(request: Request) -> JSONResponse:
+    return respond([d.summary() for d in sandbox_of(request).hooks.log])
+
+
+async def redeliver(request: Request) -> JSONResponse:
+    again = sandbox_of(request).hooks.redeliver(int_param(request, "delivery_id"))
+    if again is None:
+        raise not_found()
+    return respond(again.summary(), 202)
+
+
+async def list_requests(request: Request) -> JSONResponse:
+    return respond(sandbox_of(request).requests)
+
+
+async def settle(request: Request) -> JSONResponse:
+    """Wait until CI runs have finished and every queued webhook has been posted."""
+    sb = sandbox_of(request)
+    while sb.tasks:
+        await asyncio.gather(*list(sb.tasks), return_exceptions=True)
+    await sb.hooks.idle()
+    return respond({"deliveries": len(sb.hooks.log)})
+
+
+async def repo_state(request: Request) -> JSONResponse:
+    """A repository as a person would see it, flattened for assertions."""
+    sb = sandbox_of(request)
+    repo = sb.repo(request.path_params["owner"], request.path_params["repo"])
+    if repo is None:
+        raise not_found()
+    branches = {
+        ref.removeprefix("refs/heads/"): sha
+        for ref, sha in gitrepo.refs(repo.path).items()
+        if ref.startswith("refs/heads/")
+    }
+    return respond(
+        {
+            "branches": branches,
+            "labels": sorted(repo.labels),
+            "issues": [
+                {
+                    "number": i.number,
+                    "title": i.title,
+                    "body": i.body,
+                    "user": i.user,
+                    "state": i.state,
+                    "labels": i.labels,
+                    "is_pull": i.is_pull,
+                }
+                for i in repo.issues.values()
+            ],
+            "comments": [
+                {
+                    "id": c.id,
+                    "issue": c.issue_number,
+                    "user": c.user,
+                    "body": c.body,
+                    "reactions": [{"user": u, "content": r} for _, u, r in c.reactions],
+                }
+                for c in repo.comments.values()
+            ],
+            "pulls": [
+                {
+                    "number": p.number,
+                    "head": p.head_ref,
+                    "base": p.base_ref,
+                    "head_sha": p.head_sha,
+                    "draft": p.draft,
+                    "merged": p.merged,
+                    "merge_commit_sha": p.merge_commit_sha,
+                    "requested_reviewers": p.requested_reviewers,
+                }
+                for p in repo.pulls.values()
+            ],
+            "reviews": [
+                {"pull": r.pull_number, "user": r.user, "state": r.state, "commit_id": r.commit_id}
+                for r in repo.reviews.values()
+            ],
+            "check_runs": [
+                {
+                    "id": r.id,
+                    "name": r.name,
+                    "head_sha": r.head_sha,
+                    "status": r.status,
+                    "conclusion": r.conclusion,
+                    "output": r.output,
+                }
+                for r in repo.runs.values()
+            ],
+            "statuses": [
+                {"sha": s.sha, "context": s.context, "state": s.state} for s in repo.statuses
+            ],
+        }
+    )
+
+
+ROUTES = [
+    Route("/_sandbox/repos", create_repo, methods=["POST"]),
+    Route("/_sandbox/repos/{owner}/{repo}/state", repo_state),
+    Route("/_sandbox/deliveries", list_deliveries),
+    Route("/_sandbox/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
+    Route("/_sandbox/requests", list_requests),
+    Route("/_sandbox/settle", settle, methods=["POST"]),
+]

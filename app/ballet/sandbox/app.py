@@ -1,0 +1,124 @@
+"""The sandbox's Starlette app: the routes table, GitHub-shaped errors and the request log."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ballet.sandbox import (
+    admin,
+    githttp,
+    graphql,
+    rest_app,
+    rest_checks,
+    rest_issues,
+    rest_pulls,
+    rest_repos,
+)
+from ballet.sandbox.auth import Actor, new_app_identity
+from ballet.sandbox.errors import ApiError, error_response
+from ballet.sandbox.state import Sandbox
+from ballet.sandbox.webhooks import WebhookQueue
+
+ROUTES = [
+    *admin.ROUTES,
+    *rest_app.ROUTES,
+    *rest_repos.ROUTES,
+    *rest_issues.ROUTES,
+    *rest_pulls.ROUTES,
+    *rest_checks.ROUTES,
+    *graphql.ROUTES,
+    *githttp.ROUTES,
+]
+
+
+def new_sandbox(
+    data_dir: Path,
+    base_url: str,
+    webhook_url: str | None,
+    *,
+    app_id: int = 1,
+    slug: str = "ballet",
+    token_ttl_seconds: float = 3600,
+    ci_timeout_seconds: float = 600,
+) -> Sandbox:
+    identity = new_app_identity(app_id, slug)
+    return Sandbox(
+        app=identity,
+        data_dir=data_dir,
+        base_url=base_url.rstrip("/"),
+        token_ttl_seconds=token_ttl_seconds,
+        ci_timeout_seconds=ci_timeout_seconds,
+        hooks=WebhookQueue(webhook_url, identity.webhook_secret),
+    )
+
+
+class RequestLog:
+    """Records every request the App made (JWT or installation token), for counting."""
+
+    def __init__(self, app: ASGIApp, sandbox: Sandbox) -> None:
+        self.app = app
+        self.sandbox = sandbox
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def capture(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, capture)
+        finally:
+            actor = scope.get("state", {}).get("actor")
+            if isinstance(actor, Actor) and actor.is_app:
+                self.sandbox.requests.append(
+                    {
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "time": time.time(),
+                    }
+                )
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    message = "Not Found" if exc.status_code == 404 else str(exc.detail)
+    return error_response(request, ApiError(exc.status_code, message))
+
+
+def create_app(sandbox: Sandbox) -> Starlette:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+        sandbox.data_dir.mkdir(parents=True, exist_ok=True)
+        sender = asyncio.create_task(sandbox.hooks.run())
+        try:
+            yield {"sandbox": sandbox}
+        finally:
+            for task in [sender, *sandbox.tasks]:
+                task.cancel()
+            await asyncio.gather(sender, *sandbox.tasks, return_exceptions=True)
+
+    app = Starlette(
+        routes=ROUTES,
+        lifespan=lifespan,
+        exception_handlers={ApiError: error_response, HTTPException: _http_error},
+    )
+    app.add_middleware(RequestLog, sandbox=sandbox)
+    return app

@@ -1,0 +1,127 @@
+"""Who is calling: the App (JWT), an installation (token) or a person (`sandbox-user:<login>`).
+
+The App's JWT is verified for real with the public key of the key pair the
+sandbox generated, and installation tokens expire after `token_ttl_seconds`.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from ballet.sandbox.errors import ApiError, forbidden
+from ballet.sandbox.state import AppIdentity, Repo, Sandbox, Token, permission_at_least
+
+USER_PREFIX = "sandbox-user:"
+# GitHub allows a JWT at most 10 minutes of life, and some clock drift on iat.
+MAX_JWT_LIFETIME = 600 + 60
+
+
+@dataclass(frozen=True)
+class Actor:
+    kind: str  # "app" | "installation" | "user" | "anonymous"
+    login: str
+    installation_id: int | None = None
+
+    @property
+    def is_app(self) -> bool:
+        return self.kind in ("app", "installation")
+
+
+ANONYMOUS = Actor("anonymous", "")
+
+
+def new_app_identity(app_id: int, slug: str) -> AppIdentity:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    public_pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return AppIdentity(app_id, slug, secrets.token_hex(20), private_pem, public_pem)
+
+
+def verify_app_jwt(app: AppIdentity, token: str, now: datetime) -> None:
+    """Raise 401 unless `token` is an RS256 JWT signed by the App's key, unexpired and sane."""
+    try:
+        claims = jwt.decode(
+            token,
+            app.public_key_pem,
+            algorithms=["RS256"],
+            options={"require": ["iat", "exp", "iss"]},
+            leeway=60,
+        )
+    except jwt.PyJWTError as exc:
+        raise ApiError(401, f"A JSON web token could not be decoded: {exc}") from exc
+    if str(claims["iss"]) != str(app.app_id):
+        raise ApiError(401, f"'Issuer' claim ('iss') must be the App's id {app.app_id}")
+    if int(claims["exp"]) - int(claims["iat"]) > MAX_JWT_LIFETIME:
+        raise ApiError(401, "'Expiration time' claim ('exp') is too far in the future")
+    if int(claims["iat"]) > now.timestamp() + 60:
+        raise ApiError(401, "'Issued at' claim ('iat') must be an Integer in the past")
+
+
+def issue_token(sandbox: Sandbox, installation_id: int, now: datetime) -> Token:
+    token = Token(
+        token="ghs_" + secrets.token_urlsafe(27),
+        expires_at=now + timedelta(seconds=sandbox.token_ttl_seconds),
+        installation_id=installation_id,
+    )
+    sandbox.tokens[token.token] = token
+    return token
+
+
+def actor_from_token(sandbox: Sandbox, token: str, now: datetime) -> Actor:
+    """A user or installation token (the JWT is only accepted on /app endpoints)."""
+    if token.startswith(USER_PREFIX) and len(token) > len(USER_PREFIX):
+        return Actor("user", token[len(USER_PREFIX) :])
+    found = sandbox.tokens.get(token)
+    if found is None or found.expires_at <= now:
+        raise ApiError(401, "Bad credentials")
+    return Actor("installation", sandbox.app.bot_login, found.installation_id)
+
+
+def actor_from_header(sandbox: Sandbox, header: str | None, now: datetime) -> Actor:
+    """Parse `Authorization: token X`, `Bearer X` (REST) or `Basic` (git over HTTP)."""
+    if not header:
+        return ANONYMOUS
+    scheme, _, value = header.partition(" ")
+    scheme = scheme.lower()
+    value = value.strip()
+    if scheme == "basic":
+        try:
+            _, _, value = base64.b64decode(value).decode().partition(":")
+        except ValueError as exc:
+            raise ApiError(401, "Bad credentials") from exc
+        return actor_from_token(sandbox, value, now)
+    if scheme == "bearer" and value.count(".") == 2:
+        verify_app_jwt(sandbox.app, value, now)
+        return Actor("app", sandbox.app.bot_login)
+    if scheme in ("token", "bearer"):
+        return actor_from_token(sandbox, value, now)
+    raise ApiError(401, "Bad credentials")
+
+
+def require(actor: Actor, repo: Repo, need: str) -> None:
+    """Refuse unless the actor may act on `repo` with permission `need`."""
+    if actor.kind == "installation":
+        if actor.installation_id != repo.installation_id:
+            raise ApiError(404, "Not Found")
+        return
+    if actor.kind == "app":
+        raise forbidden("A JSON web token cannot act on a repository; use an installation token")
+    if actor.kind == "anonymous":
+        if need == "read":
+            return
+        raise ApiError(401, "Requires authentication")
+    if not permission_at_least(repo.permission_of(actor.login), need):
+        raise forbidden(f"Must have {need} access to repository {repo.full_name}")

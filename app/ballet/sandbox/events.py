@@ -1,0 +1,149 @@
+"""Webhook payloads for each change, in the shapes GitHub sends, handed to the delivery queue.
+
+Every payload carries `repository`, `sender` and `installation: {id, node_id}`.
+The App's own changes are announced too, as GitHub does; Ballet ignores its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ballet.sandbox import shapes
+from ballet.sandbox.gitrepo import commit_info, refs
+from ballet.sandbox.pullview import pull_shape
+from ballet.sandbox.state import (
+    CheckRun,
+    CheckSuite,
+    Comment,
+    CommitStatus,
+    Issue,
+    Repo,
+    Review,
+    Sandbox,
+)
+
+
+def _send(sb: Sandbox, repo: Repo, event: str, sender: str, payload: dict[str, Any]) -> None:
+    payload["repository"] = shapes.repository(sb, repo)
+    payload["sender"] = shapes.user(sb, sender)
+    payload["installation"] = shapes.webhook_installation(repo.installation_id)
+    sb.hooks.send(event, payload)
+
+
+def issues(sb: Sandbox, repo: Repo, item: Issue, action: str, sender: str, **extra: Any) -> None:
+    payload = {"action": action, "issue": shapes.issue(sb, repo, item), **extra}
+    _send(sb, repo, "issues", sender, payload)
+
+
+def labeled(sb: Sandbox, repo: Repo, item: Issue, name: str, added: bool, sender: str) -> None:
+    """`issues.labeled` or, on a pull request, `pull_request.labeled` (and the un- pair)."""
+    action = "labeled" if added else "unlabeled"
+    lab = shapes.label(sb, repo, repo.labels[name])
+    if item.is_pull:
+        pull_request(sb, repo, item.number, action, sender, label=lab)
+    else:
+        issues(sb, repo, item, action, sender, label=lab)
+
+
+def issue_comment(
+    sb: Sandbox, repo: Repo, item: Comment, action: str, sender: str, **extra: Any
+) -> None:
+    payload = {
+        "action": action,
+        "issue": shapes.issue(sb, repo, repo.issues[item.issue_number]),
+        "comment": shapes.comment(sb, repo, item),
+        **extra,
+    }
+    _send(sb, repo, "issue_comment", sender, payload)
+
+
+def pull_request(
+    sb: Sandbox, repo: Repo, number: int, action: str, sender: str, **extra: Any
+) -> None:
+    payload = {
+        "action": action,
+        "number": number,
+        "pull_request": pull_shape(sb, repo, number),
+        **extra,
+    }
+    _send(sb, repo, "pull_request", sender, payload)
+
+
+def review_submitted(sb: Sandbox, repo: Repo, item: Review, sender: str) -> None:
+    payload = {
+        "action": "submitted",
+        "review": shapes.review(sb, repo, item),
+        "pull_request": pull_shape(sb, repo, item.pull_number),
+    }
+    _send(sb, repo, "pull_request_review", sender, payload)
+
+
+def push(
+    sb: Sandbox,
+    repo: Repo,
+    ref: str,
+    before: str,
+    after: str,
+    pusher: str,
+    commits: list[dict[str, Any]],
+    forced: bool,
+) -> None:
+    zero = "0" * 40
+    head = None if after == zero else shapes.push_commit(sb, repo, commit_info(repo.path, after))
+    payload = {
+        "ref": ref,
+        "before": before,
+        "after": after,
+        "created": before == zero,
+        "deleted": after == zero,
+        "forced": forced,
+        "base_ref": None,
+        "compare": f"{shapes.repo_html(sb, repo)}/compare/{before[:12]}...{after[:12]}",
+        "commits": commits,
+        "head_commit": head,
+        "pusher": {"name": pusher, "email": f"{pusher}@users.noreply.github.com"},
+    }
+    _send(sb, repo, "push", pusher, payload)
+
+
+def check_run(sb: Sandbox, repo: Repo, run: CheckRun, action: str) -> None:
+    payload = {"action": action, "check_run": shapes.check_run(sb, repo, run)}
+    _send(sb, repo, "check_run", sb.app.bot_login, payload)
+
+
+def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, action: str) -> None:
+    runs = sum(1 for r in repo.runs.values() if r.suite_id == suite.id)
+    payload = {"action": action, "check_suite": shapes.check_suite(sb, repo, suite, runs)}
+    _send(sb, repo, "check_suite", sb.app.bot_login, payload)
+
+
+def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> None:
+    info = commit_info(repo.path, item.sha)
+    branches = [
+        {
+            "name": ref.removeprefix("refs/heads/"),
+            "commit": {"sha": sha, "url": f"{shapes.repo_api(sb, repo)}/commits/{sha}"},
+            "protected": False,
+        }
+        for ref, sha in _branch_heads(repo).items()
+        if sha == item.sha
+    ]
+    payload = {
+        "id": item.id,
+        "sha": item.sha,
+        "name": repo.full_name,
+        "target_url": item.target_url,
+        "avatar_url": None,
+        "context": item.context,
+        "description": item.description,
+        "state": item.state,
+        "commit": shapes.commit(sb, repo, info),
+        "branches": branches,
+        "created_at": shapes.iso(item.created_at),
+        "updated_at": shapes.iso(item.created_at),
+    }
+    _send(sb, repo, "status", item.creator, payload)
+
+
+def _branch_heads(repo: Repo) -> dict[str, str]:
+    return {ref: sha for ref, sha in refs(repo.path).items() if ref.startswith("refs/heads/")}

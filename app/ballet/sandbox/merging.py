@@ -1,0 +1,103 @@
+"""Merging a pull request and bringing its branch up to date, for real, in the bare repo.
+
+Merge and squash commits are built with `git merge-tree --write-tree` and
+`commit-tree`; rebase replays the head's commits in a throwaway worktree.
+"""
+
+from __future__ import annotations
+
+from ballet.sandbox import events, gitrepo, pushes
+from ballet.sandbox.auth import Actor
+from ballet.sandbox.errors import ApiError
+from ballet.sandbox.handler import now
+from ballet.sandbox.state import Pull, Repo, Sandbox
+
+
+def _bot_env(actor: Actor) -> dict[str, str]:
+    email = f"{actor.login}@users.noreply.github.com"
+    return {"GIT_AUTHOR_NAME": actor.login, "GIT_AUTHOR_EMAIL": email}
+
+
+async def merge(
+    sb: Sandbox,
+    repo: Repo,
+    pr: Pull,
+    method: str,
+    expected_sha: str | None,
+    title: str | None,
+    message: str | None,
+    actor: Actor,
+) -> str:
+    """Merge `pr` into its base with `method`; the new base sha. Raises GitHub's errors."""
+    issue = repo.issues[pr.number]
+    if method not in repo.merge_methods:
+        raise ApiError(405, f"{method} merges are not allowed on this repository.")
+    if pr.merged or issue.state != "open":
+        raise ApiError(405, "Pull Request is not mergeable")
+    if pr.draft:
+        raise ApiError(405, "Pull Request is still a draft")
+    if expected_sha and expected_sha != pr.head_sha:
+        raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+    base_ref = f"refs/heads/{pr.base_ref}"
+    async with repo.ref_lock:
+        base = gitrepo.resolve(repo.path, base_ref)
+        if base is None:
+            raise ApiError(405, f"Base branch {pr.base_ref} does not exist")
+        new = _merge_commit(repo, pr, base, method, title, message, actor)
+        if new is None:
+            raise ApiError(405, "Pull Request is not mergeable")
+        gitrepo.update_ref(repo.path, base_ref, new, base)
+        moment = now()
+        pr.merged, pr.merged_at, pr.merged_by, pr.merge_commit_sha = True, moment, actor.login, new
+        issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
+        pushes.ref_moved(sb, repo, base_ref, base, new, actor.login)
+    events.pull_request(sb, repo, pr.number, "closed", actor.login)
+    return new
+
+
+def _merge_commit(
+    repo: Repo,
+    pr: Pull,
+    base: str,
+    method: str,
+    title: str | None,
+    message: str | None,
+    actor: Actor,
+) -> str | None:
+    issue = repo.issues[pr.number]
+    env = _bot_env(actor)
+    if method == "rebase":
+        commits = gitrepo.commits_between(repo.path, base, pr.head_sha)
+        return gitrepo.rebase_onto(repo.path, base, commits)
+    tree = gitrepo.merge_tree(repo.path, base, pr.head_sha)
+    if tree is None:
+        return None
+    if method == "squash":
+        text = f"{title or f'{issue.title} (#{pr.number})'}\n\n{message or ''}".strip()
+        return gitrepo.commit_tree(repo.path, tree, [base], text, env)
+    default_title = f"Merge pull request #{pr.number} from {repo.owner}/{pr.head_ref}"
+    text = f"{title or default_title}\n\n{message or issue.title}".strip()
+    return gitrepo.commit_tree(repo.path, tree, [base, pr.head_sha], text, env)
+
+
+async def update_branch(
+    sb: Sandbox, repo: Repo, pr: Pull, expected_sha: str | None, actor: Actor
+) -> None:
+    """Merge the base branch into the head branch, as GitHub's "Update branch" button does."""
+    if expected_sha and expected_sha != pr.head_sha:
+        raise ApiError(422, "expected_head_sha does not match the pull request's head sha")
+    head_ref = f"refs/heads/{pr.head_ref}"
+    async with repo.ref_lock:
+        base = gitrepo.resolve(repo.path, f"refs/heads/{pr.base_ref}")
+        head = gitrepo.resolve(repo.path, head_ref)
+        if base is None or head is None:
+            raise ApiError(422, "The head or base branch of this pull request no longer exists")
+        if gitrepo.is_ancestor(repo.path, base, head):
+            return  # already up to date
+        tree = gitrepo.merge_tree(repo.path, head, base)
+        if tree is None:
+            raise ApiError(422, "merge conflict between base and head")
+        text = f"Merge branch '{pr.base_ref}' into {pr.head_ref}"
+        new = gitrepo.commit_tree(repo.path, tree, [head, base], text, _bot_env(actor))
+        gitrepo.update_ref(repo.path, head_ref, new, head)
+        pushes.ref_moved(sb, repo, head_ref, head, new, actor.login)

@@ -1,0 +1,87 @@
+"""The App's own endpoints: JWT-authenticated, they find installations and mint tokens."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from ballet.sandbox import shapes
+from ballet.sandbox.auth import issue_token
+from ballet.sandbox.errors import ApiError, not_found
+from ballet.sandbox.handler import actor_of, int_param, now, respond, sandbox_of
+
+
+def _require_jwt(request: Request) -> None:
+    if actor_of(request).kind != "app":
+        raise ApiError(
+            401, "A JSON web token could not be decoded: this endpoint needs the App's JWT"
+        )
+
+
+async def get_app(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    return respond(shapes.app(sandbox_of(request)))
+
+
+async def list_installations(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    sb = sandbox_of(request)
+    return respond([shapes.installation(sb, owner, iid) for owner, iid in sb.installations.items()])
+
+
+async def get_installation(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    sb = sandbox_of(request)
+    iid = int_param(request, "installation_id")
+    owner = sb.owner_of_installation(iid)
+    if owner is None:
+        raise not_found()
+    return respond(shapes.installation(sb, owner, iid))
+
+
+async def create_token(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    sb = sandbox_of(request)
+    iid = int_param(request, "installation_id")
+    if sb.owner_of_installation(iid) is None:
+        raise not_found()
+    token = issue_token(sb, iid, now())
+    return respond(
+        {
+            "token": token.token,
+            "expires_at": shapes.iso(token.expires_at),
+            "permissions": shapes.PERMISSIONS,
+            "repository_selection": "all",
+        },
+        201,
+    )
+
+
+async def repo_installation(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    sb = sandbox_of(request)
+    repo = sb.repo(request.path_params["owner"], request.path_params["repo"])
+    if repo is None:
+        raise not_found()
+    return respond(shapes.installation(sb, repo.owner, repo.installation_id))
+
+
+async def owner_installation(request: Request) -> JSONResponse:
+    _require_jwt(request)
+    sb = sandbox_of(request)
+    owner = request.path_params["owner"]
+    if owner not in sb.installations:
+        raise not_found()
+    return respond(shapes.installation(sb, owner, sb.installations[owner]))
+
+
+ROUTES = [
+    Route("/users/{owner}/installation", owner_installation),
+    Route("/orgs/{owner}/installation", owner_installation),
+    Route("/app", get_app),
+    Route("/app/installations", list_installations),
+    Route("/app/installations/{installation_id}", get_installation),
+    Route("/app/installations/{installation_id}/access_tokens", create_token, methods=["POST"]),
+    Route("/repos/{owner}/{repo}/installation", repo_installation),
+]

@@ -1,0 +1,87 @@
+"""Running the sandbox: in the foreground (the CLI) or on a background thread (tests, demo).
+
+The listening socket is bound before the app is built, so the sandbox knows
+its own URL (for `url` fields and clone URLs) even when the port is 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+
+from ballet.sandbox.app import create_app, new_sandbox
+from ballet.sandbox.state import Sandbox
+
+
+def bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://{host}:{port}"
+
+
+def write_credentials(sandbox: Sandbox, directory: Path) -> Path:
+    """The App's private key and the env file that points `ballet serve` at this sandbox."""
+    directory.mkdir(parents=True, exist_ok=True)
+    key_path = directory / "app-private-key.pem"
+    key_path.write_bytes(sandbox.app.private_key_pem)
+    key_path.chmod(0o600)
+    env_path = directory / "sandbox.env"
+    env_path.write_text(
+        f"BALLET_APP_ID={sandbox.app.app_id}\n"
+        f"BALLET_PRIVATE_KEY_PATH={key_path}\n"
+        f"BALLET_WEBHOOK_SECRET={sandbox.app.webhook_secret}\n"
+        f"BALLET_GITHUB_API_URL={sandbox.base_url}\n"
+    )
+    env_path.chmod(0o600)
+    return env_path
+
+
+def uvicorn_server(sandbox: Sandbox) -> uvicorn.Server:
+    config = uvicorn.Config(create_app(sandbox), log_level="warning", lifespan="on")
+    return uvicorn.Server(config)
+
+
+class BackgroundSandbox:
+    """A sandbox serving on a free loopback port from a thread, for the life of a `with`."""
+
+    def __init__(self, data_dir: Path, webhook_url: str | None = None, **options: Any) -> None:
+        self._sock = bind("127.0.0.1", 0)
+        self.api_url = url_of(self._sock)
+        self.sandbox = new_sandbox(data_dir / "git", self.api_url, webhook_url, **options)
+        self.env_file = write_credentials(self.sandbox, data_dir)
+        self._server = uvicorn_server(self.sandbox)
+        self._thread = threading.Thread(target=self._run, name="sandbox", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._sock]))
+
+    def __enter__(self) -> BackgroundSandbox:
+        self._thread.start()
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the sandbox server stopped while starting; see its log")
+            threading.Event().wait(0.01)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()

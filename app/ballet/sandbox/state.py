@@ -1,0 +1,222 @@
+"""The sandbox's world: repositories and everything people and the App did to them.
+
+Plain dataclasses kept in memory for the life of one server; git objects live in
+the bare repositories on disk. Handlers mutate these under the event loop, so no
+locking is needed except around git pushes (see githttp).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ballet.sandbox.webhooks import WebhookQueue
+
+# GitHub's permission levels, weakest first: the index is the strength.
+PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
+MERGE_METHODS = ("merge", "squash", "rebase")
+
+
+def permission_at_least(have: str, need: str) -> bool:
+    return PERMISSION_LEVELS.index(have) >= PERMISSION_LEVELS.index(need)
+
+
+@dataclass
+class Label:
+    id: int
+    name: str
+    color: str = "ededed"
+    description: str | None = None
+
+
+@dataclass
+class Comment:
+    id: int
+    issue_number: int
+    body: str
+    user: str
+    created_at: datetime
+    updated_at: datetime
+    reactions: list[tuple[int, str, str]] = field(default_factory=list)  # (id, user, content)
+
+
+@dataclass
+class Issue:
+    """An issue, or the issue half of a pull request (GitHub shares the numbering)."""
+
+    id: int
+    number: int
+    title: str
+    body: str | None
+    user: str
+    created_at: datetime
+    updated_at: datetime
+    labels: list[str] = field(default_factory=list)
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: datetime | None = None
+    assignees: list[str] = field(default_factory=list)
+    is_pull: bool = False
+
+
+@dataclass
+class Pull:
+    id: int
+    number: int
+    head_ref: str
+    base_ref: str
+    head_sha: str
+    draft: bool
+    merged: bool = False
+    merged_at: datetime | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+    requested_reviewers: list[str] = field(default_factory=list)
+    maintainer_can_modify: bool = True
+
+
+@dataclass
+class Review:
+    id: int
+    pull_number: int
+    user: str
+    body: str
+    state: str  # APPROVED | CHANGES_REQUESTED | COMMENTED
+    commit_id: str
+    submitted_at: datetime
+
+
+@dataclass
+class CheckSuite:
+    id: int
+    head_sha: str
+    head_branch: str | None
+    before: str | None
+    created_at: datetime
+    updated_at: datetime
+    status: str = "queued"
+    conclusion: str | None = None
+    origin: str = "app"  # "app": runs Ballet created; "ci": the repository's own CI
+
+
+@dataclass
+class CheckRun:
+    id: int
+    suite_id: int
+    name: str
+    head_sha: str
+    started_at: datetime
+    status: str = "queued"
+    conclusion: str | None = None
+    completed_at: datetime | None = None
+    details_url: str | None = None
+    external_id: str | None = None
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class CommitStatus:
+    id: int
+    sha: str
+    state: str
+    context: str
+    description: str | None
+    target_url: str | None
+    creator: str
+    created_at: datetime
+
+
+@dataclass
+class Repo:
+    id: int
+    owner: str
+    name: str
+    default_branch: str
+    path: Path
+    created_at: datetime
+    collaborators: dict[str, str]
+    installation_id: int
+    ci_command: list[str] | None = None
+    merge_methods: tuple[str, ...] = MERGE_METHODS
+    pushed_at: datetime | None = None
+    labels: dict[str, Label] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
+    comments: dict[int, Comment] = field(default_factory=dict)
+    pulls: dict[int, Pull] = field(default_factory=dict)
+    reviews: dict[int, Review] = field(default_factory=dict)
+    suites: dict[int, CheckSuite] = field(default_factory=dict)
+    runs: dict[int, CheckRun] = field(default_factory=dict)
+    statuses: list[CommitStatus] = field(default_factory=list)
+    # One push (or API ref change) at a time, so ref snapshots see only their own change.
+    ref_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+    def permission_of(self, login: str) -> str:
+        """A collaborator's permission; anyone else may read and comment (a public repo)."""
+        if login == self.owner:
+            return "admin"
+        return self.collaborators.get(login, "read")
+
+
+@dataclass
+class Token:
+    token: str
+    expires_at: datetime
+    installation_id: int
+
+
+@dataclass
+class AppIdentity:
+    """The one GitHub App the sandbox hosts; its private key is handed to Ballet."""
+
+    app_id: int
+    slug: str
+    webhook_secret: str
+    private_key_pem: bytes
+    public_key_pem: bytes
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.slug}[bot]"
+
+
+@dataclass
+class Sandbox:
+    app: AppIdentity
+    data_dir: Path
+    base_url: str
+    token_ttl_seconds: float
+    ci_timeout_seconds: float
+    hooks: WebhookQueue
+    repos: dict[str, Repo] = field(default_factory=dict)  # "owner/name" (lowercase) -> Repo
+    installations: dict[str, int] = field(default_factory=dict)  # owner -> installation id
+    tokens: dict[str, Token] = field(default_factory=dict)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
+
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def repo(self, owner: str, name: str) -> Repo | None:
+        return self.repos.get(f"{owner}/{name}".lower())
+
+    def installation_for(self, owner: str) -> int:
+        """One installation per owner, made on first use: the App is installed everywhere."""
+        if owner not in self.installations:
+            self.installations[owner] = self.next_id()
+        return self.installations[owner]
+
+    def owner_of_installation(self, installation_id: int) -> str | None:
+        for owner, iid in self.installations.items():
+            if iid == installation_id:
+                return owner
+        return None

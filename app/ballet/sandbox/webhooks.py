@@ -1,0 +1,129 @@
+"""Signed webhook deliveries to the App, one at a time and in order, with a delivery log.
+
+Changes enqueue their payload at once (so the order is the order of the
+changes); a single task posts them. A failed post is logged, not retried, as
+GitHub does; `redeliver` posts a logged delivery again under the same GUID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import structlog
+
+log = structlog.get_logger(__name__)
+HOOK_ID = 424242
+USER_AGENT = "GitHub-Hookshot/sandbox"
+
+
+@dataclass
+class Delivery:
+    id: int
+    guid: str
+    event: str
+    action: str | None
+    body: bytes
+    delivered_at: datetime | None = None
+    status_code: int | None = None
+    error: str | None = None
+    redelivery: bool = False
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "guid": self.guid,
+            "event": self.event,
+            "action": self.action,
+            "status_code": self.status_code,
+            "error": self.error,
+            "redelivery": self.redelivery,
+            "delivered_at": self.delivered_at.isoformat() if self.delivered_at else None,
+        }
+
+
+def signature(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@dataclass
+class WebhookQueue:
+    url: str | None
+    secret: str
+    log: list[Delivery] = field(default_factory=list)
+    _queue: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
+    _next_id: int = 1
+
+    def send(self, event: str, payload: dict[str, Any]) -> Delivery:
+        """Log and queue a delivery; returns at once."""
+        action = payload.get("action")
+        delivery = Delivery(
+            self._next_id,
+            str(uuid.uuid4()),
+            event,
+            action if isinstance(action, str) else None,
+            json.dumps(payload).encode(),
+        )
+        self._next_id += 1
+        self.log.append(delivery)
+        self._queue.put_nowait(delivery)
+        return delivery
+
+    def redeliver(self, delivery_id: int) -> Delivery | None:
+        original = next((d for d in self.log if d.id == delivery_id), None)
+        if original is None:
+            return None
+        again = Delivery(
+            self._next_id,
+            original.guid,
+            original.event,
+            original.action,
+            original.body,
+            redelivery=True,
+        )
+        self._next_id += 1
+        self.log.append(again)
+        self._queue.put_nowait(again)
+        return again
+
+    async def idle(self) -> None:
+        """Wait until every queued delivery has been posted (for tests and the demo)."""
+        await self._queue.join()
+
+    async def run(self) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            while True:
+                delivery = await self._queue.get()
+                try:
+                    await self._post(client, delivery)
+                finally:
+                    self._queue.task_done()
+
+    async def _post(self, client: httpx.AsyncClient, delivery: Delivery) -> None:
+        delivery.delivered_at = datetime.now(UTC)
+        if self.url is None:
+            delivery.error = "no --webhook-url configured"
+            return
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-GitHub-Event": delivery.event,
+            "X-GitHub-Delivery": delivery.guid,
+            "X-GitHub-Hook-ID": str(HOOK_ID),
+            "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-Hub-Signature-256": signature(self.secret, delivery.body),
+        }
+        try:
+            response = await client.post(self.url, content=delivery.body, headers=headers)
+        except httpx.HTTPError as exc:
+            delivery.error = f"{type(exc).__name__}: {exc}"
+            log.warning("webhook delivery failed", delivery=delivery.id, error=delivery.error)
+            return
+        delivery.status_code = response.status_code
