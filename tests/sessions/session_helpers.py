@@ -51,4 +51,5 @@ def make_origin(root: Path, files: Mapping[str, str], branches: tuple[str, ...] 
 
 def remote_refs(bare: Path) -> dict[str, str]:
     out = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=bare)
-    return dict(reversed(line.split(" ", 1)) for line in out.splitlines() if line)  # type: ignore[misc]
+    pairs = (line.split(" ", 1) for line in out.splitlines() if line)
+    return {name: sha for name, sha in pairs}

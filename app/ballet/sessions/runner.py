@@ -154,7 +154,11 @@ async def _run(
     try:
         report, handoff = _read_results(spec, outcome, report_path, handoff_path)
         report = with_usage(report, usage)
-        head = await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
+        head = (
+            await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
+            if spec.branch is not None
+            else workspace.start_sha  # a pipeline without a branch pushes nothing
+        )
     except SessionFailure as failure:
         return _failed(failure, usage, tail, workspace.start_sha, started)
     except PushError as error:
