@@ -134,3 +134,21 @@ def test_unknown_key_under_a_non_text_runtime_name() -> None:
     assert result[1].message == (
         "unknown key `foo` in runtimes[1]; valid keys: adapter, command, effort, env, model"
     )
+
+
+def test_env_entries_must_be_variable_names() -> None:
+    error = only_error("runtimes:\n  codex: {adapter: codex, env: [OPENAI_API_KEY, OPENAI-KEY]}\n")
+    assert (error.line, error.column) == (2, 49)
+    assert error.message.startswith("runtimes.codex.env[1]: String should match pattern")
+    assert error.message.endswith(
+        "; write an environment variable name: letters, digits and `_`, not starting with a digit"
+    )
+
+
+def test_labels_must_be_non_empty_and_fit_github() -> None:
+    error = only_error('trigger_label: ""\n')
+    assert (error.line, error.column) == (1, 16)
+    assert error.message.startswith("trigger_label: String should have at least 1 character")
+    error = only_error(f"types:\n  - {{label: {'x' * 51}, pipeline: p}}\n")
+    assert (error.line, error.column) == (2, 13)
+    assert "at most 50 characters" in error.message

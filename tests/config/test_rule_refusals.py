@@ -224,3 +224,21 @@ def test_every_problem_in_a_file_is_reported() -> None:
     result = parse_config(text)
     assert isinstance(result, list)
     assert [e.line for e in result] == [1, 5, 5]
+
+
+def test_command_on_an_adapter_runtime() -> None:
+    text = "runtimes:\n  claude: {adapter: claude-code, command: [claude, -p]}\n"
+    where, message = position(text)
+    assert where == at(text, 2, "command:")
+    assert message == (
+        "the claude-code adapter builds its own command line; remove `command` "
+        "or write `adapter: command`"
+    )
+
+
+def test_duplicate_type_label_never_applies() -> None:
+    text = "types:\n  - {label: docs, pipeline: default}\n  - {label: Docs, pipeline: default}\n"
+    text += pipeline(MERGE)
+    where, message = position(text)
+    assert where == at(text, 3, "Docs")
+    assert message.startswith("label `Docs` is already matched by an earlier entry")

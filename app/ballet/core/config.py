@@ -7,7 +7,7 @@ issue's labels into a `ResolvedPipeline` a ticket pins for its whole life.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,79 +29,139 @@ BUILTIN_SKILL_NAMES = frozenset({"implementer", "reviewer", "verifier", "integra
 MAX_ITERATION_LIMIT = 20
 
 
+# GitHub limits label names to 50 characters.
+Label = Annotated[str, Field(min_length=1, max_length=50)]
+STAGE_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+
+
 class Strict(BaseModel):
     # Unknown keys are refused: a typo must never silently change a pipeline.
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Attribute docstrings become descriptions in `ballet schema`.
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Runtime(Strict):
+    """How an agent session is run: an adapter for a CLI, or any command."""
+
     adapter: Adapter
+    """The agent CLI: claude-code, codex, aider, gemini, opencode, or command (any argv)."""
     model: str | None = None
+    """The model passed to the CLI; its own default when absent."""
     effort: str | None = None
-    env: tuple[str, ...] = ()
+    """Reasoning effort passed to the CLI where it has one."""
+    env: tuple[EnvName, ...] = ()
+    """Names of the deployment's environment variables the session may see, e.g. API keys."""
     command: tuple[str, ...] | None = None
+    """For `adapter: command`: the argv to run in the session's clone."""
 
 
 class Role(Strict):
+    """A sign-off role: an agent session judging the work from one angle."""
+
     runtime: str | None = None
+    """A key of `runtimes`; default: `default_runtime`."""
     skills: tuple[str, ...] = ()
+    """Built-in skills or `.ballet/skills/<name>.md` names given to the session."""
     instructions: str = ""
+    """Extra instructions for the session's prompt."""
 
 
 class Policy(Strict):
+    """The ticket's default policy; `/ballet policy` changes it per ticket."""
+
     review: ReviewPolicy = "agent"
+    """`agent+human` turns on optional human stages."""
     merge: MergePolicy = "auto"
+    """`manual` waits for a person to merge."""
 
 
 class TicketType(Strict):
-    label: str
+    """An issue carrying `label` runs `pipeline`; the first matching entry wins."""
+
+    label: Label
     pipeline: str
+    """A key of `pipelines`."""
 
 
 class Budget(Strict):
+    """Limits per ticket; reaching one raises a question."""
+
     sessions: int | None = Field(default=None, ge=1)
+    """Agent sessions the ticket may start."""
     cost_usd: float | None = Field(default=None, gt=0)
+    """Cost the ticket's sessions may report, in US dollars."""
 
 
 class Stage(Strict):
-    id: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")
+    """One step of a pipeline: an agent session, a person's decision, or a forge wait."""
+
+    id: str = Field(pattern=STAGE_ID_PATTERN)
+    """Unique in the pipeline; `next` targets name it."""
     kind: StageKind
     name: str | None = None
+    """Shown to people; default: the id, capitalised."""
     runtime: str | None = None
+    """Agent stages: a key of `runtimes`; default: `default_runtime`."""
     model: str | None = None
+    """Agent stages: overrides the runtime's and the phase's model."""
     effort: str | None = None
+    """Agent stages: overrides the runtime's and the phase's effort."""
     skills: tuple[str, ...] = ()
+    """Built-in skills (implementer, reviewer, verifier, integrator) or `.ballet/skills` names."""
     instructions: str = ""
+    """Extra instructions for the agent's prompt."""
     phases: tuple[Phase, ...] = ()
+    """Agent stages: run each phase as a fresh session seeded with the previous handoff."""
     timeout_minutes: int = Field(default=60, ge=1, le=24 * 60)
     optional: bool = False
+    """Runs only when the ticket's policy turns it on; otherwise skipped to its first `next`."""
     action: PlatformAction | None = None
+    """Platform stages: `merge` brings the branch up to date and merges by the policy."""
     wait_for: WaitFor | None = None
+    """Platform stages: wait for this forge event alone."""
     next: dict[str, str] = Field(default_factory=dict)
+    """Outcome -> a stage id, `$done`, `$failed` or `$question`. Missing: `done` goes to
+    the following stage (after the last, `$done`), anything else to `$question`."""
 
 
 class Pipeline(Strict):
+    """The stages a ticket runs, and its limits."""
+
     version: int = Field(default=1, ge=1)
-    # None (`branch: null`) is a pipeline without a branch, e.g. a spike whose
-    # result is a knowledge report on the issue.
+    """Bump it when you change the pipeline; tickets pin the version they started with."""
     branch: str | None = DEFAULT_BRANCH_TEMPLATE
+    """Branch name template with {ticket}, {slug}, {type}; null: no branch (e.g. a spike)."""
     base: str | None = None
+    """Base branch; default: the repository's default branch."""
     iteration_limit: int = Field(default=3, ge=1, le=MAX_ITERATION_LIMIT)
+    """Returns to an earlier stage allowed before a question is raised instead."""
     budget: Budget = Budget()
     signoffs: tuple[str, ...] = ()
+    """Roles (keys of `roles`) that must sign off before review and merge."""
     stages: tuple[Stage, ...]
 
 
 class BalletConfig(Strict):
+    """`.ballet.yml`: how Ballet runs tickets in this repository (read from the default branch)."""
+
     version: Literal[1] = 1
-    trigger_label: str = "ballet"
+    """The file format's version."""
+    trigger_label: Label = "ballet"
+    """The label that starts a ticket."""
     approvers: tuple[str, ...] | None = None
+    """Logins who may `/ballet approve` or `reject`; default: anyone with write permission."""
     runtimes: dict[str, Runtime] = Field(default_factory=dict)
     default_runtime: str | None = None
+    """A key of `runtimes` for agent stages and roles that name none;
+    default: the deployment's runtime."""
     roles: dict[str, Role] = Field(default_factory=dict)
     policy: Policy = Policy()
     types: tuple[TicketType, ...] = ()
+    """Issue label -> pipeline; issues matching none run pipeline `default`."""
     pipelines: dict[str, Pipeline] = Field(default_factory=dict)
+    """Pipelines by name; without any, tickets run the built-in default."""
 
 
 class ResolvedRole(Strict):

@@ -72,6 +72,13 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
                 ("runtimes", name, "adapter"),
                 "a `command` runtime needs `command: [program, args...]`; add it",
             )
+        if runtime.adapter != "command" and runtime.command is not None:
+            yield Problem(
+                ("runtimes", name, "command"),
+                f"the {runtime.adapter} adapter builds its own command line; remove `command` "
+                "or write `adapter: command`",
+                at_key=True,
+            )
     for name, role in config.roles.items():
         if role.runtime is not None and role.runtime not in runtimes:
             yield Problem(
@@ -80,7 +87,16 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
                 "or define it under `runtimes:`",
             )
         yield from _check_skills(("roles", name, "skills"), role.skills, skills)
+    labels: set[str] = set()
     for i, ticket_type in enumerate(config.types):
+        label = ticket_type.label.casefold()  # GitHub labels ignore case
+        if label in labels:
+            yield Problem(
+                ("types", i, "label"),
+                f"label `{ticket_type.label}` is already matched by an earlier entry, so this "
+                "one never applies; remove it or use another label",
+            )
+        labels.add(label)
         if ticket_type.pipeline not in config.pipelines:
             yield Problem(
                 ("types", i, "pipeline"),

@@ -16,7 +16,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
+from ballet.core.config import (
+    BUILTIN_SKILL_NAMES,
+    ENV_NAME_PATTERN,
+    STAGE_ID_PATTERN,
+    BalletConfig,
+)
 from ballet.core.config_rules import Path, check_config
 from ballet.core.yaml_positions import Document, YamlProblem, load
 
@@ -116,7 +121,8 @@ def _from_pydantic(file: str, document: Document, error: ErrorDetails) -> Config
             bound = int(bound)  # `cost_usd: 0` is refused as "above 0", not "above 0.0"
         message = f"{_dotted(loc)}: {error['msg']}; write a number {_BOUNDS[kind][1]} {bound}"
     else:
-        hint = _HINTS.get(kind, "")
+        pattern = str(error.get("ctx", {}).get("pattern"))
+        hint = _HINTS.get(kind) or _PATTERN_HINTS.get(pattern, "")
         message = f"{_dotted(loc)}: {error['msg']}" + (f"; {hint}" if hint else "")
     return ConfigError(file, *document.position(loc, key=on_key), message)
 
@@ -135,8 +141,13 @@ _HINTS = {
     "dict_type": "write a mapping of `key: value` entries",
     "model_type": "write a mapping of `key: value` entries",
     "model_attributes_type": "write a mapping of `key: value` entries",
-    "string_pattern_mismatch": (
+}
+_PATTERN_HINTS = {  # by the field's pattern (config.py)
+    STAGE_ID_PATTERN: (
         "write a lowercase letter, then up to 39 lowercase letters, digits, `-` or `_`"
+    ),
+    ENV_NAME_PATTERN: (
+        "write an environment variable name: letters, digits and `_`, not starting with a digit"
     ),
 }
 # Range errors name the bound to write within, e.g. "write a number of at most 20".
