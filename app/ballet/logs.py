@@ -28,6 +28,8 @@ def configure_logging(level: str = "info", json: bool = False) -> None:
     )
     structlog.configure(
         processors=[
+            # Drop below-level events before any work is spent rendering them.
+            structlog.stdlib.filter_by_level,
             *shared,
             structlog.processors.format_exc_info,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
