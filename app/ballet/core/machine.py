@@ -42,7 +42,7 @@ ONWARD: tuple[Status, ...] = ("running", "waiting", "done", "failed")
 @dataclass(frozen=True)
 class Rule:
     handler: Callable[[Tx, Any], None]
-    to: tuple[Status, ...]  # the statuses this rule can lead to
+    to: tuple[Status, ...]  # the statuses this rule can lead to (staying put included)
     says: str
 
 
@@ -73,7 +73,8 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),
     ("paused", "head_pushed"): Rule(h.head_pushed, ("paused",), "new head"),
     # Slash commands: `COMMANDS` below says which verb counts when.
-    **{(s, "command_issued"): Rule(lambda tx, ev: command(tx, ev), ANY, "a slash command")
+    # (A refused command leaves the status as it is.)
+    **{(s, "command_issued"): Rule(lambda tx, ev: command(tx, ev), (), "a slash command")
        for s in ANY},
 }
 
@@ -86,7 +87,7 @@ class CommandRule:
     when: tuple[Status, ...]  # statuses in which the verb counts
     who: Who  # approver: the pipeline's approvers, else anyone with write
     bots: bool  # bots can never approve, reject or waive
-    to: tuple[Status, ...]
+    to: tuple[Status, ...]  # besides staying put, which a refusal always does
 
 
 COMMANDS: dict[Verb, CommandRule] = {
@@ -98,11 +99,11 @@ COMMANDS: dict[Verb, CommandRule] = {
     "cancel": CommandRule(verbs.cancel, LIVE, "write", True, ("cancelled",)),
     "pause": CommandRule(verbs.pause, ("running", "waiting"), "write", True, ("paused",)),
     "resume": CommandRule(verbs.resume, ("paused",), "write", True, ONWARD),
-    "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", True, LIVE),
+    "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", True, ()),
     "signoff_waive": CommandRule(verbs.signoff_waive, LIVE, "write", False, ONWARD),
     "policy": CommandRule(verbs.policy, LIVE, "write", True, ONWARD),
-    "status": CommandRule(verbs.status, ANY, "anyone", True, ANY),
-    "help": CommandRule(verbs.help_, ANY, "anyone", True, ANY),
+    "status": CommandRule(verbs.status, ANY, "anyone", True, ()),
+    "help": CommandRule(verbs.help_, ANY, "anyone", True, ()),
 }
 # fmt: on
 

@@ -139,7 +139,7 @@ def signoff_waive(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         signoffs_waived=(*rec.signoffs_waived, role),
     )
     tx.comment("signoffs", f"@{ev.author} waived the sign-off from `{role}`.", extra=f"-{role}")
-    if rec.signoff_role == role:
+    if rec.status == "running" and rec.signoff_role == role:
         cancel_running(tx)
         steps.close_run(tx, "waived", f"waived by @{ev.author}")
         tx.set(signoff_role=None)
@@ -154,7 +154,13 @@ def policy(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     tx.reply(ev.comment_id, f"Policy is now review={new.review} merge={new.merge}.")
     w = rec.waiting
     here = rec.pipeline.stage(rec.stage) if rec.stage else None
-    if w is not None and w.kind == "approval" and here and not routing.is_on(here, new):
+    if (
+        rec.status == "waiting"
+        and w
+        and w.kind == "approval"
+        and here
+        and not routing.is_on(here, new)
+    ):
         # The human stage just got switched off: go on as if it were never there.
         steps.close_run(tx, "skipped", "switched off by the policy")
         target, _ = routing.skip_off_stages(rec.pipeline, new, here.id)

@@ -1,0 +1,120 @@
+"""Rendered comments: markers, escaping of user text, the tracking comment."""
+
+from __future__ import annotations
+
+from core_kit import Ticket, at
+
+from ballet.core import render
+from ballet.core.record import StageRun, decode_record
+from ballet.core.report import Handoff, Question, Report, Usage
+
+HOSTILE = 'x | y --> z <!-- "q" [a] (b) {c} `d`\nnew line'
+
+
+def test_markers_round_trip_and_stay_one_token() -> None:
+    body = render.with_marker("hello", "o/r#1:report:implement:1:1")
+    assert render.find_marker(body) == "o/r#1:report:implement:1:1"
+    assert render.find_marker("no marker here") is None
+    assert render.marker_for("a b>c") == "<!-- ballet:marker a_b_c -->"
+
+
+def test_table_cells_and_text_cannot_break_markdown_or_comments() -> None:
+    assert render.cell(HOSTILE) == 'x \\| y --&gt; z &lt;!-- "q" [a] (b) {c} `d` new line'
+    assert "-->" not in render.text("a --> b") and "<!--" not in render.text("<!-- a")
+
+
+def test_mermaid_labels_cannot_break_the_graph() -> None:
+    label = render.mermaid_label(HOSTILE)
+    assert not set(label) & set('"[](){}<>|`#;\n')
+    assert render.mermaid_label("()") == "stage"
+
+
+def test_tracking_comment_with_a_hostile_title() -> None:
+    t = Ticket(title=HOSTILE)
+    body = t.one_tracking().body
+    outside_graph = body.split("```mermaid")[0] + body.split("```")[-1]
+    assert outside_graph.count("-->") == 2  # the marker's end and the state block's end
+    assert outside_graph.count("<!--") == 2
+    assert decode_record(body) == t.rec
+    table_rows = [line for line in body.splitlines() if line.startswith("| implement")]
+    assert len(table_rows) == 1 and table_rows[0].count(" | ") == 5
+    assert "class s0 current" in body
+    assert "**Status:** 🏃 running" in body
+
+
+def test_tracking_comment_says_what_the_ticket_waits_for() -> None:
+    t = Ticket()
+    t.finish("weird")
+    body = t.one_tracking().body
+    assert "**Waiting for** stage `implement` reported outcome `weird`" in body
+    assert "(who can act: @alice) — `/ballet answer <text>`" in body
+    t.command("/ballet pause")
+    assert "**Paused.** `/ballet resume` carries on." in t.one_tracking().body
+
+
+def test_waiting_line_for_anyone_with_write() -> None:
+    t = Ticket(pipeline=None)
+    t.open_pr()
+    t.finish("done")
+    t.finish("approve")
+    t.command("/ballet policy merge=manual")
+    t.finish("pass")
+    assert "(who can act: anyone with write permission)" in t.one_tracking().body
+
+
+def test_report_comment_has_every_part() -> None:
+    t = Ticket()
+    run = StageRun(stage="implement", iteration=2, attempt=1, phase="plan", start=at(0), end=at(3))
+    rep = Report(
+        outcome="done",
+        summary="Did --> it",
+        details="long log",
+        decisions=("use x",),
+        open_questions=("why y?",),
+        questions=(Question(text="ok?"),),
+        usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.5),
+    )
+    body = render.report(
+        t.rec,
+        run,
+        rep,
+        Handoff(summary="plan", decisions=("d",), constraints=("c",), open_questions=("q",)),
+        "`review`",
+    )
+    assert "### implement · plan — `done` (iteration 2, attempt 1)" in body
+    assert "Did --&gt; it" in body
+    assert "**Decisions**\n- use x" in body
+    assert "**Open questions**\n- why y?\n- ok?" in body
+    assert "Usage: 10 in / 5 out tokens, $0.50" in body
+    assert "<details><summary>Details</summary>" in body
+    assert "<details><summary>Handoff</summary>" in body and "**Constraints**\n- c" in body
+    assert body.endswith("**Next:** `review`")
+
+
+def test_minimal_report_and_signoff_title() -> None:
+    t = Ticket()
+    run = StageRun(stage="integrate", iteration=1, attempt=1, role="security", start=at(0))
+    body = render.report(t.rec, run, Report(outcome="signed_off", summary="fine"), None, "x")
+    assert body.startswith("### integrate · sign-off security — `signed_off`")
+    assert "<details>" not in body and "Decisions" not in body
+
+
+def test_runs_table_empty_and_durations() -> None:
+    t = Ticket()
+    empty = t.rec.model_copy(update={"history": ()})
+    assert render.runs_table(empty) == "_No stage has run yet._"
+    assert render.duration(at(0), None) == "…"
+    assert render.duration(at(0), at(61.5)) == "61m 30s"
+
+
+def test_status_reply_and_signoff_line() -> None:
+    t = Ticket()
+    t.command("/ballet signoff require security")
+    text = render.status(t.rec)
+    assert "Status: 🏃 running, stage `implement`, iteration 1, attempt 1." in text
+    assert "**Sign-offs:** security ⏳" in text
+
+
+def test_knowledge_report_without_findings() -> None:
+    t = Ticket()
+    assert "_No findings reported._" in render.knowledge_report(t.rec)
