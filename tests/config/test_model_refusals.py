@@ -152,3 +152,19 @@ def test_labels_must_be_non_empty_and_fit_github() -> None:
     error = only_error(f"types:\n  - {{label: {'x' * 51}, pipeline: p}}\n")
     assert (error.line, error.column) == (2, 13)
     assert "at most 50 characters" in error.message
+
+
+def test_mapping_expected_names_no_model_class() -> None:
+    error = only_error("pipelines:\n  default:\n    stages: [implement]\n")
+    assert (error.line, error.column) == (3, 14)
+    assert error.message == (
+        "pipelines.default.stages[0]: Input should be a valid dictionary; "
+        "write a mapping of `key: value` entries"
+    )
+
+
+def test_yes_read_as_a_boolean_key_is_explained() -> None:
+    text = "pipelines:\n  default:\n    stages:\n      - {id: a, kind: agent, next: {yes: a}}\n"
+    error = only_error(text)
+    assert (error.line, error.column) == (4, 37)
+    assert "yes/no/on/off/true/false" in error.message

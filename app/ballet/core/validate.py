@@ -8,6 +8,7 @@ input: each error names the offending node and what to write instead.
 from __future__ import annotations
 
 import difflib
+import re
 import typing
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -123,12 +124,14 @@ def _from_pydantic(file: str, document: Document, error: ErrorDetails) -> Config
     else:
         pattern = str(error.get("ctx", {}).get("pattern"))
         hint = _HINTS.get(kind) or _PATTERN_HINTS.get(pattern, "")
-        message = f"{_dotted(loc)}: {error['msg']}" + (f"; {hint}" if hint else "")
+        # Model class names mean nothing in a YAML file.
+        text = re.sub(r" or instance of \w+", "", error["msg"])
+        message = f"{_dotted(loc)}: {text}" + (f"; {hint}" if hint else "")
     return ConfigError(file, *document.position(loc, key=on_key), message)
 
 
 _HINTS = {
-    "string_type": "write text, quoted if it looks like a number, date or true/false",
+    "string_type": "write text, quoted if it looks like a number, date or yes/no/on/off/true/false",
     "int_type": "write a whole number",
     "int_parsing": "write a whole number",
     "int_from_float": "write a whole number",
