@@ -50,38 +50,25 @@ def parse_config(
     """
     size = len(text.encode("utf-8"))
     if size > MAX_FILE_BYTES:
-        return [
-            ConfigError(
-                file,
-                1,
-                1,
-                f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; "
-                "move long instructions into .ballet/skills/<name>.md",
-            )
-        ]
+        return _whole_file(
+            file,
+            f"the file is {size} bytes, over the {MAX_FILE_BYTES // 1024} KB limit; "
+            "move long instructions into .ballet/skills/<name>.md",
+        )
     try:
         document = load(text)
     except YamlProblem as problem:
         return [ConfigError(file, *problem.position, problem.message)]
     if document.value is None:
-        return [
-            ConfigError(
-                file,
-                1,
-                1,
-                "the file is empty; define `pipelines:` (see `ballet schema`) or delete "
-                "the file to use the built-in default pipeline",
-            )
-        ]
+        return _whole_file(
+            file,
+            "the file is empty; define `pipelines:` (see `ballet schema`) or delete "
+            "the file to use the built-in default pipeline",
+        )
     if not isinstance(document.value, dict):
-        return [
-            ConfigError(
-                file,
-                1,
-                1,
-                "the file must be a mapping of keys such as `pipelines:`; see `ballet schema`",
-            )
-        ]
+        return _whole_file(
+            file, "the file must be a mapping of keys such as `pipelines:`; see `ballet schema`"
+        )
     try:
         config = BalletConfig.model_validate(document.value)
     except ValidationError as invalid:
@@ -92,6 +79,10 @@ def parse_config(
     return _sorted(
         ConfigError(file, *document.position(p.path, key=p.at_key), p.message) for p in problems
     )
+
+
+def _whole_file(file: str, message: str) -> list[ConfigError]:
+    return [ConfigError(file, 1, 1, message)]
 
 
 def _sorted(errors: typing.Iterable[ConfigError]) -> list[ConfigError]:
