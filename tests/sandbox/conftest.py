@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -15,6 +17,7 @@ import pytest
 import uvicorn
 from ballet.sandbox.server import BackgroundSandbox, bind, url_of
 from githubkit import AppAuthStrategy, GitHub, TokenAuthStrategy
+from githubkit.cache import MemCacheStrategy
 from githubkit.webhooks import verify
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -108,10 +111,54 @@ def settle(admin: httpx.Client) -> None:
     admin.post("/_sandbox/settle").raise_for_status()
 
 
+def git(cwd: Path, *args: str) -> str:
+    env = {
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "PATH": os.environ["PATH"],
+        "HOME": str(cwd),
+    }
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout.strip()
+
+
+def authed_url(sandbox: BackgroundSandbox, password: str, repo: str = "octo/demo") -> str:
+    host = sandbox.api_url.removeprefix("http://")
+    return f"http://x-access-token:{password}@{host}/{repo}.git"
+
+
+def push_branch(
+    workdir: Path, url: str, branch: str, files: dict[str, str], start: str = "main"
+) -> str:
+    """Clone `url`, commit `files` on `branch` (from `start`), push; the new sha."""
+    clone = workdir / f"clone-{branch.replace('/', '-')}-{len(list(workdir.iterdir()))}"
+    git(workdir, "clone", "--quiet", "--branch", start, url, str(clone))
+    git(clone, "checkout", "--quiet", "-B", branch)
+    for name, text in files.items():
+        (clone / name).write_text(text)
+    git(clone, "add", "-A")
+    git(clone, "commit", "--quiet", "-m", f"change {', '.join(files)}")
+    git(clone, "push", "--quiet", "origin", f"HEAD:refs/heads/{branch}")
+    return git(clone, "rev-parse", "HEAD")
+
+
+def token_for(sandbox: BackgroundSandbox, owner: str = "octo") -> str:
+    gh = app_client(sandbox)
+    installation = gh.rest.apps.get_user_installation(owner).parsed_data
+    return gh.rest.apps.create_installation_access_token(installation.id).parsed_data.token
+
+
 def app_client(sandbox: BackgroundSandbox) -> GitHub[AppAuthStrategy]:
     app = sandbox.sandbox.app
     auth = AppAuthStrategy(app.app_id, app.private_key_pem.decode())
-    return GitHub(auth, base_url=sandbox.api_url)
+    # A cache of its own: githubkit's default cache is process-wide and keyed by app id,
+    # so it would hand one test's JWT (signed by that sandbox's key) to the next sandbox.
+    return GitHub(auth, base_url=sandbox.api_url, cache_strategy=MemCacheStrategy())
 
 
 def installation_client(sandbox: BackgroundSandbox, owner: str = "octo") -> GitHub[Any]:

@@ -78,22 +78,24 @@ def test_installation_endpoints_need_the_jwt(
 
 
 def test_installation_token_expires(tmp_path: Path, receiver: Receiver) -> None:
-    with BackgroundSandbox(tmp_path, receiver.url, token_ttl_seconds=1) as running:
-        with httpx.Client(base_url=running.api_url) as client:
-            make_repo(client)
-            key = running.sandbox.app.private_key_pem
-            now = int(time.time())
-            bearer = {"Authorization": f"Bearer {_jwt(key, 1, now, now + 300)}"}
-            iid = client.get("/repos/octo/demo/installation", headers=bearer).json()["id"]
-            minted = client.post(f"/app/installations/{iid}/access_tokens", headers=bearer)
-            assert minted.status_code == 201
-            token = {"Authorization": f"token {minted.json()['token']}"}
-            label = {"labels": ["x"]}
-            created = client.post("/repos/octo/demo/issues", json={"title": "t"}, headers=token)
-            assert created.status_code == 201
-            # Wait (on the server's own clock) until the token has lived past its TTL.
-            while time.time() <= now + 2.2:
-                time.sleep(0.1)
-            refused = client.post("/repos/octo/demo/issues/1/labels", json=label, headers=token)
-            assert refused.status_code == 401
-            assert refused.json()["message"] == "Bad credentials"
+    with (
+        BackgroundSandbox(tmp_path, receiver.url, token_ttl_seconds=1) as running,
+        httpx.Client(base_url=running.api_url) as client,
+    ):
+        make_repo(client)
+        key = running.sandbox.app.private_key_pem
+        now = int(time.time())
+        bearer = {"Authorization": f"Bearer {_jwt(key, 1, now, now + 300)}"}
+        iid = client.get("/repos/octo/demo/installation", headers=bearer).json()["id"]
+        minted = client.post(f"/app/installations/{iid}/access_tokens", headers=bearer)
+        assert minted.status_code == 201
+        token = {"Authorization": f"token {minted.json()['token']}"}
+        label = {"labels": ["x"]}
+        created = client.post("/repos/octo/demo/issues", json={"title": "t"}, headers=token)
+        assert created.status_code == 201
+        # Wait (on the server's own clock) until the token has lived past its TTL.
+        while time.time() <= now + 2.2:
+            time.sleep(0.1)
+        refused = client.post("/repos/octo/demo/issues/1/labels", json=label, headers=token)
+        assert refused.status_code == 401
+        assert refused.json()["message"] == "Bad credentials"

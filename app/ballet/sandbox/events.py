@@ -113,7 +113,8 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun, action: str) -> None:
 
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, action: str) -> None:
     runs = sum(1 for r in repo.runs.values() if r.suite_id == suite.id)
-    payload = {"action": action, "check_suite": shapes.check_suite(sb, repo, suite, runs)}
+    head = commit_info(repo.path, suite.head_sha)
+    payload = {"action": action, "check_suite": shapes.check_suite(sb, repo, suite, runs, head)}
     _send(sb, repo, "check_suite", sb.app.bot_login, payload)
 
 

@@ -144,8 +144,11 @@ async def list_check_suites(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     sha = _sha_of(repo, request.path_params["ref"])
     found = [s for s in repo.suites.values() if s.head_sha == sha]
+    head = gitrepo.commit_info(repo.path, sha)
     shaped = [
-        shapes.check_suite(sb, repo, s, sum(1 for r in repo.runs.values() if r.suite_id == s.id))
+        shapes.check_suite(
+            sb, repo, s, sum(1 for r in repo.runs.values() if r.suite_id == s.id), head
+        )
         for s in page(request, found)
     ]
     return respond({"total_count": len(found), "check_suites": shaped})

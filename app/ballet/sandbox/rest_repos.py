@@ -144,7 +144,8 @@ async def collaborator_permission(request: Request) -> JSONResponse:
     permission = repo.permission_of(login)
     # GitHub folds triage into read and maintain into write in `permission`.
     legacy = {"triage": "read", "maintain": "write"}.get(permission, permission)
-    return respond({"permission": legacy, "role_name": permission, "user": shapes.user(sb, login)})
+    person = shapes.user(sb, login) | {"role_name": permission}
+    return respond({"permission": legacy, "role_name": permission, "user": person})
 
 
 ROUTES = [

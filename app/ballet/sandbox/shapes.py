@@ -182,6 +182,8 @@ def label(sb: Sandbox, repo: Repo, lab: Label) -> JSON:
         "description": lab.description,
         "color": lab.color,
         "default": False,
+        "archived_at": None,
+        "archived_by": None,
     }
 
 
@@ -499,7 +501,18 @@ def push_commit(sb: Sandbox, repo: Repo, info: CommitInfo) -> JSON:
     }
 
 
-def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int) -> JSON:
+def simple_commit(info: CommitInfo) -> JSON:
+    return {
+        "id": info.sha,
+        "tree_id": info.tree,
+        "message": info.message,
+        "timestamp": info.timestamp,
+        "author": {"name": info.author_name, "email": info.author_email},
+        "committer": {"name": info.committer_name, "email": info.committer_email},
+    }
+
+
+def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: CommitInfo) -> JSON:
     api = f"{repo_api(sb, repo)}/check-suites/{suite.id}"
     return {
         "id": suite.id,
@@ -516,7 +529,7 @@ def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int) -> JSON:
         "repository": minimal_repository(sb, repo),
         "created_at": iso(suite.created_at),
         "updated_at": iso(suite.updated_at),
-        "head_commit": None,
+        "head_commit": simple_commit(head),
         "latest_check_runs_count": runs,
         "check_runs_url": f"{api}/check-runs",
         "rerequestable": True,

@@ -1,0 +1,200 @@
+"""Every REST response the App uses parses with githubkit's models: githubkit is the client.
+
+githubkit validates each response body against GitHub's schema when
+`parsed_data` is read, so a wrong shape fails these tests.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import httpx
+from ballet.sandbox.server import BackgroundSandbox
+from githubkit_schemas.latest.models import (
+    BranchWithProtection,
+    CheckRun,
+    CombinedCommitStatus,
+    ContentFile,
+    FullRepository,
+    GitRef,
+    Issue,
+    IssueComment,
+    Label,
+    PullRequest,
+    PullRequestMergeResult,
+    PullRequestReview,
+    PullRequestSimple,
+    Reaction,
+    RepositoryCollaboratorPermission,
+    Status,
+)
+
+from .conftest import authed_url, installation_client, make_repo, push_branch, token_for
+
+
+def test_repository_contents_refs_and_branches(
+    sandbox: BackgroundSandbox, admin: httpx.Client
+) -> None:
+    created = make_repo(admin, files={"README.md": "# demo\n", "src/app.py": "print(1)\n"})
+    gh = installation_client(sandbox)
+    repo = gh.rest.repos.get("octo", "demo").parsed_data
+    assert isinstance(repo, FullRepository)
+    assert repo.default_branch == "main"
+    assert repo.clone_url == created["clone_url"]
+
+    content = gh.rest.repos.get_content("octo", "demo", "src/app.py", ref="main").parsed_data
+    assert isinstance(content, ContentFile)
+    assert base64.b64decode(content.content) == b"print(1)\n"
+    listing = gh.rest.repos.get_content("octo", "demo", "src").parsed_data
+    assert isinstance(listing, list)
+    assert [entry.path for entry in listing] == ["src/app.py"]
+
+    ref = gh.rest.git.get_ref("octo", "demo", "heads/main").parsed_data
+    assert isinstance(ref, GitRef)
+    assert ref.object_.sha == created["head_sha"]
+    made = gh.rest.git.create_ref("octo", "demo", ref="refs/heads/topic", sha=ref.object_.sha)
+    assert made.status_code == 201
+    assert made.parsed_data.ref == "refs/heads/topic"
+    branch = gh.rest.repos.get_branch("octo", "demo", "topic").parsed_data
+    assert isinstance(branch, BranchWithProtection)
+    assert branch.commit.sha == created["head_sha"]
+    assert gh.rest.git.delete_ref("octo", "demo", "heads/topic").status_code == 204
+
+    permission = gh.rest.repos.get_collaborator_permission_level("octo", "demo", "triager")
+    assert isinstance(permission.parsed_data, RepositoryCollaboratorPermission)
+    assert permission.parsed_data.role_name == "triage"
+    assert permission.parsed_data.permission == "read"
+
+
+def test_issues_comments_labels_and_reactions(
+    sandbox: BackgroundSandbox, admin: httpx.Client
+) -> None:
+    make_repo(admin)
+    gh = installation_client(sandbox)
+    issue = gh.rest.issues.create("octo", "demo", title="Add a thing", body="please").parsed_data
+    assert isinstance(issue, Issue)
+    assert issue.number == 1
+    assert issue.user is not None and issue.user.login == "ballet[bot]"
+    assert issue.user.type == "Bot"
+
+    labels = gh.rest.issues.add_labels("octo", "demo", 1, labels=["ballet", "docs"]).parsed_data
+    assert all(isinstance(label, Label) for label in labels)
+    assert [label.name for label in labels] == ["ballet", "docs"]
+    after_remove = gh.rest.issues.remove_label("octo", "demo", 1, "docs").parsed_data
+    assert [label.name for label in after_remove] == ["ballet"]
+    replaced = gh.rest.issues.set_labels("octo", "demo", 1, labels=["bug"]).parsed_data
+    assert [label.name for label in replaced] == ["bug"]
+
+    comment = gh.rest.issues.create_comment("octo", "demo", 1, body="hello").parsed_data
+    assert isinstance(comment, IssueComment)
+    edited = gh.rest.issues.update_comment("octo", "demo", comment.id, body="hello again")
+    assert edited.parsed_data.body == "hello again"
+    fetched = gh.rest.issues.get_comment("octo", "demo", comment.id).parsed_data
+    assert fetched.body == "hello again"
+    listed = gh.rest.issues.list_comments("octo", "demo", 1).parsed_data
+    assert [c.id for c in listed] == [comment.id]
+    reaction = gh.rest.reactions.create_for_issue_comment(
+        "octo", "demo", comment.id, content="eyes"
+    ).parsed_data
+    assert isinstance(reaction, Reaction)
+    assert reaction.content == "eyes"
+
+    updated = gh.rest.issues.update("octo", "demo", 1, title="Renamed", state="closed")
+    assert updated.parsed_data.title == "Renamed"
+    assert updated.parsed_data.state == "closed"
+    open_issues = gh.rest.issues.list_for_repo("octo", "demo").parsed_data
+    assert open_issues == []
+    all_issues = gh.rest.issues.list_for_repo("octo", "demo", state="all").parsed_data
+    assert [i.number for i in all_issues] == [1]
+    assert gh.rest.issues.get("octo", "demo", 1).parsed_data.comments == 1
+    assert gh.rest.issues.delete_comment("octo", "demo", comment.id).status_code == 204
+    assert gh.rest.issues.list_comments("octo", "demo", 1).parsed_data == []
+
+
+def test_pull_request_lifecycle(
+    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
+) -> None:
+    make_repo(admin)
+    token = token_for(sandbox)
+    head_sha = push_branch(tmp_path, authed_url(sandbox, token), "ballet/1-thing", {"a.txt": "a"})
+    gh = installation_client(sandbox)
+    pr = gh.rest.pulls.create(
+        "octo", "demo", title="Thing", head="ballet/1-thing", base="main", body="b", draft=True
+    ).parsed_data
+    assert isinstance(pr, PullRequest)
+    assert pr.draft is True
+    assert pr.head.sha == head_sha
+
+    listed = gh.rest.pulls.list("octo", "demo", head="octo:ballet/1-thing", state="open")
+    assert all(isinstance(p, PullRequestSimple) for p in listed.parsed_data)
+    assert [p.number for p in listed.parsed_data] == [pr.number]
+    assert gh.rest.pulls.list("octo", "demo", head="octo:other").parsed_data == []
+
+    updated = gh.rest.pulls.update("octo", "demo", pr.number, body="new body").parsed_data
+    assert updated.body == "new body"
+
+    ready = gh.graphql(
+        "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) "
+        "{ pullRequest { isDraft } } }",
+        {"id": pr.node_id},
+    )
+    assert ready["markPullRequestReadyForReview"]["pullRequest"]["isDraft"] is False
+    assert gh.rest.pulls.get("octo", "demo", pr.number).parsed_data.draft is False
+
+    with_reviewers = gh.rest.pulls.request_reviewers(
+        "octo", "demo", pr.number, reviewers=["writer"]
+    ).parsed_data
+    assert isinstance(with_reviewers, PullRequestSimple)
+    assert [u.login for u in with_reviewers.requested_reviewers or []] == ["writer"]
+
+    review = gh.rest.pulls.create_review(
+        "octo", "demo", pr.number, event="COMMENT", body="looks fine"
+    ).parsed_data
+    assert isinstance(review, PullRequestReview)
+    assert [r.id for r in gh.rest.pulls.list_reviews("octo", "demo", pr.number).parsed_data] == [
+        review.id
+    ]
+
+    result = gh.rest.pulls.merge(
+        "octo", "demo", pr.number, merge_method="squash", sha=head_sha
+    ).parsed_data
+    assert isinstance(result, PullRequestMergeResult)
+    assert result.merged is True
+    main = gh.rest.git.get_ref("octo", "demo", "heads/main").parsed_data
+    assert main.object_.sha == result.sha
+    merged = gh.rest.pulls.get("octo", "demo", pr.number).parsed_data
+    assert merged.merged is True
+    assert merged.state == "closed"
+
+
+def test_check_runs_and_statuses(sandbox: BackgroundSandbox, admin: httpx.Client) -> None:
+    created = make_repo(admin)
+    sha = created["head_sha"]
+    gh = installation_client(sandbox)
+    run = gh.rest.checks.create(
+        "octo", "demo", name="ballet/config", head_sha=sha, status="in_progress"
+    ).parsed_data
+    assert isinstance(run, CheckRun)
+    done = gh.rest.checks.update(
+        "octo",
+        "demo",
+        run.id,
+        conclusion="failure",
+        output={"title": "bad", "summary": "line 3", "text": "details"},
+    ).parsed_data
+    assert done.status == "completed"
+    assert done.conclusion == "failure"
+    runs = gh.rest.checks.list_for_ref("octo", "demo", "main").parsed_data
+    assert [r.id for r in runs.check_runs] == [run.id]
+    suites = gh.rest.checks.list_suites_for_ref("octo", "demo", sha).parsed_data
+    assert [s.conclusion for s in suites.check_suites] == ["failure"]
+
+    status = gh.rest.repos.create_commit_status(
+        "octo", "demo", sha, state="success", context="ballet"
+    ).parsed_data
+    assert isinstance(status, Status)
+    combined = gh.rest.repos.get_combined_status_for_ref("octo", "demo", "main").parsed_data
+    assert isinstance(combined, CombinedCommitStatus)
+    assert combined.state == "success"
+    assert [s.context for s in combined.statuses] == ["ballet"]
