@@ -49,9 +49,9 @@ def prepare(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def fail(message: str) -> int:
+def fail(message: str, code: int = 2) -> int:
     print(f"ballet: {message}", file=sys.stderr)
-    return 2
+    return code
 
 
 async def run_until_signalled(components: Sequence[Component]) -> None:

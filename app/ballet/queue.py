@@ -18,6 +18,7 @@ from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import job_key_prefix
 from arq.jobs import serialize_job
 from redis.asyncio import ConnectionPool
+from redis.exceptions import RedisError
 
 EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs
 SESSIONS_QUEUE = "ballet:sessions"  # long agent sessions, bounded by session slots
@@ -57,9 +58,21 @@ def redis_settings(url: str) -> RedisSettings:
         ) from exc
 
 
-async def connect(url: str, retries: int = 0) -> ArqRedis:
-    """A connection pool to the queue's Redis; raises if it does not answer PING."""
-    return await create_pool(redis_settings(url), retry=retries, default_queue_name=EVENTS_QUEUE)
+class QueueUnavailable(Exception):
+    """The queue's Redis does not answer; the message says where it was looked for."""
+
+
+async def connect(url: str) -> ArqRedis:
+    """A connection pool to the queue's Redis, once it answers PING (arq retries a few times)."""
+    settings = redis_settings(url)
+    try:
+        return await create_pool(settings, default_queue_name=EVENTS_QUEUE)
+    except (RedisError, OSError) as exc:
+        # Name host and port only: the URL may hold a password.
+        raise QueueUnavailable(
+            f"cannot reach Redis at {settings.host}:{settings.port} ({exc}): check that it runs"
+            " and that REDIS_URL names it"
+        ) from exc
 
 
 def open_pool(url: str) -> ArqRedis:

@@ -22,7 +22,7 @@ from ballet.process import (
     prepare,
     run_until_signalled,
 )
-from ballet.queue import redis_settings
+from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
 from ballet.settings import Settings, SettingsError
 from ballet.web import create_app
@@ -65,4 +65,6 @@ def run(args: argparse.Namespace) -> int:
             asyncio.run(run_until_signalled(components))
     except EmbeddedValkeyError as exc:
         return fail(str(exc))
+    except QueueUnavailable as exc:
+        return fail(str(exc), code=1)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import asyncio
 
 from ballet.process import add_env_file_argument, fail, prepare, run_until_signalled
-from ballet.queue import redis_settings
+from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
 from ballet.settings import SettingsError
 from ballet.worker import WorkerGroup
@@ -29,5 +29,8 @@ def run(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
     group = WorkerGroup(settings, url, build_services, burst=args.burst)
-    asyncio.run(run_until_signalled([group]))
+    try:
+        asyncio.run(run_until_signalled([group]))
+    except QueueUnavailable as exc:
+        return fail(str(exc), code=1)
     return 0
