@@ -16,7 +16,9 @@ from githubkit_schemas.latest.models import (
     CheckRun,
     CombinedCommitStatus,
     ContentFile,
+    DiffEntry,
     FullRepository,
+    GitCommit,
     GitRef,
     Issue,
     IssueComment,
@@ -30,7 +32,14 @@ from githubkit_schemas.latest.models import (
     Status,
 )
 
-from .conftest import authed_url, installation_client, make_repo, push_branch, token_for
+from .conftest import (
+    authed_url,
+    git,
+    installation_client,
+    make_repo,
+    push_branch,
+    token_for,
+)
 
 
 def test_repository_contents_refs_and_branches(
@@ -198,3 +207,36 @@ def test_check_runs_and_statuses(sandbox: BackgroundSandbox, admin: httpx.Client
     assert isinstance(combined, CombinedCommitStatus)
     assert combined.state == "success"
     assert [s.context for s in combined.statuses] == ["ballet"]
+
+
+def test_git_commits_and_pull_request_files(
+    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
+) -> None:
+    created = make_repo(admin, files={"README.md": "# demo\n", "old.txt": "x\n"})
+    gh = installation_client(sandbox)
+    base = gh.rest.git.get_commit("octo", "demo", created["head_sha"]).parsed_data
+    assert isinstance(base, GitCommit)
+    assert base.message == "Initial commit"
+    # An empty commit on top, as Ballet seeds a ticket branch.
+    seed = gh.rest.git.create_commit(
+        "octo", "demo", message="ballet: start #1", tree=base.tree.sha, parents=[base.sha]
+    ).parsed_data
+    assert [p.sha for p in seed.parents] == [base.sha]
+    assert seed.tree.sha == base.tree.sha
+
+    token = token_for(sandbox)
+    clone = tmp_path / "work"
+    git(tmp_path, "clone", "--quiet", authed_url(sandbox, token), str(clone))
+    git(clone, "checkout", "--quiet", "-b", "topic")
+    (clone / "new.txt").write_text("one\ntwo\n")
+    (clone / "old.txt").unlink()
+    git(clone, "add", "-A")
+    git(clone, "commit", "--quiet", "-m", "change files")
+    git(clone, "push", "--quiet", "origin", "topic")
+    pr = gh.rest.pulls.create("octo", "demo", title="t", head="topic", base="main").parsed_data
+    files = gh.rest.pulls.list_files("octo", "demo", pr.number).parsed_data
+    assert all(isinstance(f, DiffEntry) for f in files)
+    assert {(f.filename, f.status, f.additions, f.deletions) for f in files} == {
+        ("new.txt", "added", 2, 0),
+        ("old.txt", "removed", 0, 1),
+    }

@@ -197,3 +197,48 @@ def rebase_onto(path: Path, onto: str, commits: list[CommitInfo]) -> str | None:
             return git(worktree, "rev-parse", "HEAD").decode().strip()
         finally:
             git(path, "worktree", "remove", "--force", str(worktree))
+
+
+@dataclass(frozen=True)
+class FileChange:
+    status: str  # GitHub's words: added | removed | modified | renamed
+    filename: str
+    additions: int
+    deletions: int
+    sha: str  # the blob at head (zeros when removed)
+
+
+_STATUS_WORDS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed"}
+
+
+def _count(numstat: str) -> int:
+    return 0 if numstat == "-" else int(numstat)  # "-" is git's word for a binary file
+
+
+def changed_files(path: Path, base: str, head: str) -> list[FileChange]:
+    """The files a pull request changes: head against its merge base with base, as GitHub."""
+    merge_base = git(path, "merge-base", base, head).decode().strip()
+    numstat = git(path, "diff", "--numstat", "-z", "--no-renames", merge_base, head).decode()
+    counts: dict[str, tuple[int, int]] = {}
+    for record in numstat.split("\0"):
+        if record:
+            added, deleted, name = record.split("\t", 2)
+            counts[name] = (_count(added), _count(deleted))
+    statuses = git(path, "diff", "--name-status", "-z", "--no-renames", merge_base, head)
+    fields = statuses.decode().split("\0")
+    changes = []
+    for letter, name in zip(fields[0::2], fields[1::2], strict=False):
+        if not letter:
+            continue
+        found = object_at(path, head, name)
+        additions, deletions = counts.get(name, (0, 0))
+        changes.append(
+            FileChange(
+                _STATUS_WORDS.get(letter[0], "modified"),
+                name,
+                additions,
+                deletions,
+                found[1] if found else ZERO_SHA,
+            )
+        )
+    return changes

@@ -228,12 +228,36 @@ async def list_reviews(request: Request) -> JSONResponse:
     return respond([shapes.review(sb, repo, r) for r in page(request, found)])
 
 
+async def list_files(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "read")
+    pr = pull_of(repo, int_param(request, "number"))
+    base = gitrepo.resolve(repo.path, f"refs/heads/{pr.base_ref}") or pr.head_sha
+    html = shapes.repo_html(sb, repo)
+    files = [
+        {
+            "sha": change.sha,
+            "filename": change.filename,
+            "status": change.status,
+            "additions": change.additions,
+            "deletions": change.deletions,
+            "changes": change.additions + change.deletions,
+            "blob_url": f"{html}/blob/{pr.head_sha}/{change.filename}",
+            "raw_url": f"{html}/raw/{pr.head_sha}/{change.filename}",
+            "contents_url": f"{shapes.repo_api(sb, repo)}/contents/{change.filename}"
+            f"?ref={pr.head_sha}",
+        }
+        for change in gitrepo.changed_files(repo.path, base, pr.head_sha)
+    ]
+    return respond(page(request, files))
+
+
 _PULL = "/repos/{owner}/{repo}/pulls/{number}"
 ROUTES = [
     Route("/repos/{owner}/{repo}/pulls", create_pull, methods=["POST"]),
     Route("/repos/{owner}/{repo}/pulls", list_pulls),
     Route(_PULL, get_pull),
     Route(_PULL, update_pull, methods=["PATCH"]),
+    Route(_PULL + "/files", list_files),
     Route(_PULL + "/merge", merge_pull, methods=["PUT"]),
     Route(_PULL + "/update-branch", update_branch, methods=["PUT"]),
     Route(_PULL + "/requested_reviewers", request_reviewers, methods=["POST"]),
