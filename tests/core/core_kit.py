@@ -67,7 +67,7 @@ def default_stages() -> tuple[ResolvedStage, ...]:
         agent(
             "review", runtime="codex", next={"approve": "verify", "changes_requested": "implement"}
         ),
-        agent("verify", next={"pass": "integrate", "fail": "implement"}),
+        agent("verify", next={"pass": "approval", "fail": "implement"}),
         human("approval", optional=True, next={"approve": "integrate", "reject": "implement"}),
         platform("integrate", action="merge", next={"merged": "$done", "returned": "implement"}),
     )

@@ -137,7 +137,6 @@ def route_session(
         tx.set(handoff=handoff)
         steps.start_session(tx, stage.id, nxt)
         return f"phase `{nxt}`"
-    tx.set(handoff=None)
     target, why = routing.next_target(rec.pipeline, stage.id, rep.outcome)
     steps.go(tx, target, why, note=f"`{stage.id}` reported `{rep.outcome}`: {rep.summary}")
     return f"`{target}`"

@@ -347,7 +347,7 @@ def ask(tx: Tx, reason: str) -> None:
 def end(tx: Tx, status: Status, reason: str, by: str | None = None) -> None:
     close_run(tx, status, reason)
     set_status(tx, status)
-    tx.set(signoff_role=None, gate_target=None, ended_by=by)
+    tx.set(signoff_role=None, gate_target=None, ended_by=by, handoff=None)
     rec = tx.rec
     if status == "done" and rec.branch is None and by is None:
         # A ticket without a branch (a spike) ends with what it learned.

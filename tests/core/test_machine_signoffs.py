@@ -1,0 +1,140 @@
+"""Role sign-offs: sessions of their own before "in review" and "done"."""
+
+from __future__ import annotations
+
+from core_kit import Ticket, make_pipeline
+
+from ballet.core.effects import (
+    CancelSession,
+    MarkReadyForReview,
+    MergePR,
+    PostComment,
+    PostReply,
+    React,
+    RequestReviewers,
+)
+from ballet.core.report import Report
+
+
+def gated(**kw: object) -> Ticket:
+    t = Ticket(pipeline=make_pipeline(signoffs=("security", "ghost"), **kw))
+    t.open_pr()
+    t.finish("done")
+    t.finish("approve")
+    t.finish("pass")
+    return t
+
+
+def test_unknown_pipeline_roles_are_dropped_and_announced() -> None:
+    t = Ticket(pipeline=make_pipeline(signoffs=("security", "ghost")))
+    assert t.rec.signoffs_required == ("security",)
+    assert "ghost" in t.one(PostComment).body
+
+
+def test_each_missing_role_gets_its_own_session_before_in_review() -> None:
+    t = gated()
+    spec = t.session()
+    assert (spec.kind, spec.role, spec.runtime, spec.skills) == (
+        "signoff",
+        "security",
+        "codex",
+        ("reviewer",),
+    )
+    assert spec.instructions == "Review for security." and spec.job_key.endswith(
+        "signoff-security:1:1"
+    )
+    assert not t.of(MarkReadyForReview) and not t.of(MergePR)
+    assert t.rec.gate_target == "integrate"
+    t.finish("signed_off")
+    assert t.rec.signoffs_given[0].by == "role:security"
+    assert [e.kind for e in t.effects][:3] == ["post_comment", "mark_ready_for_review", "merge_pr"]
+    assert t.rec.stage == "integrate" and t.rec.gate_target is None
+
+
+def test_changes_from_a_role_go_back_to_implement() -> None:
+    t = gated()
+    t.finish("changes", "hard-coded token in config.py")
+    spec = t.session()
+    assert (spec.stage, spec.iteration, spec.kind) == ("implement", 2, "agent")
+    assert "sign-off `security` asked for changes: hard-coded token" in spec.note
+
+
+def test_an_unreadable_signoff_verdict_is_a_question() -> None:
+    t = gated()
+    t.finish("lgtm")
+    assert (
+        t.rec.waiting and "reported `lgtm`, not `signed_off` or `changes`" in t.rec.waiting.reason
+    )
+    assert t.rec.questions[-1].role == "security"
+    t.command("/ballet answer please decide")
+    assert t.session().role == "security" and t.session().attempt == 2
+
+
+def test_signoffs_do_not_go_stale_and_reviewers_are_requested() -> None:
+    t = Ticket(pipeline=make_pipeline(signoffs=("security",), approvers=("bob",)))
+    t.open_pr()
+    t.finish("done")
+    t.finish("approve")
+    t.finish("pass")
+    t.finish("signed_off")
+    assert t.one(RequestReviewers).reviewers == ("bob",)
+    from ballet.core.events import MergeResult
+
+    t.feed(MergeResult(now=t.now(), result="conflict"))
+    t.finish("done", sha="c2")
+    t.finish("approve")
+    t.finish("pass")
+    assert t.of(MergePR) and not t.of(MarkReadyForReview)  # already ready, signed off
+
+
+def test_a_report_can_require_another_role() -> None:
+    t = Ticket()
+    t.finish("done", report=Report(outcome="done", summary="s", require_signoffs=("docs", "nope")))
+    assert t.rec.signoffs_required == ("docs",)
+    bodies = [c.body for c in t.of(PostComment)]
+    assert any("requires sign-off from: docs" in b for b in bodies)
+    assert any("unknown roles nope; ignored" in b for b in bodies)
+
+
+def test_people_require_and_waive_but_bots_cannot_waive() -> None:
+    t = Ticket()
+    t.command("/ballet signoff require security", author="dependabot[bot]", bot=True)
+    assert t.rec.signoffs_required == ("security",) and t.of(React)
+    t.command("/ballet signoff require security")
+    assert "already required" in t.one(PostReply).body
+    t.command("/ballet signoff require ghost")
+    assert "`ghost` is not a role of this pipeline (roles: security, docs)" in t.one(PostReply).body
+    t.command("/ballet signoff waive security", author="dependabot[bot]", bot=True)
+    assert "bots cannot give this command" in t.one(PostReply).body
+    t.command("/ballet signoff waive security")
+    assert t.rec.signoffs_required == () and t.rec.signoffs_waived == ("security",)
+    assert "waived the sign-off from `security`" in t.one(PostComment).body
+    t.command("/ballet signoff waive security")
+    assert "is not a required sign-off (required: none)" in t.one(PostReply).body
+    t.command("/ballet signoff require security")
+    assert t.rec.signoffs_waived == ()
+
+
+def test_waiving_the_role_whose_session_runs_moves_on() -> None:
+    t = gated()
+    job = t.session().job_key
+    t.command("/ballet signoff waive security")
+    assert t.one(CancelSession).job_key == job
+    assert t.of(MergePR) and t.rec.history[-2].outcome == "waived"
+
+
+def test_waiving_while_paused_does_not_start_anything() -> None:
+    t = gated()
+    t.command("/ballet pause")
+    t.command("/ballet signoff waive security")
+    assert t.rec.status == "paused" and not t.of(MergePR)
+
+
+def test_done_without_a_merge_still_waits_for_signoffs() -> None:
+    from core_kit import agent
+
+    t = Ticket(pipeline=make_pipeline((agent("a"),), signoffs=("docs",), branch=None))
+    t.finish("done")
+    assert t.rec.status == "running" and t.session().role == "docs"
+    t.finish("signed_off")
+    assert t.rec.status == "done"
