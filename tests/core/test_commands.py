@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from ballet.core.commands import Command, CommandError, parse_commands
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from core_kit import Ticket, agent, at, human, make_pipeline, platform
-
 from ballet.core.config import Budget
 from ballet.core.effects import (
     CancelSession,
@@ -20,6 +18,7 @@ from ballet.core.effects import (
 from ballet.core.events import MergeResult, ReconcileTick, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.report import Handoff, Question, Report, Usage
+from core_kit import Ticket, agent, at, human, make_pipeline, platform
 
 
 def test_start_opens_branch_and_draft_pr_then_the_first_session() -> None:
@@ -185,7 +184,7 @@ def test_phases_run_one_session_each_with_the_previous_handoff() -> None:
     )
     assert spec.job_key == "octo/app#7:implement:1:1:research"
     seen = []
-    for n, phase in enumerate(("plan", "implement", "verify")):
+    for n, _phase in enumerate(("plan", "implement", "verify")):
         t.finish("done", handoff=Handoff(summary=f"h{n}"))
         spec = t.session()
         seen.append((spec.phase, spec.model, spec.handoff.summary if spec.handoff else None))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from core_kit import Ticket, make_pipeline
-
 from ballet.core.effects import (
     CancelSession,
     MarkReadyForReview,
@@ -14,6 +12,7 @@ from ballet.core.effects import (
     RequestReviewers,
 )
 from ballet.core.report import Report
+from core_kit import Ticket, make_pipeline
 
 
 def gated(**kw: object) -> Ticket:

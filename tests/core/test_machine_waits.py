@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from core_kit import Ticket, agent, at, make_pipeline, platform
-
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession, MergePR, PostReply, React, UpsertTrackingComment
 from ballet.core.events import (
@@ -18,6 +16,7 @@ from ballet.core.events import (
     ReviewSubmitted,
 )
 from ballet.core.machine import IllegalEvent
+from core_kit import Ticket, agent, at, make_pipeline, platform
 
 
 def at_approval(**kw: object) -> Ticket:

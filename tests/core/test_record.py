@@ -6,8 +6,6 @@ import base64
 import zlib
 
 import pytest
-from core_kit import T0, Ticket, at, make_pipeline
-
 from ballet.core.config import Policy
 from ballet.core.record import (
     Record,
@@ -18,6 +16,7 @@ from ballet.core.record import (
     encode_record,
 )
 from ballet.core.report import Usage
+from core_kit import T0, Ticket, at, make_pipeline
 
 
 def big_record() -> Record:

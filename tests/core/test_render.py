@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from core_kit import Ticket, at
-
 from ballet.core import render
 from ballet.core.record import StageRun, decode_record
 from ballet.core.report import Handoff, Question, Report, Usage
+from core_kit import Ticket, at
 
 HOSTILE = 'x | y --> z <!-- "q" [a] (b) {c} `d`\nnew line'
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from core_kit import agent, human, make_pipeline, platform
-
 from ballet.core import routing
 from ballet.core.config import Policy
+from core_kit import agent, human, make_pipeline, platform
 
 
 def test_outcomes_follow_next_then_defaults() -> None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import re
 
+from ballet.core.slug import SLUG_MAX, branch_name, slugify
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ballet.core.slug import SLUG_MAX, branch_name, slugify
-
-SAFE_REF = re.compile(r"^[a-z0-9/{}-]+$")
 
 
 def test_slug_of_a_plain_title() -> None:
