@@ -117,3 +117,22 @@ def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path: Path) -> None
     assert done.returncode == 2
     assert "BALLET_WEBHOOK_SECRET is not set" in done.stderr
     assert not (tmp_path / "valkey").exists()
+
+
+def test_serve_on_a_taken_port_says_so_and_leaves_nothing_running(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "BALLET_DATA_DIR": str(tmp_path / "data")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "ballet", "serve", "--port", str(port)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert f"cannot serve on 127.0.0.1:{port}" in done.stderr
+    assert "embedded valkey stopped" in done.stderr

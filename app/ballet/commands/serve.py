@@ -26,7 +26,7 @@ from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
 from ballet.settings import Settings, SettingsError
 from ballet.web import create_app
-from ballet.web.server import WebServer
+from ballet.web.server import ServerFailed, WebServer
 from ballet.worker import WorkerGroup
 
 log = structlog.get_logger("ballet")
@@ -65,6 +65,6 @@ def run(args: argparse.Namespace) -> int:
             asyncio.run(run_until_signalled(components))
     except EmbeddedValkeyError as exc:
         return fail(str(exc))
-    except QueueUnavailable as exc:
+    except (QueueUnavailable, ServerFailed) as exc:
         return fail(str(exc), code=1)
     return 0

@@ -16,7 +16,7 @@ from ballet.process import (
 )
 from ballet.settings import SettingsError
 from ballet.web import create_app
-from ballet.web.server import WebServer
+from ballet.web.server import ServerFailed, WebServer
 
 log = structlog.get_logger("ballet")
 
@@ -33,5 +33,8 @@ def run(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
     log.info("web app starting", url=f"http://{args.host}:{args.port}/webhooks")
-    asyncio.run(run_until_signalled([WebServer(app, args.host, args.port)]))
+    try:
+        asyncio.run(run_until_signalled([WebServer(app, args.host, args.port)]))
+    except ServerFailed as exc:
+        return fail(str(exc), code=1)
     return 0

@@ -18,6 +18,10 @@ class _Server(uvicorn.Server):
         yield
 
 
+class ServerFailed(Exception):
+    """uvicorn could not serve, e.g. the port is taken; uvicorn logged the cause."""
+
+
 class WebServer:
     """The web app on uvicorn, as a component of `ballet serve` or `ballet web`."""
 
@@ -26,9 +30,17 @@ class WebServer:
             app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
         )
         self._server = _Server(config)
+        self._address = f"{host}:{port}"
 
     async def run(self) -> None:
-        await self._server.serve()
+        try:
+            await self._server.serve()
+        except SystemExit:
+            # uvicorn exits the process when it cannot bind; let the command stop cleanly.
+            raise ServerFailed(
+                f"cannot serve on {self._address} (the log above says why):"
+                " free the port or pass another --host/--port"
+            ) from None
 
     def stop(self) -> None:
         self._server.should_exit = True
