@@ -56,11 +56,10 @@ class DeliveryConsumer(Protocol):
 
 
 class LoggingConsumer:
-    """The default consumer: logs each delivery and counts it by event and action."""
+    """The default consumer: logs each delivery (`handle_delivery` counts it)."""
 
     async def on_delivery(self, delivery: Delivery) -> None:
         envelope = delivery.envelope
-        metrics.DELIVERIES_HANDLED.labels(delivery.event, envelope.action or "").inc()
         log.info(
             "delivery handled",
             delivery_id=delivery.id,
@@ -96,6 +95,8 @@ async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
         await services.deliveries.forget(delivery_id)
         log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)
         raise
+    # Counted here, whatever the consumer, so swapping it keeps the metric.
+    metrics.DELIVERIES_HANDLED.labels(event, delivery.envelope.action or "").inc()
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class QueueSpec:
     name: str
     max_jobs: int
     job_timeout: int  # seconds
+    max_tries: int = MAX_DELIVERY_TRIES
     functions: Sequence[Function | WorkerCoroutine] = ()
     cron_jobs: Sequence[CronJob] = field(default_factory=tuple)
 
@@ -154,7 +156,7 @@ class WorkerGroup:
             redis_settings=redis_settings(self._redis_url),
             max_jobs=spec.max_jobs,
             job_timeout=spec.job_timeout,
-            max_tries=MAX_DELIVERY_TRIES,
+            max_tries=spec.max_tries,
             poll_delay=0.2,
             burst=self._burst,
             handle_signals=False,  # the command owns the process's signals
