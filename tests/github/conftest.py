@@ -10,7 +10,7 @@ import respx
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges, ServerErrorRetry
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from fake_github import API, APP_ID, REPO, FakeGitHub
+from edge_fake_github import API, APP_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 
 # This area's own Redis database, emptied before each test; other areas use others.

@@ -78,6 +78,7 @@ def test_labelled_issue_starts_a_ticket_candidate(webhooks_dir: Path) -> None:
         label="ballet",
         requested_by="Codertocat",
         requested_by_is_bot=False,
+        default_branch="master",
         now=NOW,
     )
 

@@ -165,8 +165,14 @@ class Forge(Protocol):
 
     async def branch_sha(self, repo: str, branch: str) -> str | None: ...
 
-    async def create_branch(self, repo: str, branch: str, from_sha: str) -> None:
-        """Create `branch` at `from_sha`; an existing branch is left as it is."""
+    async def create_branch(
+        self, repo: str, branch: str, from_sha: str, *, seed_message: str | None = None
+    ) -> None:
+        """Create `branch` at `from_sha`; an existing branch is left as it is.
+
+        With `seed_message`, the branch starts with an empty commit on top of
+        `from_sha`, so a pull request can be opened from it right away.
+        """
         ...
 
     async def open_draft_pr(

@@ -232,7 +232,11 @@ class GitHubForge:
             return None
         return m.GitRef.model_validate(data).object.sha
 
-    async def create_branch(self, repo: str, branch: str, from_sha: str) -> None:
+    async def create_branch(
+        self, repo: str, branch: str, from_sha: str, *, seed_message: str | None = None
+    ) -> None:
+        if seed_message is not None:
+            from_sha = await self._empty_commit(repo, from_sha, seed_message)
         try:
             await self._call(
                 "POST",
@@ -243,6 +247,17 @@ class GitHubForge:
             # A retried ticket start finds its branch already there: that is success.
             if exc.status != 422 or "already exists" not in str(exc):
                 raise
+
+    async def _empty_commit(self, repo: str, parent: str, message: str) -> str:
+        commit = m.GitCommit.model_validate(
+            await self._json("GET", f"/repos/{repo}/git/commits/{parent}")
+        )
+        created = await self._json(
+            "POST",
+            f"/repos/{repo}/git/commits",
+            json={"message": message, "tree": commit.tree.sha, "parents": [parent]},
+        )
+        return m.GitCommit.model_validate(created).sha
 
     async def open_draft_pr(
         self, repo: str, *, head: str, base: str, title: str, body: str

@@ -35,6 +35,11 @@ class GitRef(Lenient):
     object: GitObject
 
 
+class GitCommit(Lenient):
+    sha: str
+    tree: GitObject
+
+
 class BranchTip(Lenient):
     ref: str
     sha: str

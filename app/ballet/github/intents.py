@@ -46,6 +46,7 @@ class StartTicket:
     label: str  # the label just added; a ticket starts if it is the trigger label
     requested_by: str  # who added the label
     requested_by_is_bot: bool
+    default_branch: str | None  # as the delivery says; None: ask the API
     now: datetime
 
 

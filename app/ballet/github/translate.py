@@ -123,6 +123,7 @@ def _issue_labeled(c: Context) -> tuple[Intent, ...]:
             label=label.name,
             requested_by=_login(c.env.sender),
             requested_by_is_bot=_is_bot(c.env.sender),
+            default_branch=c.env.repository.default_branch if c.env.repository else None,
             now=c.now,
         ),
     )

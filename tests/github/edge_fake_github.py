@@ -96,6 +96,8 @@ class FakeGitHub:
             ("GET", _p(r"/repos/([^/]+/[^/]+)/contents/(.*)"), self._contents),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)"), self._get_ref),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/refs"), self._create_ref),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]+)"), self._get_commit),
+            ("POST", _p(r"/repos/([^/]+/[^/]+)/git/commits"), self._create_commit),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/pulls"), self._create_pr),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/pulls"), self._list_prs),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/pulls/(\d+)"), self._get_pr),
@@ -236,6 +238,15 @@ class FakeGitHub:
         return httpx.Response(
             200, json={"ref": f"refs/heads/{branch}", "object": {"sha": sha, "type": "commit"}}
         )
+
+    def _get_commit(self, request: httpx.Request, repo: str, sha: str) -> httpx.Response:
+        return httpx.Response(200, json={"sha": sha, "tree": {"sha": "t" * 40}, "message": "m"})
+
+    def _create_commit(self, request: httpx.Request, repo: str) -> httpx.Response:
+        body = json.loads(request.content)
+        self._next_id += 1
+        sha = hashlib.sha1(f"{body['message']}{self._next_id}".encode()).hexdigest()
+        return httpx.Response(201, json={"sha": sha, "tree": {"sha": body["tree"]}})
 
     def _create_ref(self, request: httpx.Request, repo: str) -> httpx.Response:
         body = json.loads(request.content)

@@ -1,0 +1,175 @@
+"""The effect interpreter: the one place the engine's effects become GitHub calls.
+
+Every effect is safe to carry out twice, because the job that carries it out
+may be retried after a crash or a rate limit:
+- comments are found by their hidden marker (a Redis memo of the comment id
+  first, else by listing) and edited, never posted a second time;
+- a branch that already exists is kept, and an open PR from the branch is reused;
+- labels are added and removed idempotently; a check run is created once per
+  (name, head) and updated afterwards.
+
+Results the engine must hear (the PR was opened, the merge came out one way
+or another) are returned as follow-up events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+import structlog
+
+from ballet.core.effects import (
+    AnyEffect,
+    CancelSession,
+    MarkReadyForReview,
+    MergePR,
+    OpenBranchAndDraftPR,
+    PostComment,
+    PostReply,
+    PostReportComment,
+    React,
+    RemoveLabels,
+    RequestReviewers,
+    SetCheckRun,
+    SetLabels,
+    StartSession,
+    UpsertTrackingComment,
+)
+from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
+from ballet.core.render import marker_for, with_marker
+from ballet.github.forge import CheckRunSpec, Comment, Forge, NotFound, PullRequest, find_comment
+from ballet.github.memo import Memo
+
+log = structlog.get_logger("ballet.github.interpret")
+
+CommentEffect = UpsertTrackingComment | PostReportComment | PostComment | PostReply
+
+
+class SessionLauncher(Protocol):
+    """Where stage sessions go: the lead wires this to the sessions queue."""
+
+    async def launch(self, effect: StartSession) -> None: ...
+
+    async def cancel(self, effect: CancelSession) -> None: ...
+
+
+class Interpreter:
+    def __init__(
+        self,
+        forge: Forge,
+        memo: Memo,
+        launcher: SessionLauncher,
+        *,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._forge = forge
+        self._memo = memo
+        self._launcher = launcher
+        self._clock = clock
+
+    async def apply(self, effect: AnyEffect) -> AnyEvent | None:
+        """Carry out one effect; the event the engine must hear about it, if any."""
+        match effect:
+            case OpenBranchAndDraftPR():
+                return await self._open_pr(effect)
+            case UpsertTrackingComment() | PostReportComment() | PostComment() | PostReply():
+                await self.upsert_comment(
+                    effect.repo, effect.number, effect.marker.render(), effect.body
+                )
+            case SetLabels():
+                await self._forge.add_labels(effect.repo, effect.number, effect.labels)
+            case RemoveLabels():
+                for label in effect.labels:
+                    await self._forge.remove_label(effect.repo, effect.number, label)
+            case React():
+                await self._forge.react(effect.repo, effect.comment_id, effect.content)
+            case SetCheckRun():
+                await self._check_run(effect)
+            case StartSession():
+                await self._launcher.launch(effect)
+            case CancelSession():
+                await self._launcher.cancel(effect)
+            case MergePR():
+                return await self._merge(effect)
+            case MarkReadyForReview():
+                await self._forge.mark_ready_for_review(effect.repo, effect.number)
+            case RequestReviewers():
+                await self._forge.request_reviewers(effect.repo, effect.number, effect.reviewers)
+        return None
+
+    async def upsert_comment(self, repo: str, number: int, key: str, body: str) -> Comment:
+        """Create the comment named by `key` on issue/PR `number`, or edit it in place."""
+        marker = marker_for(key)
+        if marker not in body:
+            body = with_marker(body, key)
+        known = await self._memo.comment_id(repo, number, marker)
+        if known is not None:
+            try:
+                return await self._forge.edit_comment(repo, known, body)
+            except NotFound:  # deleted by a person: find or post it afresh
+                await self._memo.forget_comment(repo, number, marker)
+        existing = await find_comment(self._forge, repo, number, marker)
+        if existing is not None:
+            if existing.body == body:
+                comment = existing
+            else:
+                comment = await self._forge.edit_comment(repo, existing.id, body)
+        else:
+            comment = await self._forge.create_comment(repo, number, body)
+        await self._memo.remember_comment(repo, number, marker, comment.id)
+        return comment
+
+    async def _open_pr(self, effect: OpenBranchAndDraftPR) -> AnyEvent:
+        forge, repo = self._forge, effect.repo
+        pr = await forge.find_pr_by_head(repo, effect.branch)
+        if pr is None:
+            pr = await self._create_pr(effect)
+        return PullRequestOpened(now=self._clock(), number=pr.number, head_sha=pr.head_sha)
+
+    async def _create_pr(self, effect: OpenBranchAndDraftPR) -> PullRequest:
+        forge, repo = self._forge, effect.repo
+        if await forge.branch_sha(repo, effect.branch) is None:
+            base_sha = await forge.branch_sha(repo, effect.base)
+            if base_sha is None:
+                raise NotFound(f"the base branch {effect.base!r} does not exist in {repo}")
+            # GitHub opens no pull request for a branch without commits of its
+            # own, so the ticket branch starts with an empty commit.
+            await forge.create_branch(
+                repo,
+                effect.branch,
+                base_sha,
+                seed_message=f"Start {effect.title} (#{effect.issue})",
+            )
+        return await forge.open_draft_pr(
+            repo, head=effect.branch, base=effect.base, title=effect.title, body=effect.body
+        )
+
+    async def _check_run(self, effect: SetCheckRun) -> None:
+        spec = CheckRunSpec(
+            name=effect.name,
+            head_sha=effect.head_sha,
+            status=effect.status,
+            conclusion=effect.conclusion,
+            title=effect.name,
+            summary=effect.summary,
+        )
+        run_id = await self._memo.check_run_id(effect.repo, effect.name, effect.head_sha)
+        if run_id is not None:
+            await self._forge.update_check_run(effect.repo, run_id, spec)
+            return
+        run_id = await self._forge.create_check_run(effect.repo, spec)
+        await self._memo.remember_check_run(effect.repo, effect.name, effect.head_sha, run_id)
+
+    async def _merge(self, effect: MergePR) -> AnyEvent:
+        result = await self._forge.merge_pr(
+            effect.repo, effect.number, method=effect.method, sha=effect.sha
+        )
+        status = result.status
+        if status == "not_mergeable":
+            # GitHub refused for a reason of its own (branch protection, a head
+            # that moved): the work goes back with GitHub's words as the reason.
+            log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
+            status = "checks_failed"
+        return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)

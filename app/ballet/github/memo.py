@@ -1,0 +1,44 @@
+"""Ids of what Ballet created on GitHub, remembered in Redis to save API calls.
+
+A marker's comment id spares listing an issue's comments before every edit;
+a check run's id lets the next status update it instead of adding another.
+The memo is only a shortcut: a missing entry is rebuilt from GitHub (comments
+are found by their hidden marker), and a stale one is detected by the edit
+failing with 404, so losing Redis never duplicates a comment.
+"""
+
+from __future__ import annotations
+
+from redis.asyncio import Redis
+
+TTL_SECONDS = 90 * 24 * 3600
+
+
+class Memo:
+    def __init__(self, redis: Redis, *, prefix: str = "ballet:memo") -> None:
+        self._redis = redis
+        self._prefix = prefix
+
+    async def _get(self, key: str) -> int | None:
+        raw = await self._redis.get(f"{self._prefix}:{key}")
+        return int(raw) if raw is not None else None
+
+    async def _set(self, key: str, value: int) -> None:
+        await self._redis.set(f"{self._prefix}:{key}", str(value), ex=TTL_SECONDS)
+
+    # Keyed by the issue or PR too: the tracking comment's marker is the same
+    # on the issue and, later, on the pull request.
+    async def comment_id(self, repo: str, number: int, marker: str) -> int | None:
+        return await self._get(f"comment:{repo}#{number}:{marker}")
+
+    async def remember_comment(self, repo: str, number: int, marker: str, comment_id: int) -> None:
+        await self._set(f"comment:{repo}#{number}:{marker}", comment_id)
+
+    async def forget_comment(self, repo: str, number: int, marker: str) -> None:
+        await self._redis.delete(f"{self._prefix}:comment:{repo}#{number}:{marker}")
+
+    async def check_run_id(self, repo: str, name: str, head_sha: str) -> int | None:
+        return await self._get(f"check:{repo}:{name}:{head_sha}")
+
+    async def remember_check_run(self, repo: str, name: str, head_sha: str, run_id: int) -> None:
+        await self._set(f"check:{repo}:{name}:{head_sha}", run_id)

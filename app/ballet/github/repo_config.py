@@ -1,0 +1,137 @@
+"""A repository's `.ballet.yml` and skills, read through the forge.
+
+At ticket start the file is read from the default branch only (a pull request
+cannot rewrite the pipeline that judges it). A pull request that edits the
+file or a skill gets a check run validating the new version, with an
+annotation at every failing line. Reads are conditional GETs, so re-reading
+an unchanged file costs no rate limit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
+from ballet.core.validate import ConfigError, parse_config
+from ballet.github.forge import Annotation, CheckRunSpec, Forge
+
+CONFIG_PATH = ".ballet.yml"
+SKILLS_DIR = ".ballet/skills"
+DEFAULT_TRIGGER_LABEL = "ballet"
+CHECK_NAME = "ballet/config"
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    """What the default branch says: a config (None: no file), or the file's errors."""
+
+    text: str | None
+    config: BalletConfig | None
+    errors: tuple[ConfigError, ...]
+    custom_skills: dict[str, str]
+
+    @property
+    def trigger_label(self) -> str:
+        if self.config is not None:
+            return self.config.trigger_label
+        return trigger_label_of(self.text)
+
+
+def trigger_label_of(text: str | None) -> str:
+    """The trigger label of a file, read leniently: even an invalid file names it."""
+    if text is None:
+        return DEFAULT_TRIGGER_LABEL
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return DEFAULT_TRIGGER_LABEL
+    label = data.get("trigger_label") if isinstance(data, dict) else None
+    return label if isinstance(label, str) and label else DEFAULT_TRIGGER_LABEL
+
+
+async def skill_names(forge: Forge, repo: str, ref: str) -> frozenset[str]:
+    names = await forge.list_directory(repo, SKILLS_DIR, ref)
+    return frozenset(n.removesuffix(".md") for n in names if n.endswith(".md"))
+
+
+async def read_file(forge: Forge, repo: str, ref: str) -> str | None:
+    return await forge.file_text(repo, CONFIG_PATH, ref)
+
+
+async def read_config(forge: Forge, repo: str, ref: str, text: str | None) -> RepoConfig:
+    """Validate `text` (the file at `ref`) and fetch the repository skills it uses."""
+    if text is None:
+        return RepoConfig(None, None, (), {})
+    custom = await skill_names(forge, repo, ref)
+    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
+    if not isinstance(parsed, BalletConfig):
+        return RepoConfig(text, None, tuple(parsed), {})
+    used = {s for p in parsed.pipelines.values() for stage in p.stages for s in stage.skills}
+    used |= {s for role in parsed.roles.values() for s in role.skills}
+    texts: dict[str, str] = {}
+    for name in sorted((used & custom) - BUILTIN_SKILL_NAMES):
+        skill = await forge.file_text(repo, f"{SKILLS_DIR}/{name}.md", ref)
+        if skill is not None:
+            texts[name] = skill
+    return RepoConfig(text, parsed, (), texts)
+
+
+def errors_comment(errors: tuple[ConfigError, ...], branch: str, label: str) -> str:
+    lines = "\n".join(str(e) for e in errors)
+    noun = "error" if len(errors) == 1 else "errors"
+    return (
+        f"⚠️ Ballet did not start this ticket: `{CONFIG_PATH}` on `{branch}` has "
+        f"{len(errors)} {noun}.\n\n```\n{lines}\n```\n\n"
+        f"Fix the file on `{branch}` (`ballet validate {CONFIG_PATH}` checks it locally), "
+        f"then remove and add the `{label}` label again."
+    )
+
+
+async def config_check(forge: Forge, repo: str, pr: int, head_sha: str) -> CheckRunSpec | None:
+    """The check run for a pull request that touches the config or skills; None if it does not."""
+    files = await forge.list_pr_files(repo, pr)
+    if not any(f == CONFIG_PATH or f.startswith(SKILLS_DIR + "/") for f in files):
+        return None
+    text = await read_file(forge, repo, head_sha)
+    if text is None:
+        return _check(head_sha, "success", "No .ballet.yml", "The built-in pipeline applies.")
+    custom = await skill_names(forge, repo, head_sha)
+    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
+    if isinstance(parsed, BalletConfig):
+        return _check(head_sha, "success", ".ballet.yml is valid", "Tickets can run on it.")
+    noun = "error" if len(parsed) == 1 else "errors"
+    summary = "\n".join(f"- `{e}`" for e in parsed)
+    annotations = tuple(
+        Annotation(
+            path=e.file,
+            start_line=e.line,
+            end_line=e.line,
+            start_column=e.column,
+            message=e.message,
+            title="invalid .ballet.yml",
+        )
+        for e in parsed
+    )
+    return _check(
+        head_sha, "failure", f".ballet.yml has {len(parsed)} {noun}", summary, annotations
+    )
+
+
+def _check(
+    sha: str,
+    conclusion: str,
+    title: str,
+    summary: str,
+    annotations: tuple[Annotation, ...] = (),
+) -> CheckRunSpec:
+    return CheckRunSpec(
+        name=CHECK_NAME,
+        head_sha=sha,
+        status="completed",
+        conclusion="success" if conclusion == "success" else "failure",
+        title=title,
+        summary=summary,
+        annotations=annotations,
+    )

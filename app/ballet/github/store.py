@@ -1,0 +1,227 @@
+"""The record store: live ticket records in Redis, one writer per ticket at a time.
+
+Per ticket, Redis holds:
+- `record`: the live `Record` as JSON;
+- `outbox`: the effects of committed transitions not yet carried out, in
+  order. A transition's record, its effects and the id of the event that
+  caused it are written in one MULTI, so a crash between saving and acting
+  never loses an effect, and a retried delivery never applies its event twice;
+- `applied`: ids of the events already applied (a bounded window);
+- a lock, so events of one ticket are applied one at a time.
+
+Indexes find a ticket from a pull request number or a branch, and remember
+which installation serves a repository. A record missing from Redis is rebuilt
+from the hidden state block of its tracking comment (DESIGN section 2): the
+comment is written through on every transition, so GitHub is the backup.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from pydantic import TypeAdapter
+from redis.asyncio import Redis
+
+from ballet.core.effects import AnyEffect, MarkerKey
+from ballet.core.record import Record, RecordFormatError, decode_record
+from ballet.core.render import marker_for
+from ballet.github.forge import Forge, find_comment
+from ballet.github.intents import TicketTarget
+
+T = TypeVar("T")
+_effect: TypeAdapter[AnyEffect] = TypeAdapter(AnyEffect)
+# The issue's tracking comment once the record moved to the PR ("… on #12.").
+_POINTER = re.compile(r"\bon #(\d+)\b")
+# Keep this many applied event ids per ticket: far more than retries could replay.
+APPLIED_WINDOW = 500
+# Finished tickets stay readable in Redis this long; GitHub keeps them for good.
+FINISHED_TTL_SECONDS = 30 * 24 * 3600
+
+
+@dataclass(frozen=True)
+class OutboxEntry:
+    id: str  # unique per effect: "<ticket>@<record version>#<index>"
+    effect: AnyEffect
+
+
+def ticket_key(repo: str, issue: int) -> str:
+    return f"{repo}#{issue}"
+
+
+def split_key(key: str) -> tuple[str, int]:
+    repo, _, number = key.rpartition("#")
+    return repo, int(number)
+
+
+def tracking_marker(key: str) -> str:
+    return marker_for(MarkerKey(ticket=key, kind="tracking").render())
+
+
+class RecordStore:
+    def __init__(
+        self, redis: Redis, *, lock_timeout_seconds: float = 300.0, prefix: str = "ballet"
+    ) -> None:
+        self._redis = redis
+        self._lock_timeout = lock_timeout_seconds
+        self._p = prefix
+
+    def _k(self, kind: str, key: str) -> str:
+        return f"{self._p}:{kind}:{key}"
+
+    # -- one writer per ticket ---------------------------------------------------
+
+    @asynccontextmanager
+    async def locked(self, key: str) -> AsyncIterator[None]:
+        """Hold the ticket's lock. It expires after `lock_timeout_seconds` so a
+        crashed worker never wedges a ticket; a handler must finish well within it."""
+        lock = self._redis.lock(
+            self._k("lock", key),
+            timeout=self._lock_timeout,
+            blocking_timeout=self._lock_timeout,
+        )
+        async with lock:
+            yield
+
+    # -- records -------------------------------------------------------------------
+
+    async def load(self, key: str, forge: Forge, *, pr_hint: int | None = None) -> Record | None:
+        """The live record, from Redis or else rebuilt from its tracking comment."""
+        raw = await self._redis.get(self._k("record", key))
+        if raw is not None:
+            return Record.model_validate_json(raw)
+        record = await self._rebuild(key, forge, pr_hint)
+        if record is not None:
+            await self._redis.set(self._k("record", key), record.model_dump_json())
+            await self._index(record)
+        return record
+
+    async def _rebuild(self, key: str, forge: Forge, pr_hint: int | None) -> Record | None:
+        repo, issue = split_key(key)
+        marker = tracking_marker(key)
+        found: list[Record] = []
+        pointed: int | None = None
+        for number in dict.fromkeys(n for n in (issue, pr_hint) if n is not None):
+            record, points_to = await _record_on(forge, repo, number, marker)
+            if record is not None:
+                found.append(record)
+            pointed = pointed or points_to
+        # Once the PR exists the full record lives there; the issue keeps a pointer.
+        pr = next((r.pr_number for r in found if r.pr_number), pointed)
+        if pr is not None and pr not in (issue, pr_hint):
+            record, _ = await _record_on(forge, repo, pr, marker)
+            if record is not None:
+                found.append(record)
+        return max(found, key=lambda r: r.version, default=None)
+
+    async def commit(
+        self, record: Record, effects: Sequence[AnyEffect], event_id: str | None
+    ) -> None:
+        """Save a transition: the record, its effects to carry out, and its event id."""
+        key = record.key
+        entries = [
+            json.dumps(
+                {"id": f"{key}@{record.version}#{i}", "effect": effect.model_dump(mode="json")}
+            )
+            for i, effect in enumerate(effects)
+        ]
+        async with self._redis.pipeline(transaction=True) as tx:
+            tx.set(self._k("record", key), record.model_dump_json())
+            if record.status in ("done", "failed", "cancelled"):
+                tx.expire(self._k("record", key), FINISHED_TTL_SECONDS)
+            if entries:
+                tx.rpush(self._k("outbox", key), *entries)
+            if event_id is not None:
+                tx.lpush(self._k("applied", key), event_id)
+                tx.ltrim(self._k("applied", key), 0, APPLIED_WINDOW - 1)
+            await tx.execute()
+        await self._index(record)
+
+    async def was_applied(self, key: str, event_id: str) -> bool:
+        applied = await _sync_or_async(self._redis.lrange(self._k("applied", key), 0, -1))
+        return event_id.encode() in applied
+
+    async def next_effect(self, key: str) -> OutboxEntry | None:
+        raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        return OutboxEntry(id=data["id"], effect=_effect.validate_python(data["effect"]))
+
+    async def effect_done(self, key: str, entry: OutboxEntry) -> None:
+        raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
+        if raw is not None and json.loads(raw)["id"] == entry.id:
+            await _sync_or_async(self._redis.lpop(self._k("outbox", key)))
+
+    # -- finding a ticket ------------------------------------------------------------
+
+    async def _index(self, record: Record) -> None:
+        repo = record.ticket.repo
+        mapping: dict[str, str] = {}
+        if record.pr_number is not None:
+            mapping[self._k("pr", f"{repo}#{record.pr_number}")] = record.key
+        if record.branch:
+            mapping[self._k("branch", f"{repo}:{record.branch}")] = record.key
+        if mapping:
+            await self._redis.mset(mapping)
+
+    async def find_ticket(self, target: TicketTarget) -> str | None:
+        """The ticket key a delivery is about, or None when it is no ticket's."""
+        repo = target.repo
+        if target.issue is not None:
+            return ticket_key(repo, target.issue)
+        lookups = []
+        if target.pr is not None:
+            lookups.append(self._k("pr", f"{repo}#{target.pr}"))
+        if target.branch:
+            lookups.append(self._k("branch", f"{repo}:{target.branch}"))
+        for lookup in lookups:
+            raw = await self._redis.get(lookup)
+            if raw is not None:
+                return str(raw.decode() if isinstance(raw, bytes) else raw)
+        if target.linked_issue is not None:
+            # Redis lost the index: the PR body Ballet wrote says which issue it closes.
+            return ticket_key(repo, target.linked_issue)
+        return None
+
+    # -- installations -------------------------------------------------------------------
+
+    async def remember_installation(self, repo: str, installation_id: int) -> None:
+        await _sync_or_async(
+            self._redis.hset(self._k("installations", "by-repo"), repo, str(installation_id))
+        )
+
+    async def forget_repositories(self, repos: Sequence[str]) -> None:
+        if repos:
+            await _sync_or_async(self._redis.hdel(self._k("installations", "by-repo"), *repos))
+
+    async def installation_of(self, repo: str) -> int | None:
+        raw = await _sync_or_async(self._redis.hget(self._k("installations", "by-repo"), repo))
+        return int(raw) if raw is not None else None
+
+
+async def _sync_or_async(value: Awaitable[T] | T) -> T:
+    # redis-py types its list and hash commands for sync and async clients at
+    # once; on the asyncio client they are always awaitable.
+    if inspect.isawaitable(value):
+        return cast(T, await value)
+    return value
+
+
+async def _record_on(
+    forge: Forge, repo: str, number: int, marker: str
+) -> tuple[Record | None, int | None]:
+    """The record in the tracking comment on `number`, or the PR its pointer names."""
+    comment = await find_comment(forge, repo, number, marker)
+    if comment is None:
+        return None, None
+    try:
+        return decode_record(comment.body), None
+    except RecordFormatError:
+        pointer = _POINTER.search(comment.body)
+        return None, int(pointer[1]) if pointer else None

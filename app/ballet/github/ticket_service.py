@@ -1,0 +1,316 @@
+"""The GitHub edge's orchestration: deliveries in, engine transitions, effects out.
+
+For one event of one ticket:
+  lock the ticket → carry out effects a crashed run left behind → load the
+  record → `core.machine.advance` → commit record + effects + event id →
+  carry out the effects, feeding their results (PR opened, merge result) back
+  into the engine → release.
+
+`on_delivery` is the worker's `DeliveryConsumer`; `handle` is also the entry
+for events that do not come from webhooks (session results, the reconciler).
+Rate limits surface as `RateLimited` from here, for the job to be deferred;
+the outbox makes the retried job resume where this one stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import structlog
+
+from ballet.core.config import ResolvedPipeline, Runtime
+from ballet.core.effects import MarkerKey
+from ballet.core.events import AnyEvent, CommandIssued, TicketRequested
+from ballet.core.machine import IllegalEvent, advance
+from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
+from ballet.github import repo_config
+from ballet.github.forge import WRITE_PERMISSIONS, Forge, ForgeError
+from ballet.github.intents import (
+    ConfigChanged,
+    ForTicket,
+    Ignored,
+    InstallationChanged,
+    Intent,
+    IssueCommands,
+    StartTicket,
+    ValidateConfigInPR,
+)
+from ballet.github.interpret import Interpreter, SessionLauncher
+from ballet.github.memo import Memo
+from ballet.github.store import RecordStore, split_key, ticket_key
+from ballet.github.translate import AppIdentity, translate
+
+log = structlog.get_logger("ballet.github")
+
+# One event's effects and their follow-ups; far beyond any real transition.
+MAX_EFFECTS_PER_EVENT = 200
+
+
+class DeliveryLike(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def event(self) -> str: ...
+    @property
+    def payload(self) -> Mapping[str, Any]: ...
+    @property
+    def received_at(self) -> datetime: ...
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    forge: Forge
+    interpreter: Interpreter
+    installation_id: int
+
+
+class TicketService:
+    def __init__(
+        self,
+        forges: Callable[[int], Forge],
+        store: RecordStore,
+        memo: Memo,
+        launcher: SessionLauncher,
+        *,
+        app: AppIdentity,
+        default_runtime: Runtime | None,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._forges = forges
+        self._store = store
+        self._memo = memo
+        self._launcher = launcher
+        self._app = app
+        self._default_runtime = default_runtime
+        self._clock = clock
+
+    def _ctx(self, installation_id: int) -> _Ctx:
+        forge = self._forges(installation_id)
+        return _Ctx(
+            forge,
+            Interpreter(forge, self._memo, self._launcher, clock=self._clock),
+            installation_id,
+        )
+
+    # -- deliveries ---------------------------------------------------------------
+
+    async def on_delivery(self, delivery: DeliveryLike) -> None:
+        intents = translate(
+            delivery.event, delivery.payload, app=self._app, now=delivery.received_at
+        )
+        for index, intent in enumerate(intents):
+            await self.dispatch(intent, event_id=f"delivery:{delivery.id}:{index}")
+
+    async def dispatch(self, intent: Intent, *, event_id: str) -> None:
+        match intent:
+            case Ignored(reason=reason):
+                log.info("delivery ignored", reason=reason)
+            case StartTicket():
+                await self._start(intent, event_id)
+            case IssueCommands():
+                await self._commands(intent)
+            case ForTicket():
+                key = await self._store.find_ticket(intent.target)
+                if key is None:
+                    log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
+                    return
+                await self.handle(
+                    key,
+                    intent.event,
+                    event_id=event_id,
+                    installation_id=intent.installation_id,
+                    pr_hint=intent.target.pr,
+                )
+            case ValidateConfigInPR():
+                await self._check_config(intent)
+            case ConfigChanged():
+                # Config reads are conditional GETs: the next one sees the change.
+                log.info("configuration changed", repo=intent.repo, sha=intent.sha)
+            case InstallationChanged():
+                await self._installation(intent)
+
+    # -- one event of one ticket -----------------------------------------------------
+
+    async def handle(
+        self,
+        key: str,
+        event: AnyEvent,
+        *,
+        event_id: str | None = None,
+        installation_id: int | None = None,
+        pr_hint: int | None = None,
+    ) -> bool:
+        """Apply `event` to ticket `key` and carry out the effects; False when it did not apply."""
+        repo, _ = split_key(key)
+        installation = installation_id or await self._store.installation_of(repo)
+        if installation is None:
+            raise ForgeError(f"no App installation is known for {repo}; is Ballet installed there?")
+        ctx = self._ctx(installation)
+        async with self._store.locked(key):
+            await self._drain(key, ctx)
+            applied = await self._apply(key, event, event_id, ctx, pr_hint)
+            await self._drain(key, ctx)
+        return applied
+
+    async def _apply(
+        self, key: str, event: AnyEvent, event_id: str | None, ctx: _Ctx, pr_hint: int | None
+    ) -> bool:
+        if event_id is not None and await self._store.was_applied(key, event_id):
+            log.info("event already applied", ticket=key, event_id=event_id)
+            return False
+        record = await self._store.load(key, ctx.forge, pr_hint=pr_hint)
+        if record is None and not isinstance(event, TicketRequested):
+            log.info("no such ticket", ticket=key, kind=event.kind)
+            return False
+        try:
+            new, effects = advance(record, event)
+        except IllegalEvent as exc:
+            log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
+            return False
+        await self._store.commit(new, effects, event_id)
+        log.info("ticket advanced", ticket=key, kind=event.kind, status=new.status, stage=new.stage)
+        return True
+
+    async def _drain(self, key: str, ctx: _Ctx) -> None:
+        for _ in range(MAX_EFFECTS_PER_EVENT):
+            entry = await self._store.next_effect(key)
+            if entry is None:
+                return
+            follow_up = await ctx.interpreter.apply(entry.effect)
+            if follow_up is not None:
+                await self._apply(key, follow_up, f"{entry.id}:result", ctx, None)
+            await self._store.effect_done(key, entry)
+        raise RuntimeError(f"ticket {key}: more than {MAX_EFFECTS_PER_EVENT} effects in a row")
+
+    # -- starting a ticket -------------------------------------------------------------
+
+    async def _start(self, intent: StartTicket, event_id: str) -> None:
+        ctx = self._ctx(intent.installation_id)
+        forge, repo = ctx.forge, intent.repo
+        await self._store.remember_installation(repo, intent.installation_id)
+        branch = intent.default_branch or await forge.default_branch(repo)
+        text = await repo_config.read_file(forge, repo, branch)
+        label = repo_config.trigger_label_of(text)
+        if intent.label.casefold() != label.casefold():
+            log.info("label is not the trigger label", repo=repo, label=intent.label)
+            return
+        key = ticket_key(repo, intent.issue)
+        permission = await forge.permission(repo, intent.requested_by)
+        if permission not in WRITE_PERMISSIONS:
+            await self._notice(
+                ctx,
+                key,
+                intent.issue,
+                "start",
+                f"@{intent.requested_by} Ballet did not start this ticket: adding the `{label}` "
+                f"label needs write permission on {repo} (you have {permission}). "
+                "Ask a maintainer to add it.",
+            )
+            return
+        config = await repo_config.read_config(forge, repo, branch, text)
+        if config.errors:
+            await self._notice(
+                ctx,
+                key,
+                intent.issue,
+                "config",
+                repo_config.errors_comment(config.errors, branch, label),
+            )
+            return
+        try:
+            pipeline = self._resolve(config, intent.labels)
+        except ResolveError as exc:
+            await self._notice(
+                ctx, key, intent.issue, "config", f"⚠️ Ballet did not start this ticket: {exc}"
+            )
+            return
+        event = TicketRequested(
+            now=intent.now,
+            repo=repo,
+            issue=intent.issue,
+            author=intent.author,
+            title=intent.title,
+            body=intent.body,
+            labels=intent.labels,
+            pipeline=pipeline,
+            default_branch=branch,
+        )
+        await self.handle(key, event, event_id=event_id, installation_id=intent.installation_id)
+
+    def _resolve(self, config: repo_config.RepoConfig, labels: tuple[str, ...]) -> ResolvedPipeline:
+        if config.config is not None:
+            return resolve_pipeline(
+                config.config,
+                labels,
+                custom_skills=config.custom_skills,
+                default_runtime=self._default_runtime,
+            )
+        if self._default_runtime is None:
+            raise ResolveError(
+                "the repository has no .ballet.yml and this deployment names no default "
+                "runtime; add a .ballet.yml with `runtimes:` and `default_runtime:`"
+            )
+        return resolve_pipeline(
+            default_config(self._default_runtime), labels, default_runtime=self._default_runtime
+        )
+
+    async def _notice(self, ctx: _Ctx, key: str, issue: int, what: str, body: str) -> None:
+        marker = MarkerKey(ticket=key, kind="notice", extra=what).render()
+        await ctx.interpreter.upsert_comment(split_key(key)[0], issue, marker, body)
+
+    # -- commands, config checks, installations -------------------------------------------
+
+    async def _commands(self, intent: IssueCommands) -> None:
+        key = await self._store.find_ticket(intent.target)
+        if key is None:
+            log.info("commands on a pull request of no ticket", target=intent.target)
+            return
+        ctx = self._ctx(intent.installation_id)
+        permission = await ctx.forge.permission(intent.target.repo, intent.author)
+        for index, command in enumerate(intent.commands):
+            event = CommandIssued(
+                now=intent.now,
+                command=command,
+                author=intent.author,
+                permission=permission,
+                author_is_bot=intent.author_is_bot,
+                comment_id=intent.comment_id,
+            )
+            await self.handle(
+                key,
+                event,
+                event_id=f"comment:{intent.comment_id}:{index}",
+                installation_id=intent.installation_id,
+                pr_hint=intent.target.pr,
+            )
+
+    async def _check_config(self, intent: ValidateConfigInPR) -> None:
+        ctx = self._ctx(intent.installation_id)
+        spec = await repo_config.config_check(ctx.forge, intent.repo, intent.pr, intent.head_sha)
+        if spec is None:
+            return
+        known = await self._memo.check_run_id(intent.repo, spec.name, spec.head_sha)
+        if known is not None:
+            await ctx.forge.update_check_run(intent.repo, known, spec)
+            return
+        run_id = await ctx.forge.create_check_run(intent.repo, spec)
+        await self._memo.remember_check_run(intent.repo, spec.name, spec.head_sha, run_id)
+
+    async def _installation(self, intent: InstallationChanged) -> None:
+        gone = intent.action in ("deleted", "suspend")
+        for repo in intent.added:
+            if gone:
+                await self._store.forget_repositories((repo,))
+            else:
+                await self._store.remember_installation(repo, intent.installation_id)
+        await self._store.forget_repositories(intent.removed)
+        log.info(
+            "installation changed",
+            installation_id=intent.installation_id,
+            action=intent.action,
+            added=intent.added,
+            removed=intent.removed,
+        )
