@@ -184,6 +184,7 @@ class Ticket:
         head_sha: str | None = None,
     ) -> list[AnyEffect]:
         (cmd,) = parse_commands(line)
+        self.comment_id = 100 + len(self.rec.history)
         return self.feed(
             CommandIssued(
                 now=self.now(),
@@ -191,7 +192,7 @@ class Ticket:
                 author=author,
                 permission=permission,
                 author_is_bot=bot,
-                comment_id=100 + len(self.rec.history),
+                comment_id=self.comment_id,
                 head_sha=head_sha,
             )
         )

@@ -269,7 +269,9 @@ def test_first_stage_human_waits_for_approval_and_names_who() -> None:
 def test_a_pipeline_routed_to_failed_at_start() -> None:
     p = make_pipeline((human("h", optional=True, next={"approve": "$failed"}),))
     t = Ticket(pipeline=p)
-    assert t.rec.status == "failed" and t.rec.history == ()
+    assert t.rec.status == "failed" and t.rec.history == () and t.rec.stage is None
+    t.command("/ballet retry")  # from no stage at all: the pipeline's start again
+    assert t.rec.status == "failed" and t.rec.version == 2
 
 
 def test_an_explicit_question_route() -> None:

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
-
 def test_slug_of_a_plain_title() -> None:
     assert slugify("Add a --verbose flag!") == "add-a-verbose-flag"
 

@@ -330,8 +330,7 @@ def head_pushed(tx: Tx, ev: HeadPushed) -> None:
 
 def approval_stage_behind(rec: Record) -> str | None:
     """The switched-on human stage the ticket already passed, if any."""
-    if rec.stage is None:
-        return None
+    assert rec.stage is not None, "an approval was given at a stage"
     here = routing.index_of(rec.pipeline, rec.stage)
     for stage in rec.pipeline.stages[:here]:
         if stage.kind == "human" and routing.is_on(stage, rec.policy):

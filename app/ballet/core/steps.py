@@ -39,10 +39,6 @@ class Tx:
         assert self._rec is not None, "the ticket record is created by TicketRequested"
         return self._rec
 
-    @property
-    def started(self) -> bool:
-        return self._rec is not None
-
     def set(self, **changes: Any) -> None:
         self._rec = changes.pop("record") if "record" in changes else self.rec
         self._rec = self._rec.model_copy(update=changes)
