@@ -1,0 +1,137 @@
+"""`ballet sandbox demo`: the whole product offline, from labelled issue to merge.
+
+It starts a `Stack` (sandbox, Ballet's web app and worker, embedded Valkey),
+creates the demo repository, files and labels an issue as a person would,
+prints each step as the ticket advances, and ends with the ticket's timeline:
+exit 0 when the pull request is merged, 1 when the ticket stops elsewhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TextIO
+
+from ballet.core.record import Record
+from ballet.demo import repo as demo_repo
+from ballet.demo.stack import Stack, running_stack
+from ballet.demo.watch import View, wait_until
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data", type=Path, help="where to keep everything (default: a new temporary directory)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=120, help="seconds to wait for the merge (default 120)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    data: Path = args.data or Path(tempfile.mkdtemp(prefix="ballet-demo-"))
+    try:
+        return asyncio.run(demo(data, timeout=args.timeout, out=sys.stdout))
+    except KeyboardInterrupt:
+        return 130
+
+
+async def file_ticket(stack: Stack, full_name: str, title: str, body: str, author: str) -> int:
+    """File an issue and label it with the trigger label, as a person does."""
+    async with stack.user(author) as user:
+        issue = await user.post(f"/repos/{full_name}/issues", json={"title": title, "body": body})
+        issue.raise_for_status()
+        number: int = issue.json()["number"]
+        labelled = await user.post(
+            f"/repos/{full_name}/issues/{number}/labels", json={"labels": ["ballet"]}
+        )
+        labelled.raise_for_status()
+    return number
+
+
+class Progress:
+    """Prints a line whenever what a person would see of the ticket changes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._start = time.monotonic()
+        self._last: tuple[object, ...] = ()
+        self._runs_seen = 0
+
+    def say(self, text: str) -> None:
+        print(f"[{time.monotonic() - self._start:5.1f}s] {text}", file=self._out, flush=True)
+
+    def __call__(self, view: View) -> None:
+        record = view.record
+        if record is None:
+            return
+        for run in record.history[self._runs_seen :]:
+            if run.end is None:
+                break
+            self.say(f"  {run.stage} (iteration {run.iteration}) → {run.outcome}")
+            self._runs_seen += 1
+        pull = view.pull
+        now = (record.status, record.stage, record.iteration, pull and pull["merged"])
+        if now == self._last:
+            return
+        self._last = now
+        where = f"stage {record.stage} (iteration {record.iteration})" if record.stage else ""
+        pr = f", PR #{record.pr_number}" if record.pr_number else ""
+        self.say(f"{record.status}: {where}{pr}".rstrip(": "))
+
+
+def timeline(record: Record) -> str:
+    rows = [f"{'stage':<12} {'iter':>4} {'outcome':<18} {'seconds':>8}"]
+    for run in record.history:
+        seconds = (run.end - run.start).total_seconds() if run.end else float("nan")
+        rows.append(
+            f"{run.stage:<12} {run.iteration:>4} {run.outcome or 'running':<18} {seconds:>8.1f}"
+        )
+    return "\n".join(rows)
+
+
+async def demo(data: Path, *, timeout: float, out: TextIO) -> int:
+    progress = Progress(out)
+    progress.say(f"starting the sandbox, Ballet and Valkey under {data}")
+    async with running_stack(data) as stack:
+        progress.say(f"sandbox (GitHub) at {stack.api_url}; Ballet at {stack.web_url}")
+        created = await stack.create_repo(demo_repo.new_repo_request())
+        full_name = created["full_name"]
+        progress.say(f"created {full_name} with a .ballet.yml and a scripted agent")
+        number = await file_ticket(
+            stack, full_name, demo_repo.ISSUE_TITLE, demo_repo.ISSUE_BODY, demo_repo.AUTHOR
+        )
+        progress.say(f"{demo_repo.AUTHOR} filed #{number} and labelled it `ballet`")
+
+        def settled(view: View) -> bool:
+            pull = view.pull
+            record = view.record
+            merged = pull is not None and bool(pull["merged"])
+            stopped = record is not None and record.status in ("failed", "cancelled")
+            waiting = (
+                record is not None
+                and record.status == "waiting"
+                and (record.waiting is not None and record.waiting.kind == "question")
+            )
+            return (merged and record is not None and record.status == "done") or stopped or waiting
+
+        try:
+            view = await wait_until(
+                stack, full_name, number, settled, timeout=timeout, on_view=progress
+            )
+        except TimeoutError as exc:
+            progress.say(f"gave up: {exc}")
+            return 1
+        record = view.record
+        assert record is not None
+        print("\nTimeline of " + record.key, file=out)
+        print(timeline(record), file=out)
+        pull = view.pull
+        if pull is not None and pull["merged"]:
+            progress.say(f"PR #{pull['number']} merged as {pull['merge_commit_sha'][:12]}")
+            return 0
+        progress.say(f"the ticket stopped as {record.status}: {record.waiting}")
+        return 1

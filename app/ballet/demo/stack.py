@@ -1,0 +1,119 @@
+"""The whole product on loopback: sandbox, Ballet's web app and worker, and Valkey.
+
+`ballet sandbox demo` and the end-to-end tests both run on a `Stack`, so what
+the tests prove is what the demo shows. Everything is real: uvicorn serving
+both apps over HTTP, the arq worker on a real Valkey, bare git repositories
+served over smart HTTP, and agent sessions as real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ballet.embedded_valkey import embedded_valkey
+from ballet.sandbox.server import BackgroundSandbox
+from ballet.services import build_services
+from ballet.settings import Settings
+from ballet.web import create_app
+from ballet.web.server import WebServer
+from ballet.worker import WorkerGroup
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Stack:
+    api_url: str
+    web_url: str
+    settings: Settings
+    sandbox: BackgroundSandbox
+
+    def user(self, login: str) -> httpx.AsyncClient:
+        """A client acting as a sandbox user through the REST API, as a person would."""
+        return httpx.AsyncClient(
+            base_url=self.api_url,
+            headers={"Authorization": f"token sandbox-user:{login}"},
+            timeout=30,
+        )
+
+    def admin(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.api_url, timeout=30)
+
+    async def create_repo(self, request: dict[str, Any]) -> dict[str, Any]:
+        async with self.admin() as client:
+            response = await client.post("/_sandbox/repos", json=request)
+            response.raise_for_status()
+            created: dict[str, Any] = response.json()
+            return created
+
+    async def state(self, full_name: str) -> dict[str, Any]:
+        async with self.admin() as client:
+            response = await client.get(f"/_sandbox/repos/{full_name}/state")
+            response.raise_for_status()
+            state: dict[str, Any] = response.json()
+            return state
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    data_dir: Path, *, redis_url: str | None = None, session_slots: int = 2
+) -> AsyncIterator[Stack]:
+    """Start everything under `data_dir`; stop everything when the block ends."""
+    web_port = free_port()
+    web_url = f"http://127.0.0.1:{web_port}"
+    with contextlib.ExitStack() as stack:
+        url = redis_url or stack.enter_context(embedded_valkey(data_dir / "ballet"))
+        sandbox = stack.enter_context(
+            BackgroundSandbox(data_dir / "sandbox", webhook_url=f"{web_url}/webhooks")
+        )
+        app_state = sandbox.sandbox.app
+        settings = Settings(
+            app_id=app_state.app_id,
+            private_key_path=data_dir / "sandbox" / "app-private-key.pem",
+            webhook_secret=app_state.webhook_secret,
+            github_api_url=sandbox.api_url,
+            redis_url=url,
+            data_dir=data_dir / "ballet",
+            session_slots=session_slots,
+        )
+        web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
+        worker = WorkerGroup(settings, url, build_services)
+        tasks = [asyncio.create_task(web.run()), asyncio.create_task(worker.run())]
+        try:
+            await _wait_ready(web_url, tasks)
+            yield Stack(sandbox.api_url, web_url, settings, sandbox)
+        finally:
+            web.stop()
+            worker.stop()
+            _, pending = await asyncio.wait(tasks, timeout=20)
+            for task in pending:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+async def _wait_ready(web_url: str, tasks: list[asyncio.Task[None]]) -> None:
+    async with httpx.AsyncClient(base_url=web_url, timeout=2) as client:
+        for _ in range(200):
+            for task in tasks:
+                if task.done():
+                    task.result()
+                    raise RuntimeError("Ballet stopped while starting")
+            with contextlib.suppress(httpx.HTTPError):
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            await asyncio.sleep(0.05)
+    raise RuntimeError(f"Ballet at {web_url} did not become ready")
