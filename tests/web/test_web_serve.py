@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import redis
 
 SECRET = "serve-test-secret-value"
 HANDLED = 'ballet_deliveries_handled_total{action="labeled",event="issues"} 1.0'
@@ -136,3 +137,40 @@ def test_serve_on_a_taken_port_says_so_and_leaves_nothing_running(tmp_path: Path
     assert done.returncode == 1
     assert f"cannot serve on 127.0.0.1:{port}" in done.stderr
     assert "embedded valkey stopped" in done.stderr
+
+
+def test_web_alone_enqueues_on_the_given_redis_and_stops_on_sigterm(
+    tmp_path: Path, web_redis_url: str
+) -> None:
+    queue = redis.Redis.from_url(web_redis_url)
+    queue.flushdb()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "REDIS_URL": web_redis_url}
+    log = tmp_path / "web.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ballet", "web", "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "readyz", log)
+        body = b'{"action": "opened"}'
+        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        headers = {
+            "X-GitHub-Event": "issues",
+            "X-GitHub-Delivery": "web-1",
+            "X-Hub-Signature-256": signature,
+        }
+        assert httpx.post(f"{base}/webhooks", content=body, headers=headers).status_code == 202
+        assert queue.zrange("ballet:events", 0, -1) == [b"web-1"]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        queue.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 
+from prometheus_client import start_http_server
+
 from ballet.process import add_env_file_argument, fail, prepare, run_until_signalled
 from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
@@ -19,6 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run the queued jobs, then exit when the queues are empty",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port (GET /metrics); off by default",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +36,12 @@ def run(args: argparse.Namespace) -> int:
         redis_settings(url)
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
+    if args.metrics_port is not None:
+        # A daemon thread: it ends with the process and never blocks the event loop.
+        try:
+            start_http_server(args.metrics_port)
+        except OSError as exc:
+            return fail(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}", 1)
     group = WorkerGroup(settings, url, build_services, burst=args.burst)
     try:
         asyncio.run(run_until_signalled([group]))
