@@ -36,5 +36,10 @@ async def test_metrics_are_served_in_prometheus_format(client: httpx.AsyncClient
     assert "# TYPE ballet_webhook_deliveries_total counter" in response.text
 
 
-async def test_only_post_reaches_the_webhook_endpoint(client: httpx.AsyncClient) -> None:
-    assert (await client.get("/webhooks")).status_code == 405
+async def test_wrong_paths_and_methods_get_json_errors(client: httpx.AsyncClient) -> None:
+    wrong_method = await client.get("/webhooks")
+    assert wrong_method.status_code == 405
+    assert "POST /webhooks" in wrong_method.json()["message"]
+    unknown = await client.post("/webhook")
+    assert unknown.status_code == 404
+    assert unknown.json()["error"] == "http"

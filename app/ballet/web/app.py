@@ -6,10 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.routing import Route
 
 from ballet.queue import DeliveryQueue, open_pool
 from ballet.settings import Settings
+from ballet.web.errors import http_error, internal_error
 from ballet.web.probes import healthz, metrics, readyz
 from ballet.web.state import WebState
 from ballet.web.webhooks import receive_webhook
@@ -41,4 +43,8 @@ def create_app(settings: Settings, redis_url: str | None = None) -> Starlette:
         finally:
             await redis.aclose(close_connection_pool=True)
 
-    return Starlette(routes=ROUTES, lifespan=lifespan)
+    return Starlette(
+        routes=ROUTES,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
+    )
