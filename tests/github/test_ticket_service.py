@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 from ballet.core.config import Runtime
-from ballet.core.effects import CancelSession, StartSession
+from ballet.core.effects import CancelSession, MarkerKey, PostReportComment, StartSession
 from ballet.core.record import Record, decode_record
+from ballet.core.render import marker_for
+from ballet.github.forge import RateLimited
 from ballet.github.github_forge import GitHubForges
+from ballet.github.interpret import Interpreter
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
 from ballet.github.translate import AppIdentity
-from edge_fake_github import INSTALLATION_ID, REPO, FakeGitHub
+from edge_fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -172,3 +175,136 @@ async def test_custom_trigger_label_from_config(
     repo.repos[REPO].files["master"] = {".ballet.yml": "trigger_label: robot\n"}
     await service.on_delivery(labeled(webhooks_dir, label="ballet"))
     assert not launcher.launched
+
+
+def comment(
+    webhooks_dir: Path, body: str, *, author: str, comment_id: int, on_pr: int | None = None
+) -> Delivery:
+    payload = json.loads((webhooks_dir / "issue_comment/created.payload.json").read_text())
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["comment"] = {
+        **payload["comment"],
+        "id": comment_id,
+        "body": body,
+        "user": {"login": author, "type": "User"},
+    }
+    if on_pr is not None:
+        payload["issue"] = {
+            **payload["issue"],
+            "number": on_pr,
+            "body": "Closes #1",
+            "pull_request": {"url": "x"},
+        }
+    return Delivery(id=f"d-comment-{comment_id}", event="issue_comment", payload=payload)
+
+
+async def test_command_by_read_only_user_is_refused_with_a_reply(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    before = tracking_record(repo, 101)
+    await service.on_delivery(comment(webhooks_dir, "/ballet pause", author="reader", comment_id=7))
+    replies = [c for c in repo.comments_on(101) if "refused" in c.body]
+    assert len(replies) == 1 and "write permission" in replies[0].body
+    assert "@reader" in replies[0].body
+    assert repo.reactions == []
+    assert tracking_record(repo, 101).status == before.status == "running"
+
+
+async def test_command_taken_gets_eyes_and_changes_the_record(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    await service.on_delivery(
+        comment(webhooks_dir, "/ballet pause", author="Codertocat", comment_id=8)
+    )
+    assert repo.reactions == [(8, "eyes")]
+    assert tracking_record(repo, 101).status == "paused"
+    # The same delivery again (GitHub redelivers) is not a second command.
+    await service.on_delivery(
+        comment(webhooks_dir, "/ballet pause", author="Codertocat", comment_id=8)
+    )
+    assert repo.reactions == [(8, "eyes")]
+
+
+async def test_rate_limited_start_resumes_without_duplicates(
+    service: TicketService, repo: FakeGitHub, launcher: RecordingLauncher, webhooks_dir: Path
+) -> None:
+    repo.fail_next(
+        "POST",
+        rf"{R}/issues/101/comments",
+        403,
+        {"message": "You have exceeded a secondary rate limit."},
+        {"retry-after": "30"},
+    )
+    with pytest.raises(RateLimited) as caught:
+        await service.on_delivery(labeled(webhooks_dir))
+    assert caught.value.retry_after_seconds == 30
+    # arq runs the job again later: the outbox carries on where it stopped.
+    await service.on_delivery(labeled(webhooks_dir))
+    assert len(repo.prs) == 1
+    assert [c.issue for c in repo.comments.values()] == [1, 101]
+    assert tracking_record(repo, 101).pr_number == 101
+    assert len(launcher.launched) == 1
+
+
+async def test_retried_comment_effect_edits_instead_of_duplicating(
+    forges: GitHubForges, redis: Redis, repo: FakeGitHub, launcher: RecordingLauncher
+) -> None:
+    interpreter = Interpreter(
+        forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW
+    )
+    key = MarkerKey(ticket=f"{REPO}#1", kind="report", stage="implement", iteration=1, attempt=1)
+    effect = PostReportComment(repo=REPO, number=101, marker=key, body="first")
+    await interpreter.apply(effect)
+    await redis.flushdb()  # the memo of the comment id is lost too
+    await interpreter.apply(effect.model_copy(update={"body": "second"}))
+    (only,) = repo.comments_on(101)
+    assert only.body.endswith("second") and marker_for(key.render()) in only.body
+
+
+async def test_record_is_rebuilt_from_the_tracking_comment_when_redis_is_lost(
+    service: TicketService, redis: Redis, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    await redis.flushdb()
+    await service.on_delivery(
+        comment(webhooks_dir, "/ballet pause", author="Codertocat", comment_id=9, on_pr=101)
+    )
+    assert repo.reactions == [(9, "eyes")]
+    record = tracking_record(repo, 101)
+    assert record.status == "paused" and record.pr_number == 101
+
+
+async def test_pr_editing_config_gets_a_check_run_with_annotations(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    head = "f" * 40
+    repo.prs[(REPO, 2)] = FakePR(
+        number=2,
+        head="changes",
+        base="master",
+        head_sha=head,
+        title="t",
+        body="",
+        files=[".ballet.yml", "README.md"],
+    )
+    repo.repos[REPO].files[head] = {".ballet.yml": "pipelines:\n  default:\n    stages: []\n"}
+    payload = json.loads((webhooks_dir / "pull_request/synchronize.payload.json").read_text())
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["pull_request"] = {
+        **payload["pull_request"],
+        "number": 2,
+        "head": {"ref": "changes", "sha": head},
+    }
+    await service.on_delivery(Delivery(id="d-sync", event="pull_request", payload=payload))
+    (run,) = repo.check_runs.values()
+    assert run["name"] == "ballet/config" and run["conclusion"] == "failure"
+    annotations = run["output"]["annotations"]
+    assert annotations and all(a["path"] == ".ballet.yml" for a in annotations)
+    assert annotations[0]["start_line"] >= 1
+
+    repo.repos[REPO].files[head] = {".ballet.yml": "trigger_label: go\n"}
+    await service.on_delivery(Delivery(id="d-sync-2", event="pull_request", payload=payload))
+    (run,) = repo.check_runs.values()  # the same run, updated
+    assert run["conclusion"] == "success"

@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 from ballet.core.commands import Command
-from ballet.core.events import ChecksCompleted, HeadPushed, PullRequestClosed, ReviewSubmitted
+from ballet.core.events import (
+    ChecksCompleted,
+    ChecksStarted,
+    HeadPushed,
+    PullRequestClosed,
+    ReviewSubmitted,
+)
 from ballet.github.intents import (
     ConfigChanged,
     ForTicket,
@@ -158,6 +164,14 @@ def test_review_and_checks(webhooks_dir: Path) -> None:
     own = {**suite, "check_suite": {**suite["check_suite"], "app": {"id": 4242}}}
     (ignored,) = translate("check_suite", own, app=APP, now=NOW)
     assert isinstance(ignored, Ignored)
+
+    requested = _load(webhooks_dir, "check_suite/requested.payload.json")
+    (intent,) = translate("check_suite", requested, app=APP, now=NOW)
+    assert isinstance(intent, ForTicket) and isinstance(intent.event, ChecksStarted)
+    assert intent.event.head_sha == requested["check_suite"]["head_sha"]
+    created = _load(webhooks_dir, "check_run/created.payload.json")
+    (intent,) = translate("check_run", created, app=APP, now=NOW)
+    assert isinstance(intent, ForTicket) and isinstance(intent.event, ChecksStarted)
 
     status = _load(webhooks_dir, "status/payload.json", state="error")
     (intent,) = translate("status", status, app=APP, now=NOW)

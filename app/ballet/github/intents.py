@@ -14,12 +14,15 @@ from datetime import datetime
 from ballet.core.commands import ParsedCommand
 from ballet.core.events import (
     ChecksCompleted,
+    ChecksStarted,
     HeadPushed,
     PullRequestClosed,
     ReviewSubmitted,
 )
 
-TicketBoundEvent = ChecksCompleted | HeadPushed | PullRequestClosed | ReviewSubmitted
+TicketBoundEvent = (
+    ChecksStarted | ChecksCompleted | HeadPushed | PullRequestClosed | ReviewSubmitted
+)
 
 
 @dataclass(frozen=True)

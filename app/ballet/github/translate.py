@@ -15,7 +15,13 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from ballet.core.commands import parse_commands
-from ballet.core.events import ChecksCompleted, HeadPushed, PullRequestClosed, ReviewSubmitted
+from ballet.core.events import (
+    ChecksCompleted,
+    ChecksStarted,
+    HeadPushed,
+    PullRequestClosed,
+    ReviewSubmitted,
+)
 from ballet.github.intents import (
     ConfigChanged,
     ForTicket,
@@ -139,8 +145,13 @@ def _comment_created(c: Context) -> tuple[Intent, ...]:
     if not commands:
         return (Ignored("the comment holds no /ballet command"),)
     on_pr = issue.pull_request is not None
+    # On a pull request, `issue.body` is the PR's body: Ballet's says which issue it closes.
+    linked = _CLOSES.search(issue.body or "") if on_pr else None
     target = TicketTarget(
-        repo=c.repo, issue=None if on_pr else issue.number, pr=issue.number if on_pr else None
+        repo=c.repo,
+        issue=None if on_pr else issue.number,
+        pr=issue.number if on_pr else None,
+        linked_issue=int(linked[1]) if linked else None,
     )
     return (
         IssueCommands(
@@ -253,6 +264,43 @@ def _check_suite_completed(c: Context) -> tuple[Intent, ...]:
     return _checks(c, suite.head_sha, suite.conclusion, name, target)
 
 
+def _started(
+    c: Context, sha: str | None, app: AppRef | None, target: TicketTarget
+) -> tuple[Intent, ...]:
+    if app is not None and app.id == c.app.app_id:
+        return (Ignored("Ballet's own checks"),)
+    if not sha:
+        return (Ignored("checks started without a head sha"),)
+    return (ForTicket(c.installation_id, target, ChecksStarted(now=c.now, head_sha=sha)),)
+
+
+def _check_suite_started(c: Context) -> tuple[Intent, ...]:
+    suite = c.payload.check_suite
+    if suite is None:
+        return (Ignored("check_suite without a check suite"),)
+    target = _checks_target(c, suite.pull_requests, suite.head_branch)
+    return _started(c, suite.head_sha, suite.app, target)
+
+
+def _check_run_created(c: Context) -> tuple[Intent, ...]:
+    run = c.payload.check_run
+    if run is None:
+        return (Ignored("check_run.created without a check run"),)
+    suite = run.check_suite
+    app = run.app or (suite.app if suite else None)
+    prs = run.pull_requests or (suite.pull_requests if suite else None)
+    target = _checks_target(c, prs, suite.head_branch if suite else None)
+    return _started(c, run.head_sha, app, target)
+
+
+def _workflow_run_requested(c: Context) -> tuple[Intent, ...]:
+    run = c.payload.workflow_run
+    if run is None:
+        return (Ignored("workflow_run.requested without a workflow run"),)
+    target = _checks_target(c, run.pull_requests, run.head_branch)
+    return _started(c, run.head_sha, None, target)
+
+
 def _workflow_run_completed(c: Context) -> tuple[Intent, ...]:
     run = c.payload.workflow_run
     if run is None:
@@ -310,7 +358,11 @@ TABLE: dict[tuple[str, str | None], Translator] = {
     ("pull_request", "opened"): _pr_pushed,
     ("pull_request", "reopened"): _pr_pushed,
     ("pull_request_review", "submitted"): _review_submitted,
+    ("check_suite", "requested"): _check_suite_started,
+    ("check_suite", "rerequested"): _check_suite_started,
+    ("check_run", "created"): _check_run_created,
     ("check_suite", "completed"): _check_suite_completed,
+    ("workflow_run", "requested"): _workflow_run_requested,
     ("workflow_run", "completed"): _workflow_run_completed,
     ("status", None): _status,
     ("push", None): _push,

@@ -74,6 +74,14 @@ class CheckSuiteData(_Model):
     pull_requests: Lenient[tuple[PullRef, ...]] = None
 
 
+class CheckRunData(_Model):
+    head_sha: Lenient[str] = None
+    name: Lenient[str] = None
+    app: Lenient[AppRef] = None
+    check_suite: Lenient[CheckSuiteData] = None
+    pull_requests: Lenient[tuple[PullRef, ...]] = None
+
+
 class WorkflowRunData(_Model):
     name: Lenient[str] = None
     head_sha: Lenient[str] = None
@@ -107,6 +115,7 @@ class Payload(_Model):
     pull_request: Lenient[PullRequestData] = None
     review: Lenient[ReviewData] = None
     check_suite: Lenient[CheckSuiteData] = None
+    check_run: Lenient[CheckRunData] = None
     workflow_run: Lenient[WorkflowRunData] = None
     # status
     sha: Lenient[str] = None
