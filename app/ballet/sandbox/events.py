@@ -24,7 +24,7 @@ from ballet.sandbox.state import (
 
 
 def _send(sb: Sandbox, repo: Repo, event: str, sender: str, payload: dict[str, Any]) -> None:
-    payload["repository"] = shapes.repository(sb, repo)
+    payload.setdefault("repository", shapes.repository(sb, repo))
     payload["sender"] = shapes.user(sb, sender)
     payload["installation"] = shapes.webhook_installation(repo.installation_id)
     sb.hooks.send(event, payload)
@@ -103,6 +103,11 @@ def push(
         "head_commit": head,
         "pusher": {"name": pusher, "email": f"{pusher}@users.noreply.github.com"},
     }
+    # Push payloads carry an older repository shape: owner with name/email, master_branch.
+    repository = shapes.repository(sb, repo)
+    repository["owner"].update(name=repo.owner, email=f"{repo.owner}@users.noreply.github.com")
+    repository.update(master_branch=repo.default_branch, stargazers=0)
+    payload["repository"] = repository
     _send(sb, repo, "push", pusher, payload)
 
 

@@ -162,6 +162,9 @@ def repository(sb: Sandbox, repo: Repo) -> JSON:
         "visibility": "public",
         "license": None,
         "topics": [],
+        "is_template": False,
+        "web_commit_signoff_required": False,
+        "custom_properties": {},
         "pushed_at": iso(repo.pushed_at or repo.created_at),
         "created_at": iso(repo.created_at),
         "updated_at": iso(repo.pushed_at or repo.created_at),
@@ -230,6 +233,7 @@ def issue(sb: Sandbox, repo: Repo, item: Issue) -> JSON:
         "updated_at": iso(item.updated_at),
         "author_association": author_association(repo, item.user),
         "reactions": reactions_rollup(f"{api}/reactions", []),
+        "draft": False,
     }
     if item.is_pull:
         pulls = f"{repo_api(sb, repo)}/pulls/{item.number}"
@@ -464,6 +468,13 @@ def commit(sb: Sandbox, repo: Repo, info: CommitInfo) -> JSON:
             "committer": git_actor(info.committer_name, info.committer_email, info.timestamp),
             "message": info.message,
             "comment_count": 0,
+            "verification": {
+                "verified": False,
+                "reason": "unsigned",
+                "signature": None,
+                "payload": None,
+                "verified_at": None,
+            },
             "tree": {"sha": info.tree, "url": f"{repo_api(sb, repo)}/git/trees/{info.tree}"},
         },
         "author": None,
@@ -565,9 +576,29 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
         "completed_at": iso(run.completed_at),
         "output": output,
         "name": run.name,
-        "check_suite": {"id": run.suite_id},
+        "check_suite": _suite_ref(sb, repo, repo.suites[run.suite_id]),
         "app": app(sb),
         "pull_requests": [],
+    }
+
+
+def _suite_ref(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
+    """The suite as a check run carries it (webhooks show all of this, REST only the id)."""
+    return {
+        "id": suite.id,
+        "node_id": node_id("CheckSuite", suite.id),
+        "head_branch": suite.head_branch,
+        "head_sha": suite.head_sha,
+        "status": suite.status,
+        "conclusion": suite.conclusion,
+        "url": f"{repo_api(sb, repo)}/check-suites/{suite.id}",
+        "before": suite.before,
+        "after": suite.head_sha,
+        "pull_requests": [],
+        "app": app(sb),
+        "deployment": None,
+        "created_at": iso(suite.created_at),
+        "updated_at": iso(suite.updated_at),
     }
 
 

@@ -1,0 +1,81 @@
+"""Repositories over git's smart HTTP: token authentication, pushes announced as webhooks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from ballet.sandbox.server import BackgroundSandbox
+
+from .conftest import (
+    Receiver,
+    authed_url,
+    git,
+    installation_client,
+    make_repo,
+    push_branch,
+    settle,
+    token_for,
+)
+
+
+def test_clone_and_push_with_installation_token(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    make_repo(admin, files={"README.md": "# hello\n"})
+    url = authed_url(sandbox, token_for(sandbox))
+    git(tmp_path, "clone", "--quiet", url, str(tmp_path / "c"))
+    assert (tmp_path / "c" / "README.md").read_text() == "# hello\n"
+
+    sha = push_branch(tmp_path, url, "feature", {"f.txt": "f"})
+    state = admin.get("/_sandbox/repos/octo/demo/state").json()
+    assert state["branches"]["feature"] == sha
+    settle(admin)
+    pushes = [r.payload for r in receiver.received if r.event == "push"]
+    assert pushes[-1]["ref"] == "refs/heads/feature"
+    assert pushes[-1]["after"] == sha
+    assert pushes[-1]["created"] is True
+    assert [c["id"] for c in pushes[-1]["commits"]][-1] == sha
+
+
+def test_fetch_and_push_are_refused_without_a_good_token(
+    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
+) -> None:
+    make_repo(admin)
+    anonymous = f"{sandbox.api_url}/octo/demo.git"
+    with pytest.raises(AssertionError, match="Authentication failed|could not read|401"):
+        git(tmp_path, "clone", "--quiet", anonymous, str(tmp_path / "a"))
+    with pytest.raises(AssertionError, match="Authentication failed|401"):
+        git(tmp_path, "clone", "--quiet", authed_url(sandbox, "ghs_forged"), str(tmp_path / "b"))
+
+
+def test_reader_can_clone_but_not_push(
+    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
+) -> None:
+    make_repo(admin)
+    with pytest.raises(AssertionError, match="403|denied|Must have write"):
+        push_branch(tmp_path, authed_url(sandbox, "sandbox-user:reader"), "x", {"x": "x"})
+    sha = push_branch(tmp_path, authed_url(sandbox, "sandbox-user:writer"), "w", {"w": "w"})
+    assert admin.get("/_sandbox/repos/octo/demo/state").json()["branches"]["w"] == sha
+
+
+def test_push_to_a_pull_request_head_synchronizes_it(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    make_repo(admin)
+    url = authed_url(sandbox, token_for(sandbox))
+    first = push_branch(tmp_path, url, "topic", {"a": "1"})
+    gh = installation_client(sandbox)
+    pr = gh.rest.pulls.create("octo", "demo", title="t", head="topic", base="main").parsed_data
+    second = push_branch(tmp_path, url, "topic", {"b": "2"}, start="topic")
+    assert gh.rest.pulls.get("octo", "demo", pr.number).parsed_data.head.sha == second
+    settle(admin)
+    sync = [
+        r.payload
+        for r in receiver.received
+        if r.event == "pull_request" and r.payload["action"] == "synchronize"
+    ]
+    assert len(sync) == 1
+    assert (sync[0]["before"], sync[0]["after"]) == (first, second)
+    assert sync[0]["pull_request"]["head"]["sha"] == second

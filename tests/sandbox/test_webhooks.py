@@ -1,0 +1,163 @@
+"""Webhooks: signed, in order, shaped like GitHub's real deliveries, logged and redeliverable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+from ballet.sandbox.server import BackgroundSandbox
+
+from .conftest import (
+    Receiver,
+    authed_url,
+    installation_client,
+    make_repo,
+    push_branch,
+    settle,
+    token_for,
+    user_client,
+)
+
+# Real payloads name things a sandbox has no use for: organizations, enterprises, and the
+# permissions of the real App that sent them (the sandbox's App asks for fewer).
+NOT_MODELLED = {"organization", "enterprise", "permissions"}
+
+
+def _real(webhooks_dir: Path, event: str, action: str | None) -> dict[str, Any]:
+    """The real payload of this event and action; for an action without a sample (issues
+    closed), the shared objects of another sample of the same event."""
+    exact = webhooks_dir / event / (f"{action}.payload.json" if action else "payload.json")
+    if exact.exists():
+        data: dict[str, Any] = json.loads(exact.read_text())
+        return data
+    sample = json.loads(sorted((webhooks_dir / event).glob("*.payload.json"))[0].read_text())
+    return {k: v for k, v in sample.items() if k in ("repository", "sender", event[:-1])}
+
+
+def _missing(real: Any, ours: Any, where: str) -> list[str]:
+    """Keys of `real` absent from `ours`, recursively through objects present in both."""
+    if not isinstance(real, dict) or not isinstance(ours, dict):
+        return []
+    gaps = []
+    for key, value in real.items():
+        if key in NOT_MODELLED:
+            continue
+        if key not in ours:
+            gaps.append(f"{where}.{key}")
+        elif key not in ("changes",):
+            gaps += _missing(value, ours[key], f"{where}.{key}")
+    return gaps
+
+
+def _story(sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path) -> None:
+    """A ticket's life as people and the App would live it, touching every event."""
+    make_repo(admin)
+    app = installation_client(sandbox)
+    writer = user_client(sandbox, "writer")
+    issue = writer.rest.issues.create("octo", "demo", title="Do it", body="b").parsed_data
+    writer.rest.issues.add_labels("octo", "demo", issue.number, labels=["ballet"])
+    writer.rest.issues.update("octo", "demo", issue.number, body="better body")
+    comment = writer.rest.issues.create_comment("octo", "demo", issue.number, body="/ballet go")
+    writer.rest.issues.update_comment("octo", "demo", comment.parsed_data.id, body="/ballet status")
+    writer.rest.issues.remove_label("octo", "demo", issue.number, "ballet")
+    sha = push_branch(tmp_path, authed_url(sandbox, token_for(sandbox)), "ballet/1", {"x": "1"})
+    pr = app.rest.pulls.create(
+        "octo", "demo", title="Do it", head="ballet/1", base="main", draft=True
+    ).parsed_data
+    app.graphql(
+        "mutation { markPullRequestReadyForReview(input: {pullRequestId: "
+        f'"{pr.node_id}"}}) {{ pullRequest {{ isDraft }} }} }}'
+    )
+    app.rest.pulls.request_reviewers("octo", "demo", pr.number, reviewers=["writer"])
+    writer.rest.pulls.create_review("octo", "demo", pr.number, event="APPROVE")
+    app.rest.repos.create_commit_status("octo", "demo", sha, state="success", context="ballet")
+    run = app.rest.checks.create("octo", "demo", name="config", head_sha=sha).parsed_data
+    app.rest.checks.update("octo", "demo", run.id, conclusion="success")
+    app.rest.pulls.merge("octo", "demo", pr.number, merge_method="merge")
+    writer.rest.issues.update("octo", "demo", issue.number, state="closed")
+    settle(admin)
+
+
+EXPECTED = [
+    ("push", None),
+    ("issues", "opened"),
+    ("issues", "labeled"),
+    ("issues", "edited"),
+    ("issue_comment", "created"),
+    ("issue_comment", "edited"),
+    ("issues", "unlabeled"),
+    ("push", None),
+    ("pull_request", "opened"),
+    ("pull_request", "ready_for_review"),
+    ("pull_request", "review_requested"),
+    ("pull_request_review", "submitted"),
+    ("status", None),
+    ("check_run", "created"),
+    ("check_run", "completed"),
+    ("check_suite", "completed"),
+    ("push", None),
+    ("pull_request", "closed"),
+    ("issues", "closed"),
+]
+
+
+def test_every_change_is_delivered_signed_in_order_and_shaped_like_github(
+    sandbox: BackgroundSandbox,
+    admin: httpx.Client,
+    receiver: Receiver,
+    tmp_path: Path,
+    webhooks_dir: Path,
+) -> None:
+    _story(sandbox, admin, tmp_path)
+    assert receiver.events() == EXPECTED
+    assert all(r.signature_ok for r in receiver.received)
+    assert len({r.delivery for r in receiver.received}) == len(receiver.received)
+    first = receiver.received[0].headers
+    assert first["user-agent"].startswith("GitHub-Hookshot/")
+    assert first["x-github-hook-id"]
+    gaps = []
+    for received in receiver.received:
+        payload = received.payload
+        assert payload["installation"]["id"] > 0
+        real = _real(webhooks_dir, received.event, payload.get("action"))
+        gaps += _missing(real, payload, f"{received.event}.{payload.get('action')}")
+    assert gaps == [], "\n".join(sorted(set(gaps)))
+
+    merged = [r.payload for r in receiver.received if r.event == "pull_request"][-1]
+    assert merged["pull_request"]["merged"] is True
+    labeled = receiver.received[2].payload
+    assert labeled["label"]["name"] == "ballet"
+    assert labeled["sender"]["login"] == "writer"
+    app_comment_sender = receiver.received[8].payload["sender"]
+    assert app_comment_sender == {**app_comment_sender, "login": "ballet[bot]", "type": "Bot"}
+
+
+def test_delivery_log_and_redelivery_keep_the_guid(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver
+) -> None:
+    receiver.status = 500
+    make_repo(admin)
+    writer = user_client(sandbox, "writer")
+    writer.rest.issues.create("octo", "demo", title="x")
+    settle(admin)
+    log = admin.get("/_sandbox/deliveries").json()
+    assert [(d["event"], d["action"], d["status_code"]) for d in log] == [
+        ("push", None, 500),
+        ("issues", "opened", 500),
+    ]
+    receiver.status = 202
+    again = admin.post(f"/_sandbox/deliveries/{log[1]['id']}/redeliver")
+    assert again.status_code == 202
+    settle(admin)
+    assert [r.delivery for r in receiver.received] == [
+        log[0]["guid"],
+        log[1]["guid"],
+        log[1]["guid"],
+    ]
+    assert receiver.received[2].payload == receiver.received[1].payload
+    latest = admin.get("/_sandbox/deliveries").json()[-1]
+    assert (latest["redelivery"], latest["status_code"]) == (True, 202)
+    missing = admin.post("/_sandbox/deliveries/999/redeliver")
+    assert missing.status_code == 404
