@@ -44,9 +44,9 @@ def test_fetch_and_push_are_refused_without_a_good_token(
 ) -> None:
     make_repo(admin)
     anonymous = f"{sandbox.api_url}/octo/demo.git"
-    with pytest.raises(AssertionError, match="Authentication failed|could not read|401"):
+    with pytest.raises(AssertionError, match=r"Authentication failed|could not read|401"):
         git(tmp_path, "clone", "--quiet", anonymous, str(tmp_path / "a"))
-    with pytest.raises(AssertionError, match="Authentication failed|401"):
+    with pytest.raises(AssertionError, match=r"Authentication failed|401"):
         git(tmp_path, "clone", "--quiet", authed_url(sandbox, "ghs_forged"), str(tmp_path / "b"))
 
 
@@ -54,7 +54,7 @@ def test_reader_can_clone_but_not_push(
     sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
 ) -> None:
     make_repo(admin)
-    with pytest.raises(AssertionError, match="403|denied|Must have write"):
+    with pytest.raises(AssertionError, match=r"403|denied|Must have write"):
         push_branch(tmp_path, authed_url(sandbox, "sandbox-user:reader"), "x", {"x": "x"})
     sha = push_branch(tmp_path, authed_url(sandbox, "sandbox-user:writer"), "w", {"w": "w"})
     assert admin.get("/_sandbox/repos/octo/demo/state").json()["branches"]["w"] == sha
