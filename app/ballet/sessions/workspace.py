@@ -195,7 +195,12 @@ class Workspaces:
                 f"neither {target!r} nor the base branch {base!r} exists in {repo}: "
                 "set `base:` in the pipeline to an existing branch"
             )
-        await run_git("checkout", "--quiet", "--no-track", "-B", target, start, cwd=clone, env=env)
+        # Writing files is most of a workspace's cost: one checkout worker per core.
+        await run_git(
+            "-c", "checkout.workers=0",
+            "checkout", "--quiet", "--no-track", "-B", target, start,
+            cwd=clone, env=env,
+        )  # fmt: skip
         _, sha, _ = await run_git("rev-parse", "HEAD", cwd=clone, env=env)
         return sha.strip(), target, existed
 
