@@ -38,7 +38,11 @@ return 1
 
 @dataclass(frozen=True)
 class DeliveryJob:
-    """A verified webhook delivery as it travels through the queue."""
+    """A verified webhook delivery as it travels through the queue.
+
+    arq pickles it into the job, so queued jobs name this class by its path:
+    moving or renaming it strands the deliveries already queued.
+    """
 
     delivery_id: str
     event: str
