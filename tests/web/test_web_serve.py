@@ -58,7 +58,12 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "BALLET_DATA_DIR": str(tmp_path / "data")}
+    env |= {
+        "BALLET_WEBHOOK_SECRET": SECRET,
+        "BALLET_DATA_DIR": str(tmp_path / "data"),
+        "BALLET_PRIVATE_KEY": "private-key-never-logged",
+        "BALLET_LOG_LEVEL": "debug",
+    }
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -93,7 +98,7 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
     output = log.read_text()
     assert "delivery handled" in output and "serve-1" in output
     assert "embedded valkey stopped" in output
-    assert SECRET not in output
+    assert SECRET not in output and "private-key-never-logged" not in output
     # The queue persisted under BALLET_DATA_DIR with an append-only file.
     assert list((tmp_path / "data" / "valkey").glob("appendonlydir/*.aof"))
 
