@@ -92,6 +92,7 @@ class FakeGitHub:
         self._next_number = 100
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = [
             ("POST", _p(r"/app/installations/(\d+)/access_tokens"), self._token),
+            ("GET", _p(r"/app"), self._app),
             ("GET", _p(r"/repos/([^/]+/[^/]+)"), self._repo),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/contents/(.*)"), self._contents),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)"), self._get_ref),
@@ -196,6 +197,12 @@ class FakeGitHub:
         expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         return httpx.Response(
             201, json={"token": f"ghs_{installation}_{self.token_requests}", "expires_at": expires}
+        )
+
+    def _app(self, request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"].startswith("Bearer ")
+        return httpx.Response(
+            200, json={"id": APP_ID, "slug": self.bot_login.removesuffix("[bot]")}
         )
 
     def _repo(self, request: httpx.Request, repo: str) -> httpx.Response:

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from ballet.github.forge import CheckRunSpec, ForgeUnavailable, RateLimited, find_comment
 from ballet.github.github_forge import GitHubForges
-from edge_fake_github import INSTALLATION_ID, REPO, FakeGitHub
+from edge_fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +176,8 @@ async def test_git_remote_uses_the_installation_token(forges: GitHubForges) -> N
     assert remote.url == f"https://github.com/{REPO}.git"
     assert remote.token.startswith(f"ghs_{INSTALLATION_ID}_")
     assert remote.token not in repr(remote)
+
+
+async def test_app_identity_names_the_bot(forges: GitHubForges) -> None:
+    identity = await forges.app_identity()
+    assert identity.app_id == APP_ID and identity.bot_login == "ballet-test[bot]"

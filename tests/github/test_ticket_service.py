@@ -308,3 +308,20 @@ async def test_pr_editing_config_gets_a_check_run_with_annotations(
     await service.on_delivery(Delivery(id="d-sync-2", event="pull_request", payload=payload))
     (run,) = repo.check_runs.values()  # the same run, updated
     assert run["conclusion"] == "success"
+
+
+async def test_an_effect_github_refuses_for_good_is_reported_not_retried_forever(
+    service: TicketService, repo: FakeGitHub, launcher: RecordingLauncher, webhooks_dir: Path
+) -> None:
+    repo.repos[REPO].branches = {"trunk": "a" * 40}  # the base branch is gone
+    await service.on_delivery(labeled(webhooks_dir))
+    notices = [c for c in repo.comments_on(1) if "could not carry out" in c.body]
+    assert len(notices) == 1 and "open_branch_and_draft_pr" in notices[0].body
+    # The rest of the transition was carried out and nothing is left pending.
+    assert repo.labels[(REPO, 1)] == ["ballet:running"]
+    assert len(launcher.launched) == 1
+    calls = len(repo.calls)
+    await service.on_delivery(
+        comment(webhooks_dir, "/ballet status", author="Codertocat", comment_id=3)
+    )
+    assert ("POST", f"{R}/git/refs") not in repo.calls[calls:]

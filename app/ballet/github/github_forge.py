@@ -22,12 +22,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import random
+import ssl
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import certifi
 import httpx
-from githubkit import AppInstallationAuthStrategy, GitHub
+from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
 from githubkit.cache import AsyncRedisCacheStrategy
 from githubkit.exception import (
     GitHubException,
@@ -60,6 +62,7 @@ from ballet.github.forge import (
     ReactionContent,
 )
 from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
 # GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
@@ -110,6 +113,20 @@ class ServerErrorRetry:
         return RetryOption(False)
 
 
+class _KeptOpenTransport(httpx.AsyncBaseTransport):
+    """One connection pool for every request: githubkit makes a client per
+    request and closes it after, which would close a shared transport too."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
 class GitHubForges:
     """Makes a forge per installation; all share one Redis for tokens, cache and pacing.
 
@@ -130,8 +147,37 @@ class GitHubForges:
         self._redis = redis
         self._spacing = write_spacing_seconds
         self._retry = retry or ServerErrorRetry()
-        self._transport = transport
+        # Loading CA certificates takes tens of milliseconds: once per process.
+        self._pool = transport or httpx.AsyncHTTPTransport(
+            verify=ssl.create_default_context(cafile=certifi.where())
+        )
+        self._transport = _KeptOpenTransport(self._pool)
         self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
+
+    async def aclose(self) -> None:
+        """Close the shared connection pool (at worker shutdown)."""
+        await self._pool.aclose()
+
+    async def app_identity(self) -> AppIdentity:
+        """Who the App is (its slug names its bot), asked once at start-up with the App JWT."""
+        gh: GitHub[Any] = GitHub(
+            AppAuthStrategy(self._credentials.app_id, self._credentials.private_key),
+            base_url=self._credentials.api_url,
+            cache_strategy=self._cache,
+            async_transport=self._transport,
+            auto_retry=self._retry,
+            user_agent="ballet",
+        )
+        try:
+            response = await gh.arequest("GET", "/app")
+        except RateLimitExceeded as exc:
+            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
+        except RequestFailed as exc:
+            raise _failure("GET", "/app", exc.response.raw_response) from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"GET /app: {exc!r}") from exc
+        app = m.AppData.model_validate(response.raw_response.json())
+        return AppIdentity(app_id=app.id, slug=app.slug)
 
     def for_installation(self, installation_id: int) -> GitHubForge:
         auth = AppInstallationAuthStrategy(

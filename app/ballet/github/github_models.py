@@ -15,6 +15,11 @@ class Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class AppData(Lenient):
+    id: int
+    slug: str
+
+
 class Repository(Lenient):
     default_branch: str
 

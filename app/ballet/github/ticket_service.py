@@ -14,6 +14,7 @@ the outbox makes the retried job resume where this one stopped.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,12 +23,18 @@ from typing import Any, Protocol
 import structlog
 
 from ballet.core.config import ResolvedPipeline, Runtime
-from ballet.core.effects import MarkerKey
+from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
 from ballet.github import repo_config
-from ballet.github.forge import WRITE_PERMISSIONS, Forge, ForgeError
+from ballet.github.forge import (
+    WRITE_PERMISSIONS,
+    Forge,
+    ForgeError,
+    ForgeUnavailable,
+    RateLimited,
+)
 from ballet.github.intents import (
     ConfigChanged,
     ForTicket,
@@ -179,11 +186,30 @@ class TicketService:
             entry = await self._store.next_effect(key)
             if entry is None:
                 return
-            follow_up = await ctx.interpreter.apply(entry.effect)
+            try:
+                follow_up = await ctx.interpreter.apply(entry.effect)
+            except (RateLimited, ForgeUnavailable):
+                raise  # the job is retried later and resumes at this effect
+            except ForgeError as exc:
+                # GitHub refused this effect for good (422, 403, a missing base
+                # branch...): retrying would wedge the ticket behind it forever.
+                await self._effect_failed(key, entry.effect, exc, ctx)
+                follow_up = None
             if follow_up is not None:
                 await self._apply(key, follow_up, f"{entry.id}:result", ctx, None)
             await self._store.effect_done(key, entry)
         raise RuntimeError(f"ticket {key}: more than {MAX_EFFECTS_PER_EVENT} effects in a row")
+
+    async def _effect_failed(self, key: str, effect: AnyEffect, exc: ForgeError, ctx: _Ctx) -> None:
+        log.error("effect failed for good", ticket=key, effect=effect.kind, error=str(exc))
+        _, issue = split_key(key)
+        body = (
+            f"⚠️ Ballet could not carry out `{effect.kind}` on GitHub: {exc}\n\n"
+            "Fix the cause (permissions of the App, a protected or missing branch), "
+            "then `/ballet retry`."
+        )
+        with contextlib.suppress(ForgeError):
+            await self._notice(ctx, key, issue, f"failed-{effect.kind}", body)
 
     # -- starting a ticket -------------------------------------------------------------
 
