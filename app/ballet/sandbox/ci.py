@@ -7,6 +7,7 @@ output in the run's `output.text`, and the webhooks GitHub would send.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import tempfile
@@ -82,10 +83,26 @@ async def _execute(argv: list[str], cwd: Path, timeout: float) -> tuple[str, str
         )
     except OSError as exc:
         return "failure", f"could not start {argv[0]!r}: {exc}"
+    # Read as it comes, so the output before a timeout is kept for the report.
+    chunks: list[bytes] = []
+
+    async def pump() -> None:
+        assert proc.stdout
+        while chunk := await proc.stdout.read(65536):
+            chunks.append(chunk)
+
+    reader = asyncio.create_task(pump())
     try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        await asyncio.wait_for(proc.wait(), timeout)
+        timed_out = False
     except TimeoutError:
+        timed_out = True
+    # Also ends whatever the command left running, which would hold its output open.
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = await proc.communicate()
-        return "timed_out", out.decode(errors="replace") + f"\n[killed after {timeout:g}s]"
-    return ("success" if proc.returncode == 0 else "failure"), out.decode(errors="replace")
+    await proc.wait()
+    await reader
+    out = b"".join(chunks).decode(errors="replace")
+    if timed_out:
+        return "timed_out", out + f"\n[killed after {timeout:g}s]"
+    return ("success" if proc.returncode == 0 else "failure"), out

@@ -1,0 +1,74 @@
+"""The repository's CI runs on every push and reports a check suite with one check run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from ballet.sandbox.server import BackgroundSandbox
+
+from .conftest import Receiver, authed_url, installation_client, make_repo, push_branch, settle
+
+CI = ["sh", "-c", "if test -f ok.txt; then echo all good; else echo ok.txt is missing; exit 3; fi"]
+
+
+def test_failing_then_passing_commit(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    created = make_repo(admin, ci={"command": CI})
+    settle(admin)
+    gh = installation_client(sandbox)
+    first = gh.rest.checks.list_for_ref("octo", "demo", created["head_sha"]).parsed_data
+    assert [(r.name, r.status, r.conclusion) for r in first.check_runs] == [
+        ("ci", "completed", "failure")
+    ]
+    assert "ok.txt is missing" in (first.check_runs[0].output.text or "")
+
+    url = authed_url(sandbox, "sandbox-user:writer")
+    sha = push_branch(tmp_path, url, "fix", {"ok.txt": "yes"})
+    settle(admin)
+    suites = gh.rest.checks.list_suites_for_ref("octo", "demo", sha).parsed_data
+    assert [(s.head_branch, s.status, s.conclusion) for s in suites.check_suites] == [
+        ("fix", "completed", "success")
+    ]
+    runs = gh.rest.checks.list_for_ref("octo", "demo", "fix").parsed_data.check_runs
+    assert "all good" in (runs[0].output.text or "")
+
+    announced = [
+        (
+            r.event,
+            r.payload["action"],
+            r.payload.get("check_run", r.payload.get("check_suite"))["conclusion"],
+        )
+        for r in receiver.received
+        if r.event in ("check_run", "check_suite")
+    ]
+    assert announced == [
+        ("check_run", "created", None),
+        ("check_run", "completed", "failure"),
+        ("check_suite", "completed", "failure"),
+        ("check_run", "created", None),
+        ("check_run", "completed", "success"),
+        ("check_suite", "completed", "success"),
+    ]
+
+
+def test_command_past_its_time_limit_is_killed(tmp_path: Path, receiver: Receiver) -> None:
+    with (
+        BackgroundSandbox(tmp_path, receiver.url, ci_timeout_seconds=0.5) as running,
+        httpx.Client(base_url=running.api_url, timeout=30) as client,
+    ):
+        make_repo(client, ci={"command": ["sh", "-c", "echo started; sleep 30"]})
+        settle(client)
+        runs = client.get("/_sandbox/repos/octo/demo/state").json()["check_runs"]
+    assert [(r["conclusion"], "started" in r["output"]["text"]) for r in runs] == [
+        ("timed_out", True)
+    ]
+
+
+def test_missing_command_fails_the_run(admin: httpx.Client) -> None:
+    make_repo(admin, ci={"command": ["/nonexistent/ci-tool"]})
+    settle(admin)
+    runs = admin.get("/_sandbox/repos/octo/demo/state").json()["check_runs"]
+    assert runs[0]["conclusion"] == "failure"
+    assert "could not start" in runs[0]["output"]["text"]
