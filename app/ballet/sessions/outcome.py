@@ -71,14 +71,15 @@ def _read(
 
 
 def failed_report(
-    reason: FailureReason, message: str, output_tail: str, usage: Usage | None = None
+    reason: FailureReason, message: str, output_tail: str | None, usage: Usage | None = None
 ) -> Report:
+    """`output_tail` None: no process ran, so there is no output to show."""
     summary = f"**Session failed: {HEADLINES[reason]}.** {message}"
-    tail = output_tail[-SUMMARY_TAIL_CHARS:].strip()
+    tail = (output_tail or "")[-SUMMARY_TAIL_CHARS:].strip()
     if tail:
         fence = "`" * max(3, _longest_backtick_run(tail) + 1)
         summary += f"\n\nEnd of the session's output:\n\n{fence}\n{tail}\n{fence}"
-    else:
+    elif output_tail is not None:
         summary += "\n\nThe session printed nothing."
     return Report(outcome="failed", summary=summary, usage=usage or Usage())
 

@@ -73,7 +73,7 @@ async def run_session(
             spec.ticket.repo, key=key, branch=spec.branch, base=spec.base
         )
     except (WorkspaceError, GitError) as error:
-        return _failed(SessionFailure("workspace", str(error)), None, "", None, started)
+        return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
     try:
         return await _run(spec, workspace, workspaces, token, heartbeat, env, options, started)
     finally:
@@ -133,7 +133,7 @@ async def _run(
             home=workspace.home,
         )
     except RuntimeConfigError as error:
-        return _failed(SessionFailure("runtime", str(error)), None, "", None, started)
+        return _failed(SessionFailure("runtime", str(error)), None, None, None, started)
     meter = adapter.meter(invocation)
     try:
         outcome = await run_process(
@@ -148,7 +148,7 @@ async def _run(
         )
     except OSError as error:
         message = f"could not start {argv[0]!r}: {error}; install the CLI on the worker's PATH"
-        return _failed(SessionFailure("runtime", message), None, "", None, started)
+        return _failed(SessionFailure("runtime", message), None, None, None, started)
     tail = outcome.output_tail(OUTPUT_TAIL_CHARS)
     usage = meter.usage()
     try:
@@ -197,7 +197,7 @@ def _read_results(
 def _failed(
     failure: SessionFailure,
     usage: Usage | None,
-    tail: str,
+    tail: str | None,
     head_sha: str | None,
     started: float,
 ) -> SessionResult:
@@ -208,7 +208,7 @@ def _failed(
         usage=report.usage,
         duration_seconds=time.monotonic() - started,
         handoff=None,
-        output_tail=tail,
+        output_tail=tail or "",
         failure_reason=failure.reason,
     )
 

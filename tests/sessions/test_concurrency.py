@@ -1,0 +1,131 @@
+"""Sessions side by side, a branch that moved meanwhile, and a cancelled session."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from ballet.sessions import (
+    SessionOptions,
+    StageInfo,
+    TicketInfo,
+    Workspaces,
+    anonymous,
+    run_session,
+)
+from conftest import MakeSpec, WriteScript
+from session_helpers import git, remote_refs
+from test_process import alive
+
+COMMIT_AND_REPORT = """
+import json, os, subprocess
+open("work.txt", "w").write(os.environ["BALLET_TICKET"])
+subprocess.run(["git", "add", "work.txt"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "Work"], check=True)
+json.dump({"outcome": "done", "summary": "ok"}, open(os.environ["BALLET_REPORT"], "w"))
+"""
+
+
+def test_two_sessions_on_one_repository_at_once(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+) -> None:
+    write_script("agent", COMMIT_AND_REPORT)
+    first = make_spec()
+    second_ticket = TicketInfo(**{**first.ticket.model_dump(), "number": 8})
+    second = make_spec(ticket=second_ticket, branch="ballet/8-other")
+
+    async def both() -> list[object]:
+        return list(
+            await asyncio.gather(
+                *(
+                    run_session(s, workspaces=workspaces, git_auth=anonymous, parent_env=parent_env)
+                    for s in (first, second)
+                )
+            )
+        )
+
+    results = asyncio.run(both())
+    assert [r.failure_reason for r in results] == [None, None]  # type: ignore[attr-defined]
+    refs = remote_refs(origin)
+    assert git("show", f"{refs['refs/heads/ballet/7-greeting']}:work.txt", cwd=origin) == (
+        "octo/demo#7"
+    )
+    assert git("show", f"{refs['refs/heads/ballet/8-other']}:work.txt", cwd=origin) == (
+        "octo/demo#8"
+    )
+    assert not list((workspaces.root / "sessions").iterdir())
+
+
+def test_a_branch_that_moved_during_the_session_is_not_overwritten(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+    tmp_path: Path,
+) -> None:
+    # While the agent works, a person pushes to the ticket branch.
+    person = tmp_path / "person"
+    git("clone", "-q", origin.as_uri(), str(person))
+    (person / "theirs.txt").write_text("theirs\n")
+    git("add", "theirs.txt", cwd=person)
+    git("commit", "-q", "-m", "theirs", cwd=person)
+    write_script(
+        "agent",
+        "import subprocess\n"
+        f"subprocess.run(['git', '-C', {str(person)!r}, 'push', '-q', 'origin', "
+        "'HEAD:refs/heads/ballet/7-greeting'], check=True)\n" + COMMIT_AND_REPORT,
+    )
+    result = asyncio.run(
+        run_session(make_spec(), workspaces=workspaces, git_auth=anonymous, parent_env=parent_env)
+    )
+    assert result.failure_reason == "push"
+    assert "retry the stage" in result.report.summary
+    theirs = git("rev-parse", "HEAD", cwd=person)
+    assert remote_refs(origin)["refs/heads/ballet/7-greeting"] == theirs
+
+
+def test_a_cancelled_session_leaves_no_process_and_no_workspace(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"
+    write_script(
+        "agent",
+        "import os, subprocess, time\n"
+        "child = subprocess.Popen(['sleep', '300'])\n"
+        f"open({str(pids)!r} + '.tmp', 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+        f"os.rename({str(pids)!r} + '.tmp', {str(pids)!r})\n"
+        "time.sleep(300)\n",
+    )
+
+    async def scenario() -> None:
+        task = asyncio.create_task(
+            run_session(
+                make_spec(stage=StageInfo(id="review")),
+                workspaces=workspaces,
+                git_auth=anonymous,
+                parent_env=parent_env,
+                options=SessionOptions(grace_seconds=0.5),
+            )
+        )
+        while not pids.exists():
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    agent, child = map(int, pids.read_text().split())
+    assert not alive(agent) and not alive(child)
+    assert not list((workspaces.root / "sessions").iterdir())
+    mirror = workspaces.mirror_path("octo/demo")
+    assert not list((mirror / "ballet-leases").iterdir())

@@ -1,0 +1,64 @@
+"""The installation token authenticates git over HTTP and never lands in a file."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from ballet.sessions import SessionResult, SessionSpec, Workspaces, run_session, static_token
+from conftest import MakeSpec, WriteScript
+from git_http import serve_git
+from session_helpers import remote_refs
+
+TOKEN = "ghs_http_token_never_on_disk"
+COMMIT_AND_REPORT = """
+import json, os, subprocess
+open("greeting.txt", "w").write("hello\\n")
+subprocess.run(["git", "add", "greeting.txt"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "Greet"], check=True)
+json.dump({"outcome": "done", "summary": "greeted"}, open(os.environ["BALLET_REPORT"], "w"))
+"""
+
+
+def run(
+    spec: SessionSpec, workspaces: Workspaces, parent_env: dict[str, str], token: str
+) -> SessionResult:
+    return asyncio.run(
+        run_session(
+            spec, workspaces=workspaces, git_auth=static_token(token), parent_env=parent_env
+        )
+    )
+
+
+def test_fetch_and_push_over_http_with_the_token_and_no_token_on_disk(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+) -> None:
+    write_script("agent", COMMIT_AND_REPORT)
+    with serve_git(origin.parent, TOKEN) as base:
+        spec = make_spec(clone_url=f"{base}/{origin.name}")
+        result = run(spec, workspaces, parent_env, TOKEN)
+    assert result.failure_reason is None, result.report.summary
+    assert remote_refs(origin)["refs/heads/ballet/7-greeting"] == result.head_sha
+    for path in workspaces.root.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+def test_a_refused_token_fails_the_session_with_advice(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+) -> None:
+    write_script("agent", COMMIT_AND_REPORT)
+    with serve_git(origin.parent, TOKEN) as base:
+        spec = make_spec(clone_url=f"{base}/{origin.name}")
+        result = run(spec, workspaces, parent_env, "ghs_expired")
+    assert result.failure_reason == "workspace"
+    assert "could not fetch octo/demo" in result.report.summary
+    assert "App is installed" in result.report.summary
