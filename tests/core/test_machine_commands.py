@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from ballet.core.commands import HELP_TEXT
+from ballet.core.commands import HELP_TEXT, parse_commands
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession, MergePR, PostReply, React, StartSession
-from ballet.core.events import PullRequestClosed, ReconcileTick
+from ballet.core.events import CommandIssued, PullRequestClosed, ReconcileTick
 from ballet.core.machine import IllegalEvent
 from core_kit import Ticket, at, human, make_pipeline
 
@@ -18,7 +18,7 @@ def test_a_taken_command_gets_eyes_and_a_refused_one_a_reply() -> None:
     t.command("/ballet retry", author="eve", permission="read")
     reply = t.one(PostReply)
     assert reply.body.count("@eve `/ballet retry` refused: it needs write permission") == 1
-    assert reply.in_reply_to == t.comment_id and reply.marker.extra == str(t.comment_id)
+    assert reply.in_reply_to == t.comment_id and reply.marker.extra == f"{t.comment_id}:retry"
     assert not t.of(React) and not t.of(StartSession)
 
 
@@ -27,6 +27,23 @@ def test_unknown_verbs_are_answered_with_the_help_text() -> None:
     t.command("/ballet frobnicate")
     body = t.one(PostReply).body
     assert "unknown command `frobnicate`." in body and HELP_TEXT in body
+
+
+def test_several_commands_in_one_comment_get_replies_of_their_own() -> None:
+    t = Ticket()
+    replies = []
+    for cmd in parse_commands("/ballet status\n/ballet help\n/ballet nope"):
+        t.feed(
+            CommandIssued(
+                now=t.now(), command=cmd, author="alice", permission="write", comment_id=55
+            )
+        )
+        replies.append(t.one(PostReply).marker.render())
+    assert replies == [
+        "octo/app#7:reply:implement:1:1:55:status",
+        "octo/app#7:reply:implement:1:1:55:help",
+        "octo/app#7:reply:implement:1:1:55:error",
+    ]
 
 
 def test_help_and_status_for_anyone_in_any_status() -> None:

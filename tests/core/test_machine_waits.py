@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.config import Policy
-from ballet.core.effects import CancelSession, MergePR, PostReply, React, UpsertTrackingComment
+from ballet.core.effects import (
+    CancelSession,
+    MergePR,
+    PostComment,
+    PostReply,
+    React,
+    UpsertTrackingComment,
+)
 from ballet.core.events import (
     ChecksCompleted,
     ChecksStarted,
@@ -92,8 +99,12 @@ def test_a_push_after_the_approval_asks_again() -> None:
     assert t.rec.waiting and t.rec.waiting.kind == "merge"
     with pytest.raises(IllegalEvent, match="already the known head"):
         t.feed(HeadPushed(now=t.now(), sha="aaa1111", pusher="bob"))
+    first_request = t.rec.history[-4]  # the approval run whose request was posted
     t.feed(HeadPushed(now=t.now(), sha="h2", pusher="bob"))
     assert t.rec.approval is None and t.rec.stage == "approval"
+    again = t.one(PostComment)
+    assert "approve again for the new head" in again.body and first_request.attempt == 1
+    assert again.marker.render() == "octo/app#7:question:approval:1:2:approval"
     assert t.rec.waiting and t.rec.waiting.kind == "approval"
     assert t.rec.history[-2].outcome == "superseded"
     t.command("/ballet approve")

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from ballet.core.commands import parse_commands
 from ballet.core.config import Budget, Policy, ResolvedPipeline
-from ballet.core.effects import StartSession
+from ballet.core.effects import PostComment, PostReportComment, StartSession
 from ballet.core.events import (
     AnyEvent,
     ChecksCompleted,
@@ -81,6 +81,7 @@ LINES = [
     "/ballet help",
     "/ballet bogus",
 ]
+NEW_COMMENTS = (PostComment, PostReportComment)
 SHAS = ["sha0001", "sha0002", "sha0003"]
 OUTCOMES = [
     "done",
@@ -203,6 +204,8 @@ def check_invariants(
     sessions = [e for e in effects if isinstance(e, StartSession)]
     assert len(sessions) <= 1 and (not sessions or after.status == "running")
     assert after.status == before.status or after.status in rule_to
+    jobs = [run.job_key for run in after.history if run.job_key]
+    assert len(jobs) == len(set(jobs)), "every session has a job key of its own"
     assert decode_record(encode_record(after)) == after
 
 
@@ -224,6 +227,7 @@ def test_random_event_sequences_keep_the_invariants(
         ),
     )
     minutes = 0.0
+    posted: set[str] = set()
     for _ in range(data.draw(st.integers(1, 40))):
         minutes += data.draw(st.sampled_from([0, 1, 20, 90]))
         event = random_event(rec, data, minutes)
@@ -236,4 +240,8 @@ def test_random_event_sequences_keep_the_invariants(
         if isinstance(event, CommandIssued) and not hasattr(event.command, "message"):
             to = COMMANDS[event.command.verb].to  # type: ignore[union-attr]
         check_invariants(rec, after, list(effects), to)
+        # A new comment never reuses another's marker (that would edit it instead).
+        markers = [e.marker.render() for e in effects if isinstance(e, NEW_COMMENTS)]
+        assert len(markers) == len(set(markers)) and not posted & set(markers), markers
+        posted |= set(markers)
         rec = after

@@ -8,7 +8,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 from ballet.core import render, routing, steps
-from ballet.core.config import Policy
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
@@ -52,7 +51,7 @@ def start(tx: Tx, ev: TicketRequested) -> None:
         status="running",
         branch=branch,
         base=p.base or ev.default_branch,
-        policy=Policy.model_validate(p.policy.model_dump()),
+        policy=p.policy,
         signoffs_required=known,
         version=0,
         created_at=ev.now,
@@ -68,8 +67,8 @@ def start(tx: Tx, ev: TicketRequested) -> None:
         )
     dropped = [r for r in p.signoffs if r not in p.roles]
     if dropped:
-        tx.comment(
-            "signoffs",
+        tx.announce(
+            "dropped",
             f"Sign-offs from {', '.join(dropped)} are not required: "
             "those roles are not in the configuration.",
         )
@@ -111,10 +110,10 @@ def add_required_roles(tx: Tx, rep: Report) -> None:
     unknown = [r for r in rep.require_signoffs if r not in rec.pipeline.roles]
     if new:
         tx.set(signoffs_required=(*rec.signoffs_required, *new))
-        tx.comment("signoffs", f"Stage `{rec.stage}` requires sign-off from: {', '.join(new)}.")
+        tx.announce("required", f"Stage `{rec.stage}` requires sign-off from: {', '.join(new)}.")
     if unknown:
-        tx.comment(
-            "signoffs",
+        tx.announce(
+            "unknown",
             f"Stage `{rec.stage}` asked for sign-off from unknown roles "
             f"{', '.join(unknown)}; ignored (known: {', '.join(rec.pipeline.roles)}).",
         )
@@ -150,7 +149,7 @@ def route_signoff(tx: Tx, rep: Report, role: str) -> str:
             signoffs_given=(*rec.signoffs_given, SignOff(role=role, by=f"role:{role}", at=tx.now)),
             signoff_role=None,
         )
-        tx.comment("signoffs", f"Role `{role}` signed off.", extra=role)
+        tx.announce(f"signed:{role}", f"Role `{role}` signed off.")
         steps.proceed(tx, target)
         return f"`{target}` once every sign-off is in"
     if rep.outcome == "changes":

@@ -137,13 +137,15 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
 def command(tx: Tx, ev: CommandIssued) -> None:
     cmd = ev.command
     if isinstance(cmd, CommandError):
-        tx.reply(ev.comment_id, f"{cmd.message}\n\n{HELP_TEXT}")
+        tx.reply(ev.comment_id, "error", f"{cmd.message}\n\n{HELP_TEXT}")
         return
     rule = COMMANDS[cmd.verb]
     refusal = may_give(tx.rec, ev, rule) or rule.verb(tx, ev, cmd)
     if refusal:
         tx.reply(
-            ev.comment_id, f"@{ev.author} `/ballet {cmd.verb.replace('_', ' ')}` refused: {refusal}"
+            ev.comment_id,
+            cmd.verb,
+            f"@{ev.author} `/ballet {cmd.verb.replace('_', ' ')}` refused: {refusal}",
         )
     else:
         tx.emit(React(repo=tx.rec.ticket.repo, comment_id=ev.comment_id))

@@ -73,8 +73,13 @@ class Tx:
             )
         )
 
-    def reply(self, comment_id: int, body: str) -> None:
-        key = self.marker("reply", extra=str(comment_id))
+    def announce(self, tag: str, body: str) -> None:
+        """A sign-off change: the transition's version keeps each one a comment of its own."""
+        self.comment("signoffs", body, extra=f"{tag}@v{self.rec.version + 1}")
+
+    def reply(self, comment_id: int, tag: str, body: str) -> None:
+        # One comment may hold several commands: each gets its own reply.
+        key = self.marker("reply", extra=f"{comment_id}:{tag}")
         self.emit(
             PostReply(
                 repo=self.rec.ticket.repo,
@@ -124,7 +129,7 @@ def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
                 f"`{target}` again. {note}".strip(),
             )
             return
-        tx.set(iteration=rec.iteration + 1, attempt=0)
+        tx.set(iteration=rec.iteration + 1)
     proceed(tx, target, note=note)
 
 
@@ -171,10 +176,9 @@ def enter(
     bypass_budget: bool = False,
 ) -> None:
     rec = tx.rec
-    same = rec.stage == stage_id
     tx.set(
         stage=stage_id,
-        attempt=attempt if attempt is not None else (rec.attempt + 1 if same else 1),
+        attempt=attempt if attempt is not None else next_attempt(rec, stage_id, None),
         phase=None,
         waiting=None,
         handoff=rec.handoff if phase else None,
@@ -196,6 +200,17 @@ def enter(
         tx.comment("question", render.approval_request(tx.rec, note), extra="approval")
     else:
         enter_platform(tx, stage_id)
+
+
+def next_attempt(rec: Record, stage_id: str, role: str | None) -> int:
+    """Attempts count per stage (or sign-off role) and iteration, so every
+    session's job key and every comment's marker is new."""
+    earlier = [
+        r.attempt
+        for r in rec.history
+        if r.stage == stage_id and r.role == role and r.iteration == rec.iteration
+    ]
+    return max(earlier, default=0) + 1
 
 
 def enter_platform(tx: Tx, stage_id: str) -> None:
@@ -273,6 +288,8 @@ def start_session(
     """One fresh session: a stage (or one of its phases), or a role's sign-off."""
     rec = tx.rec
     tx.set(stage=stage_id, phase=phase, signoff_role=role)
+    if role is not None:
+        tx.set(attempt=next_attempt(rec, stage_id, role))
     spent = over_budget(rec)
     if spent and not bypass_budget:
         ask(tx, f"{spent}; answer to allow one more session")

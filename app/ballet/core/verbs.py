@@ -61,7 +61,6 @@ def rerun(tx: Tx, stage: str | None, role: str | None, phase: str | None, note: 
     steps.close_run(tx, "retried", note)
     rec = tx.rec
     if role is not None:
-        tx.set(attempt=rec.attempt + 1)
         steps.start_session(tx, rec.stage or "", None, note=note, role=role, bypass_budget=True)
     elif stage is None:
         steps.go(tx, rec.pipeline.stages[0].id, note=note)
@@ -124,7 +123,7 @@ def signoff_require(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         signoffs_required=(*rec.signoffs_required, role),
         signoffs_waived=tuple(r for r in rec.signoffs_waived if r != role),
     )
-    tx.comment("signoffs", f"@{ev.author} requires sign-off from `{role}`.", extra=f"+{role}")
+    tx.announce(f"+{role}", f"@{ev.author} requires sign-off from `{role}`.")
     return None
 
 
@@ -138,7 +137,7 @@ def signoff_waive(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         signoffs_required=tuple(r for r in rec.signoffs_required if r != role),
         signoffs_waived=(*rec.signoffs_waived, role),
     )
-    tx.comment("signoffs", f"@{ev.author} waived the sign-off from `{role}`.", extra=f"-{role}")
+    tx.announce(f"-{role}", f"@{ev.author} waived the sign-off from `{role}`.")
     if rec.status == "running" and rec.signoff_role == role:
         cancel_running(tx)
         steps.close_run(tx, "waived", f"waived by @{ev.author}")
@@ -151,7 +150,7 @@ def policy(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     rec = tx.rec
     new = Policy(review=cmd.review or rec.policy.review, merge=cmd.merge or rec.policy.merge)
     tx.set(policy=new)
-    tx.reply(ev.comment_id, f"Policy is now review={new.review} merge={new.merge}.")
+    tx.reply(ev.comment_id, "policy", f"Policy is now review={new.review} merge={new.merge}.")
     w = rec.waiting
     here = rec.pipeline.stage(rec.stage) if rec.stage else None
     if (
@@ -169,10 +168,10 @@ def policy(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
 
 
 def status(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
-    tx.reply(ev.comment_id, render.status(tx.rec))
+    tx.reply(ev.comment_id, "status", render.status(tx.rec))
     return None
 
 
 def help_(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
-    tx.reply(ev.comment_id, commands.HELP_TEXT)
+    tx.reply(ev.comment_id, "help", commands.HELP_TEXT)
     return None
