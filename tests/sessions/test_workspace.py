@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,37 @@ def test_the_token_never_lands_in_a_file(origin: Path, tmp_path: Path) -> None:
         await workspaces.remove(workspace)
 
     asyncio.run(scenario())
+
+
+def test_a_lease_whose_workspace_vanished_does_not_block_gc(origin: Path, tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path / "ws")
+
+    async def scenario() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        workspace = await workspaces.create("octo/demo", key="k", branch="b", base="main")
+        shutil.rmtree(workspace.root)  # a worker crashed and its disk was cleaned
+        assert await workspaces.gc("octo/demo") is True
+        assert not workspace.lease.exists()
+
+    asyncio.run(scenario())
+
+
+def test_a_workspace_left_by_a_crash_is_replaced(origin: Path, tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path / "ws")
+
+    async def scenario() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        first = await workspaces.create("octo/demo", key="k", branch="b", base="main")
+        (first.clone / "leftover.txt").write_text("from the crashed run")
+        second = await workspaces.create("octo/demo", key="k", branch="b", base="main")
+        assert not (second.clone / "leftover.txt").exists()
+        await workspaces.remove(second)
+
+    asyncio.run(scenario())
+
+
+def test_repository_names_cannot_escape_the_cache(tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path / "ws")
+    for bad in ("octo/..", "../x", "octo", "a/b/c"):
+        with pytest.raises(WorkspaceError, match="owner/name"):
+            workspaces.mirror_path(bad)

@@ -49,8 +49,8 @@ def acceptance_criteria(body: str) -> str | None:
     lines = body.splitlines()
     for index, line in enumerate(lines):
         heading = _HEADING.match(line)
-        title = heading.group(1) if heading else line.strip().rstrip(":")
-        if re.fullmatch(r"\**\s*acceptance criteria\s*\**:?", title.strip(), re.IGNORECASE):
+        title = heading.group(1) if heading else line
+        if title.strip(" \t*_:").lower() == "acceptance criteria":
             section = []
             for following in lines[index + 1 :]:
                 if _HEADING.match(following):

@@ -1,0 +1,58 @@
+"""The rendered prompt and the failed report's summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ballet.core.report import Handoff, Report
+from ballet.sessions import EarlierReport
+from ballet.sessions.outcome import failed_report
+from ballet.sessions.prompt import acceptance_criteria, render_prompt
+from conftest import MakeSpec
+
+
+def test_acceptance_criteria_come_from_their_section() -> None:
+    body = "Intro\n\n### Acceptance Criteria\n- works\n- is fast\n\n### Notes\n- not this\n"
+    assert acceptance_criteria(body) == "- works\n- is fast"
+
+
+def test_a_bold_label_also_opens_the_section() -> None:
+    body = "Intro\n\n**Acceptance criteria:**\n1. first\n2. second\n"
+    assert acceptance_criteria(body) == "1. first\n2. second"
+
+
+def test_without_a_section_the_checklist_is_the_criteria() -> None:
+    body = "Do it.\n\n- [ ] one\n- [x] two\n- plain bullet\n"
+    assert acceptance_criteria(body) == "- [ ] one\n- [x] two"
+    assert acceptance_criteria("Just do it.") is None
+
+
+def test_a_later_phase_prompt_carries_the_handoff_not_the_earlier_reports(
+    make_spec: MakeSpec,
+) -> None:
+    earlier = EarlierReport(
+        stage="review", iteration=1, report=Report(outcome="changes", summary="SECRET-REVIEW")
+    )
+    spec = make_spec(
+        phase="implement",
+        earlier_reports=(earlier,),
+        handoff=Handoff(summary="HANDOFF-SUMMARY", decisions=("use Y",)),
+    )
+    prompt = render_prompt(spec, report_path=Path("/s/report.json"), handoff_path=Path("/s/h.json"))
+    assert "HANDOFF-SUMMARY" in prompt and "use Y" in prompt
+    assert "SECRET-REVIEW" not in prompt
+    assert "## This phase: implement" in prompt
+    assert "`/s/report.json`" in prompt and "`/s/h.json`" in prompt
+
+
+def test_long_texts_are_cut(make_spec: MakeSpec) -> None:
+    ticket = make_spec().ticket.model_copy(update={"body": "x" * 50_000})
+    prompt = render_prompt(make_spec(ticket=ticket), report_path=Path("/r"), handoff_path=None)
+    assert len(prompt) < 30_000
+    assert "cut at 20000 characters" in prompt
+
+
+def test_the_failed_summary_fences_output_that_has_fences_itself() -> None:
+    report = failed_report("missing_report", "no report at /r", "before\n```\ninside\n```\nafter")
+    assert report.outcome == "failed"
+    assert "````\nbefore" in report.summary and "after\n````" in report.summary
