@@ -36,6 +36,8 @@ def repo_for(request: Request, need: str) -> tuple[Sandbox, Repo, Actor]:
     repo = sb.repo(request.path_params["owner"], request.path_params["repo"])
     if repo is None:
         raise not_found()
+    if actor.kind == "anonymous" and request.method not in ("GET", "HEAD"):
+        raise ApiError(401, "Requires authentication")
     require(actor, repo, need)
     return sb, repo, actor
 
