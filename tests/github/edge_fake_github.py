@@ -21,11 +21,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+from ballet.core.effects import CancelSession, StartSession
 
 API = "https://api.github.com"
 APP_ID = 4242
 INSTALLATION_ID = 77
 REPO = "Codertocat/Hello-World"
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 Handler = Callable[..., httpx.Response]
 
 
@@ -431,3 +433,23 @@ def _with_etag(request: httpx.Request, response: httpx.Response) -> httpx.Respon
     return httpx.Response(
         200, content=response.content, headers={**headers, "Content-Type": "application/json"}
     )
+
+
+@dataclass
+class RecordingLauncher:
+    launched: list[StartSession] = field(default_factory=list)
+    cancelled: list[CancelSession] = field(default_factory=list)
+
+    async def launch(self, effect: StartSession) -> None:
+        self.launched.append(effect)
+
+    async def cancel(self, effect: CancelSession) -> None:
+        self.cancelled.append(effect)
+
+
+@dataclass(frozen=True)
+class Delivery:
+    id: str
+    event: str
+    payload: dict[str, Any]
+    received_at: datetime = NOW

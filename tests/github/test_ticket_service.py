@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from ballet.core.config import Runtime
-from ballet.core.effects import CancelSession, MarkerKey, PostReportComment, StartSession
+from ballet.core.effects import MarkerKey, PostReportComment
 from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
 from ballet.github.forge import RateLimited
@@ -20,33 +17,20 @@ from ballet.github.memo import Memo
 from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
 from ballet.github.translate import AppIdentity
-from edge_fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
+from edge_fake_github import (
+    INSTALLATION_ID,
+    NOW,
+    REPO,
+    Delivery,
+    FakeGitHub,
+    FakePR,
+    RecordingLauncher,
+)
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 APP = AppIdentity(app_id=4242, slug="ballet-test")
-
-
-@dataclass
-class RecordingLauncher:
-    launched: list[StartSession] = field(default_factory=list)
-    cancelled: list[CancelSession] = field(default_factory=list)
-
-    async def launch(self, effect: StartSession) -> None:
-        self.launched.append(effect)
-
-    async def cancel(self, effect: CancelSession) -> None:
-        self.cancelled.append(effect)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    id: str
-    event: str
-    payload: dict[str, Any]
-    received_at: datetime = NOW
 
 
 @pytest.fixture

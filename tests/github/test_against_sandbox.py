@@ -1,0 +1,142 @@
+"""The production adapter and ticket service against the real sandbox, over loopback HTTP.
+
+No fake at all: the sandbox verifies the App's JWT, mints expiring tokens and
+keeps repositories in real git, so this is the adapter as it meets GitHub's
+shapes (and the proof the lenient response models read the sandbox's JSON).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from ballet.core.config import Runtime
+from ballet.core.record import decode_record
+from ballet.core.render import marker_for
+from ballet.github.edge import EdgeConfigError, build_edge
+from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
+from ballet.github.memo import Memo
+from ballet.github.store import RecordStore, tracking_marker
+from ballet.github.ticket_service import TicketService
+from ballet.sandbox.server import BackgroundSandbox
+from ballet.settings import Settings
+from edge_fake_github import Delivery, RecordingLauncher
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+
+REPO = "octo/demo"
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
+    with BackgroundSandbox(tmp_path / "sandbox", None) as running:
+        yield running
+
+
+@pytest.fixture
+def installation_id(sandbox: BackgroundSandbox) -> int:
+    with httpx.Client(base_url=sandbox.api_url, timeout=30) as admin:
+        response = admin.post(
+            "/_sandbox/repos",
+            json={
+                "owner": "octo",
+                "name": "demo",
+                "collaborators": {"writer": "write", "reader": "read"},
+                "files": {"README.md": "# demo\n"},
+            },
+        )
+        assert response.status_code == 201, response.text
+        return int(response.json()["installation_id"])
+
+
+@pytest.fixture
+async def sandbox_forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubForges]:
+    app = sandbox.sandbox.app
+    forges = GitHubForges(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
+        redis,
+        write_spacing_seconds=0.0,
+    )
+    yield forges
+    await forges.aclose()
+
+
+async def test_adapter_speaks_the_sandbox(
+    sandbox_forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox
+) -> None:
+    forge = sandbox_forges.for_installation(installation_id)
+    assert await forge.default_branch(REPO) == "main"
+    assert await forge.file_text(REPO, "README.md", "main") == "# demo\n"
+    assert await forge.file_text(REPO, ".ballet.yml", "main") is None
+    assert await forge.permission(REPO, "writer") == "write"
+    assert await forge.permission(REPO, "nobody") in ("none", "read")
+    remote = await forge.git_remote(REPO)
+    assert remote.url == f"{sandbox.api_url}/{REPO}.git"
+    identity = await sandbox_forges.app_identity()
+    assert identity.app_id == sandbox.sandbox.app.app_id
+
+
+async def test_labelled_issue_starts_a_ticket_on_the_sandbox(
+    sandbox_forges: GitHubForges,
+    installation_id: int,
+    sandbox: BackgroundSandbox,
+    redis: Redis,
+    webhooks_dir: Path,
+) -> None:
+    launcher = RecordingLauncher()
+    identity = await sandbox_forges.app_identity()
+    service = TicketService(
+        sandbox_forges.for_installation,
+        RecordStore(redis),
+        Memo(redis),
+        launcher,
+        app=identity,
+        default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
+        clock=lambda: datetime.now(UTC),
+    )
+    forge = sandbox_forges.for_installation(installation_id)
+    async with httpx.AsyncClient(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:writer"}
+    ) as user:
+        created = await user.post(
+            f"/repos/{REPO}/issues", json={"title": "Spelling error in the README file"}
+        )
+        assert created.status_code == 201, created.text
+        assert created.json()["number"] == 1
+    payload: dict[str, Any] = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
+    payload["label"] = {"name": "ballet"}
+    payload["installation"] = {"id": installation_id}
+    payload["sender"] = {"login": "writer", "type": "User"}
+    payload["repository"] = {**payload["repository"], "full_name": REPO, "default_branch": "main"}
+    await service.on_delivery(Delivery(id="sb-1", event="issues", payload=payload))
+
+    pr = await forge.find_pr_by_head(REPO, "ballet/1-spelling-error-in-the-readme-file")
+    assert pr is not None and pr.draft and "Closes #1" in pr.body
+    comments = await forge.list_comments(REPO, pr.number)
+    (tracking,) = [c for c in comments if tracking_marker(f"{REPO}#1") in c.body]
+    record = decode_record(tracking.body)
+    assert record.pr_number == pr.number and record.status == "running"
+    assert marker_for(f"{REPO}#1:tracking::0:0") == tracking_marker(f"{REPO}#1")
+    assert len(launcher.launched) == 1
+
+
+async def test_build_edge_from_settings(sandbox: BackgroundSandbox, redis: Redis) -> None:
+    app = sandbox.sandbox.app
+    settings = Settings(
+        app_id=app.app_id,
+        private_key=app.private_key_pem.decode(),
+        github_api_url=sandbox.api_url,
+    )
+    edge = await build_edge(settings, redis, RecordingLauncher())
+    try:
+        assert isinstance(edge.service, TicketService)
+    finally:
+        await edge.aclose()
+    with pytest.raises(EdgeConfigError, match="BALLET_APP_ID"):
+        await build_edge(Settings(github_api_url=sandbox.api_url), redis, RecordingLauncher())
