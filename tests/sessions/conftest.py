@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ballet.core.config import Runtime
 from ballet.sessions import SessionSpec, StageInfo, TicketInfo, Workspaces
-from session_helpers import SECRETS, make_origin
+from session_helpers import SECRETS, MakeSpec, WriteScript, make_origin
 
 
 @pytest.fixture
@@ -44,9 +43,6 @@ def workspaces(tmp_path: Path, parent_env: dict[str, str]) -> Workspaces:
     return Workspaces(tmp_path / "workspaces", parent_env=parent_env)
 
 
-WriteScript = Callable[[str, str], Path]
-
-
 @pytest.fixture
 def write_script(bin_dir: Path) -> WriteScript:
     """Write an executable Python script named `name` into the fake bin dir."""
@@ -58,9 +54,6 @@ def write_script(bin_dir: Path) -> WriteScript:
         return path
 
     return write
-
-
-MakeSpec = Callable[..., SessionSpec]
 
 
 @pytest.fixture

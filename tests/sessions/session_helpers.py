@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from ballet.sessions import SessionSpec
 
 # Secrets a worker holds that must never reach a session.
 SECRETS = {
@@ -53,3 +55,16 @@ def remote_refs(bare: Path) -> dict[str, str]:
     out = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=bare)
     pairs = (line.split(" ", 1) for line in out.splitlines() if line)
     return {name: sha for name, sha in pairs}
+
+
+MakeSpec = Callable[..., SessionSpec]  # the `make_spec` fixture
+WriteScript = Callable[[str, str], Path]  # the `write_script` fixture
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie no one reaps (this machine's init)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"

@@ -14,9 +14,7 @@ from ballet.sessions import (
     anonymous,
     run_session,
 )
-from conftest import MakeSpec, WriteScript
-from session_helpers import git, remote_refs
-from test_process import alive
+from session_helpers import MakeSpec, WriteScript, alive, git, remote_refs
 
 COMMIT_AND_REPORT = """
 import json, os, subprocess

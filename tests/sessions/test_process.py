@@ -9,17 +9,9 @@ from pathlib import Path
 
 from ballet.sessions.capture import DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES
 from ballet.sessions.process import run_process
+from session_helpers import alive
 
 ENV = {"PATH": os.environ["PATH"]}
-
-
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie no one reaps (this machine's init)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def python(code: str) -> list[str]:

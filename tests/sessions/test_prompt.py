@@ -8,7 +8,7 @@ from ballet.core.report import Handoff, Report
 from ballet.sessions import EarlierReport
 from ballet.sessions.outcome import failed_report
 from ballet.sessions.prompt import acceptance_criteria, render_prompt
-from conftest import MakeSpec
+from session_helpers import MakeSpec
 
 
 def test_acceptance_criteria_come_from_their_section() -> None:

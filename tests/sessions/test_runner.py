@@ -19,8 +19,7 @@ from ballet.sessions import (
     run_session,
     static_token,
 )
-from conftest import MakeSpec, WriteScript
-from session_helpers import SECRETS, git, remote_refs
+from session_helpers import SECRETS, MakeSpec, WriteScript, git, remote_refs
 
 FAST = SessionOptions(grace_seconds=0.5)
 
