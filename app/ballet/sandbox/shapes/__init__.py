@@ -1,0 +1,64 @@
+"""GitHub's JSON shapes, built from sandbox state; each parses with githubkit's models.
+
+Every builder takes the server's base URL so that the `url` fields point back at
+the sandbox (githubkit follows none of them, but people and logs do).
+"""
+
+from ballet.sandbox.shapes.checks import check_run, check_suite, simple_commit, status
+from ballet.sandbox.shapes.common import (
+    EVENTS,
+    JSON,
+    PERMISSIONS,
+    REACTIONS,
+    app,
+    author_association,
+    clone_url,
+    installation,
+    iso,
+    node_id,
+    reactions_rollup,
+    repo_api,
+    repo_html,
+    repository,
+    user,
+    user_id,
+    webhook_installation,
+)
+from ballet.sandbox.shapes.git import branch, commit, git_actor, git_ref, push_commit
+from ballet.sandbox.shapes.issues import comment, issue, label, reaction
+from ballet.sandbox.shapes.pulls import pull, review
+
+__all__ = [
+    "EVENTS",
+    "JSON",
+    "PERMISSIONS",
+    "REACTIONS",
+    "app",
+    "author_association",
+    "branch",
+    "check_run",
+    "check_suite",
+    "clone_url",
+    "comment",
+    "commit",
+    "git_actor",
+    "git_ref",
+    "installation",
+    "iso",
+    "issue",
+    "label",
+    "node_id",
+    "pull",
+    "push_commit",
+    "reaction",
+    "reactions_rollup",
+    "repo_api",
+    "repo_html",
+    "repository",
+    "review",
+    "simple_commit",
+    "status",
+    "user",
+    "user_id",
+    "webhook_installation",
+]

@@ -1,0 +1,118 @@
+"""Check suites, check runs and commit statuses."""
+
+from __future__ import annotations
+
+from ballet.sandbox.gitrepo import CommitInfo
+from ballet.sandbox.shapes.common import (
+    JSON,
+    app,
+    iso,
+    node_id,
+    repo_api,
+    repo_html,
+    repository,
+    user,
+)
+from ballet.sandbox.state import CheckRun, CheckSuite, CommitStatus, Repo, Sandbox
+
+
+def simple_commit(info: CommitInfo) -> JSON:
+    return {
+        "id": info.sha,
+        "tree_id": info.tree,
+        "message": info.message,
+        "timestamp": info.timestamp,
+        "author": {"name": info.author_name, "email": info.author_email},
+        "committer": {"name": info.committer_name, "email": info.committer_email},
+    }
+
+
+def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: CommitInfo) -> JSON:
+    api = f"{repo_api(sb, repo)}/check-suites/{suite.id}"
+    return {
+        "id": suite.id,
+        "node_id": node_id("CheckSuite", suite.id),
+        "head_branch": suite.head_branch,
+        "head_sha": suite.head_sha,
+        "status": suite.status,
+        "conclusion": suite.conclusion,
+        "url": api,
+        "before": suite.before,
+        "after": suite.head_sha,
+        "pull_requests": [],
+        "app": app(sb),
+        "repository": repository(sb, repo),
+        "created_at": iso(suite.created_at),
+        "updated_at": iso(suite.updated_at),
+        "head_commit": simple_commit(head),
+        "latest_check_runs_count": runs,
+        "check_runs_url": f"{api}/check-runs",
+        "rerequestable": True,
+        "runs_rerequestable": True,
+    }
+
+
+def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
+    api = f"{repo_api(sb, repo)}/check-runs/{run.id}"
+    output = {
+        "title": None,
+        "summary": None,
+        "text": None,
+        "annotations_count": 0,
+        "annotations_url": f"{api}/annotations",
+    }
+    output.update(run.output)
+    return {
+        "id": run.id,
+        "head_sha": run.head_sha,
+        "node_id": node_id("CheckRun", run.id),
+        "external_id": run.external_id,
+        "url": api,
+        "html_url": f"{repo_html(sb, repo)}/runs/{run.id}",
+        "details_url": run.details_url,
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "started_at": iso(run.started_at),
+        "completed_at": iso(run.completed_at),
+        "output": output,
+        "name": run.name,
+        "check_suite": _suite_ref(sb, repo, repo.suites[run.suite_id]),
+        "app": app(sb),
+        "pull_requests": [],
+    }
+
+
+def _suite_ref(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
+    """The suite as a check run carries it (webhooks show all of this, REST only the id)."""
+    return {
+        "id": suite.id,
+        "node_id": node_id("CheckSuite", suite.id),
+        "head_branch": suite.head_branch,
+        "head_sha": suite.head_sha,
+        "status": suite.status,
+        "conclusion": suite.conclusion,
+        "url": f"{repo_api(sb, repo)}/check-suites/{suite.id}",
+        "before": suite.before,
+        "after": suite.head_sha,
+        "pull_requests": [],
+        "app": app(sb),
+        "deployment": None,
+        "created_at": iso(suite.created_at),
+        "updated_at": iso(suite.updated_at),
+    }
+
+
+def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> JSON:
+    return {
+        "url": f"{repo_api(sb, repo)}/statuses/{item.sha}",
+        "avatar_url": None,
+        "id": item.id,
+        "node_id": node_id("StatusContext", item.id),
+        "state": item.state,
+        "description": item.description,
+        "target_url": item.target_url,
+        "context": item.context,
+        "created_at": iso(item.created_at),
+        "updated_at": iso(item.created_at),
+        "creator": user(sb, item.creator),
+    }
