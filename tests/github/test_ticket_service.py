@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 from ballet.core.config import Runtime
 from ballet.core.effects import MarkerKey, PostReportComment
+from ballet.core.events import SessionFinished
 from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
+from ballet.core.report import Report
 from ballet.github.forge import RateLimited
 from ballet.github.github_forge import GitHubForges
 from ballet.github.interpret import Interpreter
@@ -98,6 +100,7 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
         ("GET", f"{R}/issues/1/comments"),  # conditional: a 304
         ("POST", f"{R}/issues/1/comments"),  # tracking comment on the issue
         ("PATCH", f"{R}/issues/comments/1002"),  # ...becomes a pointer to the PR
+        ("POST", f"{R}/check-runs"),  # the stage run's check on the PR head
         ("GET", f"{R}/issues/101/comments"),
         ("POST", f"{R}/issues/101/comments"),  # tracking comment on the PR
     ]
@@ -105,6 +108,8 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
     pr = repo.prs[(REPO, 101)]
     assert pr.draft and pr.head == BRANCH and pr.base == "master"
     assert "Closes #1" in pr.body
+    (check,) = repo.check_runs.values()
+    assert check["head_sha"] == pr.head_sha
     assert repo.labels[(REPO, 1)] == ["ballet:running"]
     record = tracking_record(repo, 101)
     assert record.pr_number == 101 and record.status == "running" and record.stage == "implement"
@@ -309,3 +314,29 @@ async def test_an_effect_github_refuses_for_good_is_reported_not_retried_forever
         comment(webhooks_dir, "/ballet status", author="Codertocat", comment_id=3)
     )
     assert ("POST", f"{R}/git/refs") not in repo.calls[calls:]
+
+
+async def test_session_result_posts_its_report_and_starts_the_next_stage(
+    service: TicketService, repo: FakeGitHub, launcher: RecordingLauncher, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    (spec,) = [s.spec for s in launcher.launched]
+    finished = SessionFinished(
+        now=NOW,
+        job_key=spec.job_key,
+        stage=spec.stage,
+        iteration=spec.iteration,
+        attempt=spec.attempt,
+        report=Report(outcome="done", summary="Fixed the spelling."),
+        head_sha="e" * 40,
+        duration_seconds=12.0,
+    )
+    key = f"{REPO}#1"
+    assert await service.handle(key, finished, event_id=spec.job_key)
+    # The session runner retrying its report changes nothing.
+    assert not await service.handle(key, finished, event_id=spec.job_key)
+    reports = [c for c in repo.comments_on(101) if "Fixed the spelling." in c.body]
+    assert len(reports) == 1
+    assert [s.spec.stage for s in launcher.launched] == ["implement", "review"]
+    record = tracking_record(repo, 101)
+    assert record.stage == "review" and record.history[0].outcome == "done"

@@ -1,0 +1,153 @@
+"""The effect interpreter on the fake GitHub: each effect's calls, and its follow-up event."""
+
+from __future__ import annotations
+
+import pytest
+from ballet.core.config import Runtime
+from ballet.core.effects import (
+    CancelSession,
+    MarkReadyForReview,
+    MergePR,
+    OpenBranchAndDraftPR,
+    RemoveLabels,
+    RequestReviewers,
+    SessionSpec,
+    SetCheckRun,
+    SetLabels,
+    StartSession,
+)
+from ballet.core.events import MergeResult, PullRequestOpened
+from ballet.github.github_forge import GitHubForges
+from ballet.github.interpret import Interpreter
+from ballet.github.memo import Memo
+from edge_fake_github import INSTALLATION_ID, NOW, REPO, FakeGitHub, FakePR, RecordingLauncher
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+R = f"/repos/{REPO}"
+
+
+@pytest.fixture
+def launcher() -> RecordingLauncher:
+    return RecordingLauncher()
+
+
+@pytest.fixture
+def interpreter(forges: GitHubForges, redis: Redis, launcher: RecordingLauncher) -> Interpreter:
+    return Interpreter(
+        forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW
+    )
+
+
+def open_pr_effect() -> OpenBranchAndDraftPR:
+    return OpenBranchAndDraftPR(
+        repo=REPO, issue=1, branch="ballet/1-x", base="main", title="Fix it", body="Closes #1"
+    )
+
+
+async def test_open_pr_twice_opens_one_pr_and_reports_it_both_times(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    first = await interpreter.apply(open_pr_effect())
+    second = await interpreter.apply(open_pr_effect())
+    assert isinstance(first, PullRequestOpened) and first == second
+    assert len(fake_github.prs) == 1
+    pr = fake_github.prs[(REPO, first.number)]
+    # The branch starts with an empty commit of its own on top of main.
+    assert pr.head_sha != fake_github.repos[REPO].branches["main"]
+    assert fake_github.writes().count(("POST", f"{R}/pulls")) == 1
+
+
+async def test_merge_outcomes(interpreter: Interpreter, fake_github: FakeGitHub) -> None:
+    opened = await interpreter.apply(open_pr_effect())
+    assert isinstance(opened, PullRequestOpened)
+    pr = fake_github.prs[(REPO, opened.number)]
+    merge = MergePR(repo=REPO, number=opened.number)
+
+    pr.mergeable = False
+    result = await interpreter.apply(merge)
+    assert isinstance(result, MergeResult) and result.result == "conflict"
+
+    pr.mergeable = True
+    result = await interpreter.apply(merge)
+    assert isinstance(result, MergeResult)
+    assert (result.result, result.sha) == ("merged", "m" * 40)
+    assert pr.merged
+
+    other = FakePR(2, "b", "main", "c" * 40, "t", "", state="closed")
+    fake_github.prs[(REPO, 2)] = other
+    result = await interpreter.apply(MergePR(repo=REPO, number=2))
+    assert isinstance(result, MergeResult) and result.result == "closed"
+
+
+async def test_merge_refused_by_github_returns_the_work_with_githubs_reason(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    fake_github.prs[(REPO, 3)] = FakePR(3, "b", "main", "c" * 40, "t", "")
+    fake_github.fail_next(
+        "PUT", rf"{R}/pulls/3/merge", 405, {"message": "Required status check is expected."}
+    )
+    result = await interpreter.apply(MergePR(repo=REPO, number=3))
+    assert isinstance(result, MergeResult) and result.result == "checks_failed"
+    assert "Required status check" in result.detail
+
+
+async def test_check_run_is_created_once_then_updated(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    sha = "d" * 40
+    await interpreter.apply(
+        SetCheckRun(repo=REPO, name="ballet/review", head_sha=sha, status="in_progress")
+    )
+    await interpreter.apply(
+        SetCheckRun(
+            repo=REPO,
+            name="ballet/review",
+            head_sha=sha,
+            status="completed",
+            conclusion="success",
+            summary="approved",
+        )
+    )
+    (run,) = fake_github.check_runs.values()
+    assert run["status"] == "completed" and run["conclusion"] == "success"
+    assert run["output"]["summary"] == "approved"
+
+
+async def test_labels_review_and_sessions(
+    interpreter: Interpreter, fake_github: FakeGitHub, launcher: RecordingLauncher
+) -> None:
+    opened = await interpreter.apply(open_pr_effect())
+    assert isinstance(opened, PullRequestOpened)
+    n = opened.number
+    await interpreter.apply(SetLabels(repo=REPO, number=1, labels=("ballet:waiting",)))
+    await interpreter.apply(
+        RemoveLabels(repo=REPO, number=1, labels=("ballet:waiting", "ballet:running"))
+    )
+    assert fake_github.labels[(REPO, 1)] == []
+    await interpreter.apply(MarkReadyForReview(repo=REPO, number=n))
+    assert not fake_github.prs[(REPO, n)].draft
+    await interpreter.apply(RequestReviewers(repo=REPO, number=n, reviewers=("octocat",)))
+    assert fake_github.reviewers[(REPO, n)] == ["octocat"]
+
+    spec = SessionSpec(
+        job_key=f"{REPO}#1:implement:1:1",
+        repo=REPO,
+        issue=1,
+        title="Fix it",
+        author="Codertocat",
+        stage="implement",
+        iteration=1,
+        attempt=1,
+        runtime="script",
+        runtime_config=Runtime(adapter="command", command=("true",)),
+        timeout_minutes=5,
+        branch="ballet/1-x",
+        base="main",
+        pipeline="default",
+        pipeline_version=1,
+    )
+    await interpreter.apply(StartSession(repo=REPO, spec=spec))
+    await interpreter.apply(CancelSession(repo=REPO, job_key=spec.job_key))
+    assert [s.spec for s in launcher.launched] == [spec]
+    assert [c.job_key for c in launcher.cancelled] == [spec.job_key]
