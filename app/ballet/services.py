@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from arq.connections import ArqRedis
 
 from ballet.queue import DeliveryQueue
+from ballet.session_jobs import SessionJobs
 from ballet.settings import Settings
+from ballet.ticket_events import TicketEventHandler
 from ballet.worker import DeliveryConsumer, LoggingConsumer
 
 
@@ -21,6 +23,8 @@ class Services:
     redis: ArqRedis  # also enqueues follow-up jobs, e.g. sessions
     deliveries: DeliveryQueue
     consumer: DeliveryConsumer
+    tickets: TicketEventHandler | None = None  # applies session results and ticks
+    session_jobs: SessionJobs | None = None  # runs stage sessions and the reconciler
 
 
 async def build_services(settings: Settings, redis: ArqRedis) -> Services:

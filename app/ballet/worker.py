@@ -28,7 +28,10 @@ from arq.worker import Function, Worker
 from ballet import metrics
 from ballet.github.payloads import Envelope, parse_delivery
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, DeliveryJob, connect, redis_settings
+from ballet.reconciler import RECONCILE_CRON
+from ballet.session_jobs import RUN_STAGE_SESSION_JOB
 from ballet.settings import Settings
+from ballet.ticket_events import APPLY_TICKET_EVENT_JOB
 
 if TYPE_CHECKING:
     from ballet.services import Services
@@ -118,9 +121,15 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             EVENTS_QUEUE,
             max_jobs=settings.event_slots,
             job_timeout=300,
-            functions=(handle_delivery,),
+            functions=(handle_delivery, APPLY_TICKET_EVENT_JOB),
+            cron_jobs=(RECONCILE_CRON,),
         ),
-        QueueSpec(SESSIONS_QUEUE, max_jobs=settings.session_slots, job_timeout=24 * 3600),
+        QueueSpec(
+            SESSIONS_QUEUE,
+            max_jobs=settings.session_slots,
+            job_timeout=24 * 3600,
+            functions=(RUN_STAGE_SESSION_JOB,),
+        ),
     ]
 
 
@@ -161,6 +170,7 @@ class WorkerGroup:
             burst=self._burst,
             handle_signals=False,  # the command owns the process's signals
             ctx={"services": services},
+            allow_abort_jobs=True,  # CancelSession aborts a session's job
         )
 
     async def run(self) -> None:

@@ -1,0 +1,146 @@
+"""The reconciler: once a minute, settle what no webhook will ever settle.
+
+For every live ticket it sends a `ReconcileTick(now)`, with which the engine
+times out sessions and waits that outlived their stage's timeout. Before
+that it looks for a crashed session: the record says a session runs, but its
+job's heartbeat key expired and arq no longer has it queued. That session
+will never report, so the reconciler reports for it: a `failed`
+SessionFinished, sent under the same event id the job itself would have used,
+so a session that merely finished late is never reported twice.
+
+Live tickets are those a session was ever launched for (`LIVE_TICKETS`); a
+ticket whose record has ended (or is gone) leaves the set, and its session
+artifacts are forgotten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from arq.connections import ArqRedis
+from arq.cron import CronJob, cron
+from arq.jobs import Job, JobStatus
+
+from ballet.artifacts import Artifacts
+from ballet.core.events import ReconcileTick, SessionFinished
+from ballet.core.record import TERMINAL, Record
+from ballet.core.report import Report
+from ballet.queue import SESSIONS_QUEUE
+from ballet.session_jobs import (
+    LIVE_TICKETS,
+    crashed_summary,
+    finished_event_id,
+    heartbeat_key,
+    last_beat,
+)
+from ballet.ticket_events import send_ticket_event
+from ballet.ticket_source import TicketSource
+
+if TYPE_CHECKING:
+    from ballet.services import Services
+
+log = structlog.get_logger("ballet.reconciler")
+
+NOT_STARTED = (JobStatus.queued, JobStatus.deferred)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What one pass did, for logs and tests."""
+
+    ticked: tuple[str, ...] = ()
+    crashed: tuple[str, ...] = ()  # job keys reported as failed
+    ended: tuple[str, ...] = ()  # tickets that left the live set
+
+
+class Reconciler:
+    def __init__(
+        self,
+        redis: ArqRedis,
+        tickets: TicketSource,
+        artifacts: Artifacts,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._redis = redis
+        self._tickets = tickets
+        self._artifacts = artifacts
+        self._clock = clock
+
+    async def sweep(self) -> Sweep:
+        now = self._clock()
+        ticked: list[str] = []
+        crashed: list[str] = []
+        ended: list[str] = []
+        members: set[bytes] = await self._redis.smembers(LIVE_TICKETS)  # type: ignore[misc]
+        for ticket in sorted(m.decode() for m in members):
+            record = await self._tickets.record(ticket)
+            if record is None or record.status in TERMINAL:
+                await self._redis.srem(LIVE_TICKETS, ticket)  # type: ignore[misc]
+                await self._artifacts.forget(ticket)
+                ended.append(ticket)
+                continue
+            job_key = await self._crashed_session(record)
+            if job_key is not None and await self._report_crash(record, job_key, now):
+                crashed.append(job_key)
+            tick = ReconcileTick(now=now)
+            event_id = f"reconcile:{ticket}:{now.strftime('%Y%m%dT%H%M')}"
+            await send_ticket_event(self._redis, ticket, tick, event_id=event_id)
+            ticked.append(ticket)
+        return Sweep(tuple(ticked), tuple(crashed), tuple(ended))
+
+    async def _crashed_session(self, record: Record) -> str | None:
+        """The job key of the record's running session if its worker is gone."""
+        run = record.open_run
+        if record.status != "running" or run is None or run.job_key is None:
+            return None
+        job_key = run.job_key
+        if await self._redis.exists(heartbeat_key(job_key)):
+            return None
+        status = await Job(job_key, self._redis, _queue_name=SESSIONS_QUEUE).status()
+        if status in NOT_STARTED:
+            return None  # waiting for a session slot: it has not beaten yet
+        if status == JobStatus.in_progress and await last_beat(self._redis, job_key) is None:
+            return None  # picked up a moment ago, before its first beat
+        return job_key
+
+    async def _report_crash(self, record: Record, job_key: str, now: datetime) -> bool:
+        run = record.open_run
+        assert run is not None
+        since = await last_beat(self._redis, job_key)
+        event = SessionFinished(
+            now=now,
+            job_key=job_key,
+            stage=run.stage,
+            iteration=run.iteration,
+            attempt=run.attempt,
+            phase=run.phase,
+            report=Report(outcome="failed", summary=crashed_summary(since)),
+        )
+        sent = await send_ticket_event(
+            self._redis, record.key, event, event_id=finished_event_id(job_key)
+        )
+        if sent:
+            log.warning("session crashed", ticket=record.key, job_key=job_key, last_beat=since)
+        return sent
+
+
+async def reconcile(ctx: dict[str, Any]) -> None:
+    """The cron job."""
+    services: Services = ctx["services"]
+    jobs = services.session_jobs
+    if jobs is None:
+        log.info("reconciler idle: this worker has no session jobs wired")
+        return
+    sweep = await Reconciler(jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock).sweep()
+    log.info(
+        "reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended)
+    )
+
+
+# Every minute, once across all workers (arq's unique cron job id).
+RECONCILE_CRON: CronJob = cron(reconcile, name="reconcile", second=0, unique=True)

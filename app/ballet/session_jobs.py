@@ -1,0 +1,314 @@
+"""Stage sessions on the sessions queue: launching, cancelling and the session job itself.
+
+`ArqSessionLauncher` is the GitHub edge's `SessionLauncher`: a StartSession
+becomes the arq job `run_stage_session` whose id is the engine's job key, so
+the same session is never started twice (arq refuses a duplicate id while
+the job or its result exists, and a launch marker outlives both), and a
+CancelSession aborts that job, which cancels its task and with it kills the
+session's process group (`sessions.process` SIGKILLs the group on cancel).
+
+The job fills in what the engine does not carry (the issue's body, labels
+and URL, skill texts, answered questions, earlier reports, the clone URL and
+a git token), runs the session while beating a heartbeat key the reconciler
+watches, keeps its report and handoff as the ticket's artifacts and sends a
+SessionFinished to the ticket pipeline through the events queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from arq.jobs import Job
+from arq.worker import Function, func
+
+from ballet.artifacts import Artifact, Artifacts
+from ballet.core.effects import CancelSession, SessionSpec, StartSession
+from ballet.core.events import SessionFinished
+from ballet.core.report import Report
+from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.queue import SESSIONS_QUEUE
+from ballet.sessions import (
+    Answer,
+    SessionOptions,
+    SessionResult,
+    StageInfo,
+    TicketInfo,
+    Workspaces,
+    run_session,
+)
+from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.ticket_events import send_ticket_event
+from ballet.ticket_source import TicketSource
+
+if TYPE_CHECKING:
+    from ballet.services import Services
+
+log = structlog.get_logger("ballet.session_jobs")
+
+RUN_STAGE_SESSION = "run_stage_session"
+HEARTBEAT_PREFIX = "ballet:heartbeat:"  # live while the session's job runs; short TTL
+LAST_BEAT_PREFIX = "ballet:heartbeat-last:"  # when it last beat, kept for the crash report
+LAUNCHED_PREFIX = "ballet:session-launched:"
+LIVE_TICKETS = "ballet:live-tickets"  # tickets the reconciler visits
+# A session is never started twice: far longer than any redelivery of its effect.
+KEEP_SECONDS = 30 * 24 * 3600
+HEARTBEAT_TTL_BEATS = 4  # the heartbeat key lives this many beats
+SESSION_RETRY_SECONDS = 30.0
+
+
+def heartbeat_key(job_key: str) -> str:
+    return HEARTBEAT_PREFIX + job_key
+
+
+def last_beat_key(job_key: str) -> str:
+    return LAST_BEAT_PREFIX + job_key
+
+
+def ticket_of(spec: SessionSpec) -> str:
+    return f"{spec.repo}#{spec.issue}"
+
+
+def finished_event_id(job_key: str) -> str:
+    """One SessionFinished per session, whether the job or the reconciler sends it."""
+    return f"session-finished:{job_key}"
+
+
+class ArqSessionLauncher:
+    """The `SessionLauncher` of the GitHub edge, on the sessions queue."""
+
+    def __init__(self, redis: ArqRedis) -> None:
+        self._redis = redis
+
+    async def launch(self, effect: StartSession) -> None:
+        job_key = effect.spec.job_key
+        marker = LAUNCHED_PREFIX + job_key
+        await self._redis.sadd(LIVE_TICKETS, ticket_of(effect.spec))  # type: ignore[misc]
+        if await self._redis.exists(marker):
+            log.info("session already launched", job_key=job_key)
+            return
+        job = await self._redis.enqueue_job(
+            RUN_STAGE_SESSION,
+            effect.model_dump(mode="json"),
+            _job_id=job_key,
+            _queue_name=SESSIONS_QUEUE,
+            # Queued behind busy session slots for as long as it takes.
+            _expires=KEEP_SECONDS,
+        )
+        # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
+        await self._redis.set(marker, "1", ex=KEEP_SECONDS)
+        log.info("session launched" if job else "session already queued", job_key=job_key)
+
+    async def cancel(self, effect: CancelSession) -> None:
+        """Abort the session's job: a queued one never starts, a running one is cancelled."""
+        job = Job(effect.job_key, self._redis, _queue_name=SESSIONS_QUEUE)
+        with contextlib.suppress(TimeoutError):
+            await job.abort(timeout=0)  # don't wait for the worker to get round to it
+        log.info("session cancelled", job_key=effect.job_key)
+
+
+@dataclass(frozen=True)
+class SessionJobs:
+    """What the session job needs, built once per worker (Services.session_jobs)."""
+
+    redis: ArqRedis
+    tickets: TicketSource
+    workspaces: Workspaces
+    artifacts: Artifacts
+    parent_env: Mapping[str, str] | None = None  # the worker's env; None: os.environ
+    options: SessionOptions = field(default_factory=SessionOptions)
+    heartbeat_seconds: float = 30.0
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    builtin_skills: Mapping[str, str] = field(default_factory=dict)
+
+
+async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
+    """The job: run one session of a StartSession effect; returns its outcome."""
+    services: Services = ctx["services"]
+    jobs = services.session_jobs
+    if jobs is None:
+        raise RuntimeError(
+            "this worker cannot run sessions (Services.session_jobs is None); "
+            "build the worker's services with the session runner wired in"
+        )
+    spec = StartSession.model_validate(start).spec
+    job_try: int = ctx.get("job_try", 1)
+    if job_try > 1 and await jobs.redis.exists(last_beat_key(spec.job_key)):
+        # An earlier try began this session and its worker went away; running it
+        # again could push a second, different result onto the branch.
+        result = crashed_result(await last_beat(jobs.redis, spec.job_key))
+    else:
+        try:
+            async with _heartbeat(jobs, spec.job_key):
+                result = await _run(jobs, spec, job_try)
+        except Retry:
+            # Not started: forget the beat so the next try is not taken for a crash.
+            await jobs.redis.delete(last_beat_key(spec.job_key))
+            raise
+    await jobs.artifacts.add(
+        ticket_of(spec),
+        Artifact(
+            job_key=spec.job_key,
+            stage=runner_stage_id(spec),
+            iteration=spec.iteration,
+            phase=spec.phase,
+            report=result.report,
+            handoff=result.handoff,
+        ),
+    )
+    event = SessionFinished(
+        now=jobs.clock(),
+        job_key=spec.job_key,
+        stage=spec.stage,
+        iteration=spec.iteration,
+        attempt=spec.attempt,
+        phase=spec.phase,
+        report=result.report,
+        head_sha=result.head_sha,
+        usage=result.usage,
+        duration_seconds=result.duration_seconds,
+        handoff=result.handoff,
+    )
+    await send_ticket_event(
+        jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
+    )
+    log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
+    return result.report.outcome
+
+
+RUN_STAGE_SESSION_JOB: Function = func(
+    run_stage_session, name=RUN_STAGE_SESSION, keep_result=KEEP_SECONDS
+)
+
+
+async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionResult:
+    try:
+        runner_spec = await build_runner_spec(jobs, spec)
+    except (RateLimited, ForgeUnavailable) as exc:
+        defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
+        log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
+        raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
+    except ForgeError as exc:
+        return failed_result(
+            f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
+        )
+    return await run_session(
+        runner_spec,
+        workspaces=jobs.workspaces,
+        git_auth=jobs.tickets.git_token,
+        parent_env=jobs.parent_env,
+        options=jobs.options,
+    )
+
+
+def runner_stage_id(spec: SessionSpec) -> str:
+    """The stage a session reports as: a sign-off session is the role's, not the stage's."""
+    return f"signoff-{spec.role}" if spec.kind == "signoff" and spec.role else spec.stage
+
+
+async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
+    """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
+    ticket = ticket_of(spec)
+    issue = await jobs.tickets.issue(spec.repo, spec.issue)
+    record = await jobs.tickets.record(ticket)
+    custom = record.pipeline.custom_skills if record else {}
+    texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
+    answers = tuple(
+        Answer(question=q.question, answer=q.answer, author=q.answered_by)
+        for q in (record.questions if record else ())
+        if q.answer is not None
+    )
+    if record is None:  # the record went missing: keep the engine's answers, unattributed
+        answers = tuple(Answer(question="", answer=a) for a in spec.answers)
+    return RunnerSpec(
+        ticket=TicketInfo(
+            repo=spec.repo,
+            number=spec.issue,
+            title=spec.title,
+            body=issue.body,
+            labels=issue.labels,
+            author=spec.author,
+            url=issue.url,
+        ),
+        stage=StageInfo(
+            id=runner_stage_id(spec), skills=spec.skills, instructions=spec.instructions
+        ),
+        skill_texts={name: texts[name] for name in spec.skills if name in texts},
+        iteration=spec.iteration,
+        attempt=spec.attempt,
+        phase=spec.phase,
+        runtime=spec.runtime_config,
+        model=spec.model,
+        effort=spec.effort,
+        timeout_seconds=spec.timeout_minutes * 60,
+        pipeline_name=spec.pipeline,
+        pipeline_version=spec.pipeline_version,
+        branch=spec.branch,
+        base=spec.base,
+        pr_number=spec.pr_number,
+        earlier_reports=await jobs.artifacts.earlier_reports(ticket),
+        answers=answers,
+        handoff=spec.handoff,
+        clone_url=await jobs.tickets.clone_url(spec.repo),
+    )
+
+
+def crashed_result(since: datetime | None) -> SessionResult:
+    return failed_result(crashed_summary(since))
+
+
+def failed_result(summary: str) -> SessionResult:
+    report = Report(outcome="failed", summary=summary)
+    return SessionResult(
+        report=report,
+        head_sha=None,
+        usage=report.usage,
+        duration_seconds=0.0,
+        handoff=None,
+        output_tail="",
+    )
+
+
+def crashed_summary(since: datetime | None) -> str:
+    when = since.isoformat(timespec="seconds") if since else "it started"
+    return (
+        f"The session's worker stopped (no heartbeat since {when}); its work was not "
+        "pushed. `/ballet retry` runs the stage again."
+    )
+
+
+async def last_beat(redis: ArqRedis, job_key: str) -> datetime | None:
+    """When the session's job last beat, while that is remembered."""
+    raw = await redis.get(last_beat_key(job_key))
+    return datetime.fromisoformat(raw.decode()) if raw else None
+
+
+@contextlib.asynccontextmanager
+async def _heartbeat(jobs: SessionJobs, job_key: str) -> AsyncIterator[None]:
+    # Beats for the whole job, not only while the agent's process runs: a long
+    # fetch or push must not look like a dead worker to the reconciler.
+    async def beat() -> None:
+        ttl = max(1, round(jobs.heartbeat_seconds * HEARTBEAT_TTL_BEATS))
+        while True:
+            now = jobs.clock().isoformat()
+            async with jobs.redis.pipeline(transaction=True) as tx:
+                tx.set(heartbeat_key(job_key), now, ex=ttl)
+                tx.set(last_beat_key(job_key), now, ex=KEEP_SECONDS)
+                await tx.execute()
+            await asyncio.sleep(jobs.heartbeat_seconds)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        await jobs.redis.delete(heartbeat_key(job_key))

@@ -1,0 +1,91 @@
+"""Events that do not come from webhooks (session results, reconciler ticks), into the pipeline.
+
+A session job or the reconciler never touches a ticket's record itself: it
+enqueues `apply_ticket_event` on the events queue, whose job hands the event
+to the GitHub edge's ticket service, which applies it under the ticket's lock
+(lock → load → advance → save → effects). The arq job id is derived from the
+event id, so one event is queued once however often it is sent, and the
+ticket service's applied-event window refuses a second application.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+from arq import Retry
+from arq.connections import ArqRedis
+from arq.worker import Function, func
+from pydantic import TypeAdapter
+
+from ballet.core.events import AnyEvent
+from ballet.github.forge import ForgeUnavailable, RateLimited
+from ballet.queue import EVENTS_QUEUE
+
+if TYPE_CHECKING:
+    from ballet.services import Services
+
+log = structlog.get_logger("ballet.ticket_events")
+
+APPLY_TICKET_EVENT = "apply_ticket_event"
+# A session's result must stay unique long after it ran: a late duplicate
+# (the reconciler declaring the same session crashed) is refused by arq.
+KEEP_RESULT_SECONDS = 7 * 24 * 3600
+MAX_TRIES = 8
+RETRY_BASE_SECONDS = 5.0
+
+_event: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+
+
+class TicketEventHandler(Protocol):
+    """The GitHub edge's ticket service, as this job uses it."""
+
+    async def handle(self, key: str, event: AnyEvent, *, event_id: str | None = None) -> bool: ...
+
+
+async def send_ticket_event(
+    redis: ArqRedis, ticket: str, event: AnyEvent, *, event_id: str
+) -> bool:
+    """Queue `event` for ticket `owner/repo#n`; False when this event id was already queued."""
+    job = await redis.enqueue_job(
+        APPLY_TICKET_EVENT,
+        ticket,
+        event.model_dump_json(),
+        event_id,
+        _job_id=f"ticket-event:{event_id}",
+        _queue_name=EVENTS_QUEUE,
+    )
+    return job is not None
+
+
+async def apply_ticket_event(
+    ctx: dict[str, Any], ticket: str, event_json: str, event_id: str | None = None
+) -> bool:
+    """The job: apply one event to one ticket; True when the engine took it."""
+    services: Services = ctx["services"]
+    if services.tickets is None:
+        raise RuntimeError(
+            "this worker has no ticket service (Services.tickets is None); "
+            "build the worker's services with the GitHub edge wired in"
+        )
+    event = _event.validate_json(event_json)
+    try:
+        applied = await services.tickets.handle(ticket, event, event_id=event_id)
+    except RateLimited as exc:
+        raise Retry(defer=exc.retry_after_seconds) from exc
+    except ForgeUnavailable as exc:
+        job_try: int = ctx.get("job_try", 1)
+        if job_try >= MAX_TRIES:
+            raise
+        log.warning("ticket event deferred: GitHub unavailable", ticket=ticket, error=str(exc))
+        raise Retry(defer=RETRY_BASE_SECONDS * job_try**2) from exc
+    log.info("ticket event handled", ticket=ticket, kind=event.kind, applied=applied)
+    return applied
+
+
+APPLY_TICKET_EVENT_JOB: Function = func(
+    apply_ticket_event,
+    name=APPLY_TICKET_EVENT,
+    keep_result=KEEP_RESULT_SECONDS,
+    max_tries=MAX_TRIES,
+)

@@ -1,0 +1,118 @@
+"""What a session job reads about its ticket besides the StartSession effect.
+
+The engine's effect carries the ticket's title and author, not its body,
+labels or URL (they change on GitHub and the record need not copy them), so
+the job reads the issue once; the record gives the pinned custom skills and
+the answered questions; the forge gives the clone URL and a short-lived
+installation token, which reaches git per command and never a file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from githubkit import GitHub, TokenAuthStrategy
+from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
+from pydantic import BaseModel, ConfigDict
+
+from ballet.core.record import Record
+from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, NotFound, RateLimited
+from ballet.github.store import RecordStore, split_key
+
+
+@dataclass(frozen=True)
+class IssueDetails:
+    body: str
+    labels: tuple[str, ...]
+    url: str
+
+
+class TicketSource(Protocol):
+    async def issue(self, repo: str, number: int) -> IssueDetails: ...
+
+    async def record(self, ticket: str) -> Record | None:
+        """The ticket's live record (`owner/repo#n`), or None when there is none."""
+        ...
+
+    async def clone_url(self, repo: str) -> str: ...
+
+    async def git_token(self, repo: str) -> str | None: ...
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class _Label(_Lenient):
+    name: str
+
+
+class _Issue(_Lenient):
+    body: str | None = None
+    html_url: str
+    labels: list[_Label] = []
+
+
+class GitHubTicketSource:
+    """`TicketSource` on the GitHub edge: the record store and a forge per installation."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        forges: Callable[[int], Forge],
+        *,
+        api_url: str,
+        clone_urls: Callable[[str], str] | None = None,
+    ) -> None:
+        self._store = store
+        self._forges = forges
+        self._api_url = api_url
+        # Where to clone from instead of the forge's URL (a local mirror, a test remote).
+        self._clone_urls = clone_urls
+
+    async def _forge(self, repo: str) -> Forge:
+        installation = await self._store.installation_of(repo)
+        if installation is None:
+            raise ForgeError(
+                f"no App installation is known for {repo}; is Ballet still installed there?"
+            )
+        return self._forges(installation)
+
+    async def issue(self, repo: str, number: int) -> IssueDetails:
+        token = (await (await self._forge(repo)).git_remote(repo)).token
+        gh: GitHub[Any] = GitHub(TokenAuthStrategy(token), base_url=self._api_url)
+        path = f"/repos/{repo}/issues/{number}"
+        try:
+            response = await gh.arequest("GET", path)
+        except RateLimitExceeded as exc:
+            raise RateLimited(exc.retry_after.total_seconds(), reason=f"GET {path}") from exc
+        except RequestFailed as exc:
+            status = exc.response.status_code
+            text = f"GET {path}: {status}"
+            if status == 404:
+                raise NotFound(f"{text}; was the issue deleted or transferred?") from exc
+            kind = ForgeUnavailable if status >= 500 else ForgeError
+            raise kind(text, status=status) from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"GET {path}: {exc!r}") from exc
+        data = _Issue.model_validate(response.raw_response.json())
+        return IssueDetails(
+            body=data.body or "",
+            labels=tuple(label.name for label in data.labels),
+            url=data.html_url,
+        )
+
+    async def record(self, ticket: str) -> Record | None:
+        repo, _ = split_key(ticket)
+        return await self._store.load(ticket, await self._forge(repo))
+
+    async def clone_url(self, repo: str) -> str:
+        if self._clone_urls is not None:
+            return self._clone_urls(repo)
+        return (await (await self._forge(repo)).git_remote(repo)).url
+
+    async def git_token(self, repo: str) -> str | None:
+        # githubkit caches the installation token until shortly before it expires.
+        return (await (await self._forge(repo)).git_remote(repo)).token

@@ -1,0 +1,145 @@
+"""Fixtures of the session-job area: a Valkey database of its own, GitHub on respx,
+a bare git remote, the scripted agent and the worker's services wired for sessions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import respx
+from arq.connections import ArqRedis
+from ballet.artifacts import Artifacts
+from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
+from ballet.github.store import RecordStore
+from ballet.queue import DeliveryQueue, connect
+from ballet.services import Services
+from ballet.session_jobs import ArqSessionLauncher, SessionJobs
+from ballet.sessions import SessionOptions, Workspaces
+from ballet.settings import Settings
+from ballet.skills import builtin_skills
+from ballet.ticket_source import GitHubTicketSource
+from ballet.worker import LoggingConsumer
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jobs_kit import AGENT, API, APP_ID, EngineTickets, github_routes, make_origin
+
+# This area's own Redis database, emptied before each test; other areas use others.
+REDIS_DB = 7
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def jobs_redis_url(redis_url: str) -> str:
+    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+
+
+@pytest.fixture
+async def redis(jobs_redis_url: str) -> AsyncIterator[ArqRedis]:
+    pool = await connect(jobs_redis_url)
+    await pool.flushdb()
+    yield pool
+    await pool.aclose(close_connection_pool=True)
+
+
+@pytest.fixture(scope="session")
+def app_private_key() -> str:
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+
+
+@pytest.fixture
+def github() -> Iterator[dict[str, Any]]:
+    with respx.mock(base_url=API, assert_all_called=False) as router:
+        yield github_routes(router)
+
+
+@pytest.fixture
+def origin(tmp_path: Path) -> Path:
+    return make_origin(tmp_path)
+
+
+@pytest.fixture
+def agent_script(tmp_path: Path) -> Path:
+    path = tmp_path / "agent.py"
+    path.write_text(AGENT)
+    return path
+
+
+@pytest.fixture
+def settings(jobs_redis_url: str, tmp_path: Path) -> Settings:
+    return Settings(redis_url=jobs_redis_url, data_dir=tmp_path)
+
+
+@pytest.fixture
+def store(redis: ArqRedis) -> RecordStore:
+    return RecordStore(redis)
+
+
+@pytest.fixture
+def tickets(store: RecordStore) -> EngineTickets:
+    return EngineTickets(store)
+
+
+@pytest.fixture
+def launcher(redis: ArqRedis) -> ArqSessionLauncher:
+    return ArqSessionLauncher(redis)
+
+
+@pytest.fixture
+def session_jobs(
+    redis: ArqRedis,
+    store: RecordStore,
+    app_private_key: str,
+    origin: Path,
+    tmp_path: Path,
+    github: dict[str, Any],
+) -> SessionJobs:
+    parent_env = {
+        "PATH": os.environ["PATH"],
+        "LANG": "C.UTF-8",
+        "BALLET_PRIVATE_KEY": app_private_key,  # must never reach a session
+    }
+    forges = GitHubForges(
+        GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
+        redis,
+        write_spacing_seconds=0.01,
+    )
+    source = GitHubTicketSource(
+        store, forges.for_installation, api_url=API, clone_urls=lambda repo: origin.as_uri()
+    )
+    return SessionJobs(
+        redis=redis,
+        tickets=source,
+        workspaces=Workspaces(tmp_path / "workspaces", parent_env=parent_env),
+        artifacts=Artifacts(redis),
+        parent_env=parent_env,
+        options=SessionOptions(heartbeat_seconds=0.2, grace_seconds=0.5),
+        heartbeat_seconds=0.2,
+        builtin_skills=builtin_skills(),
+    )
+
+
+@pytest.fixture
+def services(
+    settings: Settings, redis: ArqRedis, tickets: EngineTickets, session_jobs: SessionJobs
+) -> Services:
+    return Services(
+        settings=settings,
+        redis=redis,
+        deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
+        consumer=LoggingConsumer(),
+        tickets=tickets,
+        session_jobs=session_jobs,
+    )

@@ -1,0 +1,199 @@
+"""Helpers for the session-job tests: a real engine driving tickets, a real bare remote,
+a scripted agent, and GitHub's token and issue endpoints on respx."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+from ballet.core.config import Budget, Policy, ResolvedPipeline, ResolvedStage, Runtime
+from ballet.core.effects import StartSession
+from ballet.core.events import AnyEvent, TicketRequested
+from ballet.core.machine import IllegalEvent, advance
+from ballet.core.record import Record
+from ballet.github.store import RecordStore
+
+API = "https://api.github.com"
+APP_ID = 4242
+INSTALLATION_ID = 77
+REPO = "octo/demo"
+ISSUE = 7
+TOKEN = "ghs_jobs_installation_token"
+ISSUE_BODY = "Please greet.\n\n## Acceptance criteria\n\n- [ ] says hello\n"
+ISSUE_URL = f"https://github.com/{REPO}/issues/{ISSUE}"
+HOUSE_STYLE = "Write like the house: short sentences."
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.com",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.com",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+# The scripted agent: commits a file, reports what its context held, and (when
+# AGENT_HANG names a file) writes its pid there and hangs with a child process.
+AGENT = r"""
+import json, os, subprocess, sys, time
+from pathlib import Path
+context = json.loads(Path(os.environ["BALLET_CONTEXT"]).read_text())
+prompt = Path(os.environ["BALLET_PROMPT"]).read_text()
+hang = Path(sys.argv[1]) if len(sys.argv) > 1 else None
+if hang is not None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    hang.write_text(f"{os.getpid()} {child.pid}")
+    time.sleep(600)
+stage = os.environ["BALLET_STAGE"]
+Path(f"{stage}.txt").write_text(f"{stage} was here\n")
+subprocess.run(["git", "add", "-A"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", f"{stage}: work"], check=True)
+seen = {
+    "body": context["ticket"]["body"],
+    "labels": context["ticket"]["labels"],
+    "url": context["ticket"]["url"],
+    "earlier": [[r["stage"], r["report"]["summary"]] for r in context["earlier_reports"]],
+    "house_style_in_prompt": "house: short sentences" in prompt,
+    "token_in_env": any("ghs_" in value for value in os.environ.values()),
+}
+outcome = {"implement": "done", "review": "approve"}.get(stage, "done")
+report = {"outcome": outcome, "summary": f"{stage} finished", "details": json.dumps(seen)}
+Path(os.environ["BALLET_REPORT"]).write_text(json.dumps(report))
+"""
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", **GIT_ENV}
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def make_origin(root: Path) -> Path:
+    """A bare repository whose `main` holds a README: the ticket's "GitHub" remote."""
+    work, bare = root / "origin-work", root / "origin.git"
+    work.mkdir(parents=True)
+    git("init", "-q", "-b", "main", str(work))
+    (work / "README.md").write_text("# demo\n")
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", "initial", cwd=work)
+    git("clone", "-q", "--bare", str(work), str(bare))
+    return bare
+
+
+def agent_runtime(script: Path, *args: str) -> Runtime:
+    return Runtime(adapter="command", command=(sys.executable, str(script), *args))
+
+
+def pipeline(runtime: Runtime) -> ResolvedPipeline:
+    def agent(stage_id: str, **kw: Any) -> ResolvedStage:
+        return ResolvedStage(
+            id=stage_id,
+            kind="agent",
+            name=stage_id.title(),
+            runtime="script",
+            runtime_config=runtime,
+            **kw,
+        )
+
+    return ResolvedPipeline(
+        name="default",
+        version=2,
+        hash="sha256:jobs",
+        ticket_type="default",
+        branch="ballet/{ticket}-{slug}",
+        base=None,
+        iteration_limit=3,
+        budget=Budget(),
+        signoffs=(),
+        roles={},
+        approvers=None,
+        policy=Policy(),
+        stages=(
+            agent("implement", skills=("implementer", "house-style"), next={"done": "review"}),
+            agent("review", skills=("reviewer",), next={"approve": "$done"}),
+        ),
+        custom_skills={"house-style": HOUSE_STYLE},
+    )
+
+
+class EngineTickets:
+    """The ticket service's contract (`handle`) on the real engine and record store.
+
+    What the GitHub edge's TicketService does minus GitHub: lock, load, advance,
+    commit. It keeps the effects each event produced so tests can follow them.
+    """
+
+    def __init__(self, store: RecordStore) -> None:
+        self.store = store
+        self.records: dict[str, Record] = {}
+        self.applied: list[AnyEvent] = []
+        self.refused: list[AnyEvent] = []
+        self.starts: list[StartSession] = []
+
+    async def request(self, runtime: Runtime) -> StartSession:
+        event = TicketRequested(
+            now=T0,
+            repo=REPO,
+            issue=ISSUE,
+            author="octocat",
+            title="Add a greeting",
+            body=ISSUE_BODY,
+            labels=("ballet",),
+            pipeline=pipeline(runtime),
+            default_branch="main",
+        )
+        await self.store.remember_installation(REPO, INSTALLATION_ID)
+        await self.handle(f"{REPO}#{ISSUE}", event, event_id="request")
+        return self.starts[-1]
+
+    async def handle(self, key: str, event: AnyEvent, *, event_id: str | None = None) -> bool:
+        async with self.store.locked(key):
+            record = self.records.get(key)
+            try:
+                new, effects = advance(record, event)
+            except IllegalEvent:
+                self.refused.append(event)
+                return False
+            await self.store.commit(new, [], event_id)
+        self.records[key] = new
+        self.applied.append(event)
+        self.starts.extend(e for e in effects if isinstance(e, StartSession))
+        return True
+
+
+def github_routes(router: Any) -> dict[str, Any]:
+    """GitHub's installation token, repository and issue endpoints, on a respx router."""
+    expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "token": router.post(f"/app/installations/{INSTALLATION_ID}/access_tokens").mock(
+            return_value=httpx.Response(
+                201, json={"token": TOKEN, "expires_at": expires, "permissions": {}}
+            )
+        ),
+        "repo": router.get(f"/repos/{REPO}").mock(
+            return_value=httpx.Response(
+                200, json={"full_name": REPO, "default_branch": "main", "private": True}
+            )
+        ),
+        "issue": router.get(f"/repos/{REPO}/issues/{ISSUE}").mock(
+            return_value=httpx.Response(
+                200,
+                json={
+                    "number": ISSUE,
+                    "title": "Add a greeting",
+                    "body": ISSUE_BODY,
+                    "html_url": ISSUE_URL,
+                    "labels": [{"name": "ballet"}, {"name": "ballet:running"}],
+                    "user": {"login": "octocat"},
+                },
+            )
+        ),
+    }

@@ -1,0 +1,63 @@
+"""Running the real arq workers of the session-job tests, and reading what they queued."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from arq.connections import ArqRedis
+from arq.jobs import Job
+from ballet.core.events import SessionFinished
+from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from ballet.services import Services
+from ballet.session_jobs import finished_event_id
+from ballet.settings import Settings
+from ballet.ticket_events import APPLY_TICKET_EVENT_JOB
+from ballet.worker import QueueSpec, WorkerGroup, queue_specs
+
+# The events queue without the reconciler's cron job, so no tick lands mid-test.
+EVENTS_ONLY = QueueSpec(
+    EVENTS_QUEUE, max_jobs=4, job_timeout=60, functions=(APPLY_TICKET_EVENT_JOB,)
+)
+
+
+def sessions_spec(settings: Settings) -> QueueSpec:
+    (spec,) = (s for s in queue_specs(settings) if s.name == SESSIONS_QUEUE)
+    return spec
+
+
+def worker_group(
+    settings: Settings, services: Services, spec: QueueSpec, *, burst: bool
+) -> WorkerGroup:
+    async def factory(_settings: Settings, _pool: ArqRedis) -> Services:
+        return services
+
+    return WorkerGroup(settings, settings.require_redis_url(), factory, [spec], burst=burst)
+
+
+async def run_sessions(settings: Settings, services: Services) -> None:
+    await worker_group(settings, services, sessions_spec(settings), burst=True).run()
+
+
+async def run_events(settings: Settings, services: Services) -> None:
+    await worker_group(settings, services, EVENTS_ONLY, burst=True).run()
+
+
+async def queued_finish(redis: ArqRedis, job_key: str) -> SessionFinished | None:
+    """The SessionFinished queued on the events queue for a session, if any."""
+    job = Job(f"ticket-event:{finished_event_id(job_key)}", redis, _queue_name=EVENTS_QUEUE)
+    info = await job.info()
+    if info is None:
+        return None
+    _ticket, event_json, _event_id = info.args
+    return SessionFinished.model_validate_json(event_json)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, limit: float = 30.0) -> None:
+    """Wait until `check()` holds; fail saying `what` did not happen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError(f"{what} did not happen within {limit:g} s")
+        await asyncio.sleep(0.05)

@@ -1,0 +1,156 @@
+"""Stage sessions through the real sessions queue: launch once, run, report, hand over."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from arq.connections import ArqRedis
+from ballet.artifacts import Artifacts
+from ballet.core.events import SessionFinished
+from ballet.queue import SESSIONS_QUEUE
+from ballet.services import Services
+from ballet.session_jobs import (
+    LIVE_TICKETS,
+    ArqSessionLauncher,
+    heartbeat_key,
+    last_beat_key,
+    run_stage_session,
+)
+from ballet.settings import Settings
+from jobs_kit import ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime, git
+from jobs_running import queued_finish, run_events, run_sessions
+
+pytestmark = pytest.mark.anyio
+
+
+async def finished(redis: ArqRedis, job_key: str) -> SessionFinished:
+    event = await queued_finish(redis, job_key)
+    assert event is not None, f"no SessionFinished was queued for {job_key}"
+    return event
+
+
+async def test_launching_the_same_session_twice_enqueues_one_job(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await launcher.launch(start)
+    assert await redis.zrange(SESSIONS_QUEUE, 0, -1) == [start.spec.job_key.encode()]
+    assert await redis.smembers(LIVE_TICKETS) == {f"{REPO}#7".encode()}
+    await run_sessions(settings, services)
+    # A redelivered effect after the session ran does not start it again.
+    await launcher.launch(start)
+    assert await redis.zcard(SESSIONS_QUEUE) == 0
+
+
+async def test_a_session_job_hands_its_report_and_head_to_the_events_queue(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    origin: Path,
+    github: dict[str, Any],
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await run_sessions(settings, services)
+
+    event = await finished(redis, start.spec.job_key)
+    assert (event.job_key, event.stage, event.iteration, event.attempt) == (
+        start.spec.job_key,
+        "implement",
+        1,
+        1,
+    )
+    assert event.report.outcome == "done"
+    assert event.report.summary == "implement finished"
+    branch = start.spec.branch
+    assert branch is not None
+    assert event.head_sha == git("rev-parse", f"refs/heads/{branch}", cwd=origin)
+    seen = json.loads(event.report.details)
+    assert seen["body"] == ISSUE_BODY
+    assert seen["labels"] == ["ballet", "ballet:running"]
+    assert seen["url"] == ISSUE_URL
+    assert seen["house_style_in_prompt"] is True  # the record's pinned custom skill
+    assert seen["token_in_env"] is False
+    assert github["issue"].call_count == 1
+    assert not await redis.exists(heartbeat_key(start.spec.job_key))
+
+
+async def test_earlier_reports_reach_the_next_session_and_end_with_the_ticket(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+) -> None:
+    implement = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(implement)
+    await run_sessions(settings, services)
+    await run_events(settings, services)  # the engine takes the result: on to review
+    review = tickets.starts[-1]
+    assert review.spec.stage == "review"
+
+    await launcher.launch(review)
+    await run_sessions(settings, services)
+    event = await finished(redis, review.spec.job_key)
+    assert json.loads(event.report.details)["earlier"] == [["implement", "implement finished"]]
+    stored = await Artifacts(redis).of(f"{REPO}#7")
+    assert [(a.stage, a.report.outcome) for a in stored] == [
+        ("implement", "done"),
+        ("review", "approve"),
+    ]
+    await run_events(settings, services)
+    assert tickets.records[f"{REPO}#7"].status == "done"
+
+
+async def test_a_retried_job_of_a_session_that_began_reports_the_crash_instead(
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    agent_script: Path,
+    origin: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await redis.set(last_beat_key(start.spec.job_key), "2026-01-01T12:03:00+00:00")
+
+    outcome = await run_stage_session(
+        {"services": services, "job_try": 2}, start.model_dump(mode="json")
+    )
+
+    assert outcome == "failed"
+    event = await finished(redis, start.spec.job_key)
+    assert "worker stopped (no heartbeat since 2026-01-01T12:03:00+00:00)" in event.report.summary
+    assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran again
+
+
+async def test_an_issue_github_cannot_find_fails_the_session_saying_why(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    github: dict[str, Any],
+) -> None:
+    github["issue"].mock(return_value=httpx.Response(404, json={"message": "Not Found"}))
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await run_sessions(settings, services)
+
+    event = await finished(redis, start.spec.job_key)
+    assert event.report.outcome == "failed"
+    assert "could not prepare the session" in event.report.summary
+    assert "was the issue deleted or transferred?" in event.report.summary
