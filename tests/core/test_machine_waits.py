@@ -112,6 +112,16 @@ def test_a_push_after_the_approval_asks_again() -> None:
     assert t.rec.approval and t.rec.approval.sha == "h2"
 
 
+def test_a_session_that_moves_the_head_lapses_the_approval() -> None:
+    t = at_approval()
+    t.command("/ballet approve")
+    t.feed(MergeResult(now=t.now(), result="conflict"))
+    t.finish("done", sha="aaa1111")  # nothing pushed: the approval still holds
+    assert t.rec.approval is not None
+    t.finish("changes_requested", sha="ccc3333")
+    assert t.rec.approval is None
+
+
 def test_a_push_while_a_session_runs_only_clears_the_approval() -> None:
     t = at_approval()
     t.command("/ballet approve")

@@ -57,7 +57,7 @@ def start(tx: Tx, ev: TicketRequested) -> None:
         created_at=ev.now,
         updated_at=ev.now,
     )
-    tx.set(record=rec)
+    tx.begin(rec)
     if branch is not None:
         body = f"Closes #{ev.issue}\n\nOpened by Ballet for @{ev.author}."
         tx.emit(
@@ -84,7 +84,10 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     rep = ev.report
     usage = ev.usage or rep.usage
     key = tx.marker("report", extra=run.phase or run.role or "")
-    tx.set(cost_used=rec.cost_used + usage.cost_usd, head_sha=ev.head_sha or rec.head_sha)
+    head = ev.head_sha or rec.head_sha
+    tx.set(cost_used=rec.cost_used + usage.cost_usd, head_sha=head)
+    if rec.approval is not None and rec.approval.sha != head:
+        tx.set(approval=None)  # an approval holds only for the commit it was given for
     done = steps.close_run(tx, rep.outcome, rep.summary, usage=usage, report_ref=key.render())
     assert done is not None
     add_required_roles(tx, rep)

@@ -39,9 +39,12 @@ class Tx:
         assert self._rec is not None, "the ticket record is created by TicketRequested"
         return self._rec
 
+    def begin(self, record: Record) -> None:
+        """The new ticket's first record (only `TicketRequested` makes one)."""
+        self._rec = record
+
     def set(self, **changes: Any) -> None:
-        self._rec = changes.pop("record") if "record" in changes else self.rec
-        self._rec = self._rec.model_copy(update=changes)
+        self._rec = self.rec.model_copy(update=changes)
 
     def emit(self, *effects: AnyEffect) -> None:
         self.effects.extend(effects)
@@ -51,12 +54,12 @@ class Tx:
         """Where comments go: the PR once it exists, else the issue."""
         return self.rec.pr_number or self.rec.ticket.number
 
-    def marker(self, kind: CommentKind, extra: str = "", stage: str | None = None) -> MarkerKey:
+    def marker(self, kind: CommentKind, extra: str = "") -> MarkerKey:
         rec = self.rec
         return MarkerKey(
             ticket=rec.key,
             kind=kind,
-            stage=stage if stage is not None else (rec.stage or ""),
+            stage=rec.stage or "",
             iteration=rec.iteration,
             attempt=rec.attempt,
             extra=extra,
