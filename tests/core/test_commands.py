@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.commands import Command, CommandError, parse_commands
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 def one(body: str) -> Command | CommandError:
@@ -94,3 +96,12 @@ def test_quotes_fences_and_mid_line_mentions_are_ignored() -> None:
 
 def test_an_unclosed_fence_hides_the_rest() -> None:
     assert parse_commands("```\n/ballet cancel") == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_any_comment_parses_without_raising(body: str) -> None:
+    for parsed in parse_commands("/ballet " + body):
+        assert isinstance(parsed, Command | CommandError)
+        if isinstance(parsed, CommandError):
+            assert parsed.message

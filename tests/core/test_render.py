@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from ballet.core import render
+from ballet.core.effects import PostReportComment
 from ballet.core.record import StageRun, decode_record
 from ballet.core.report import Handoff, Question, Report, Usage
 from core_kit import Ticket, at
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 HOSTILE = 'x | y --> z <!-- "q" [a] (b) {c} `d`\nnew line'
 
@@ -117,3 +120,20 @@ def test_status_reply_and_signoff_line() -> None:
 def test_knowledge_report_without_findings() -> None:
     t = Ticket()
     assert "_No findings reported._" in render.knowledge_report(t.rec)
+
+
+@settings(max_examples=200, deadline=None)
+@given(title=st.text(), summary=st.text(), outcome=st.text(min_size=1, max_size=64))
+def test_no_user_text_escapes_its_place(title: str, summary: str, outcome: str) -> None:
+    t = Ticket(title=title)
+    t.finish(outcome, summary)
+    body = t.one_tracking().body
+    outside_graph = body.split("```mermaid")[0] + body.split("```")[-1]
+    assert outside_graph.count("<!--") == 2 and outside_graph.count("-->") == 2
+    assert decode_record(body) == t.rec
+    rows = [line for line in body.splitlines() if line.startswith("| implement")]
+    assert len(rows) == 1 and rows[0].count(" | ") == 5
+    graph = body.split("```mermaid")[1].split("```")[0]
+    assert all(line.count('"') % 2 == 0 for line in graph.splitlines())
+    report = t.of(PostReportComment)[0].body
+    assert report.count("<!--") == 1 and report.count("-->") == 1
