@@ -415,3 +415,24 @@ def test_an_invalid_handoff_fails_the_phase(
     )
     result = run(make_spec(phase="plan"), workspaces, parent_env)
     assert result.failure_reason == "invalid_handoff"
+
+
+def test_a_session_that_deletes_its_branch_fails_and_pushes_nothing(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+) -> None:
+    write_script(
+        "agent",
+        "import subprocess\n"
+        "subprocess.run(['git', 'checkout', '-q', '--detach'], check=True)\n"
+        "subprocess.run(['git', 'branch', '-q', '-D', 'ballet/7-greeting'], check=True)\n"
+        + REPORT_DONE,
+    )
+    before = remote_refs(origin)
+    result = run(make_spec(), workspaces, parent_env)
+    assert result.failure_reason == "push"
+    assert "deleted its branch 'ballet/7-greeting'" in result.report.summary
+    assert remote_refs(origin) == before

@@ -188,3 +188,14 @@ def test_repository_names_cannot_escape_the_cache(tmp_path: Path) -> None:
     for bad in ("octo/..", "../x", "octo", "a/b/c"):
         with pytest.raises(WorkspaceError, match="owner/name"):
             workspaces.mirror_path(bad)
+
+
+def test_an_invalid_branch_name_is_refused(origin: Path, tmp_path: Path) -> None:
+    workspaces = Workspaces(tmp_path / "ws")
+
+    async def scenario() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        with pytest.raises(WorkspaceError, match="not a valid branch name"):
+            await workspaces.create("octo/demo", key="k", branch="bad..name", base="main")
+
+    asyncio.run(scenario())

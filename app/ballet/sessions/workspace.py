@@ -184,10 +184,13 @@ class Workspaces:
             cwd=None, env=env,
         )  # fmt: skip
         target = branch or base
-        if (await run_git("check-ref-format", "--branch", target, cwd=clone, env=env, check=False))[
-            0
-        ] != 0:
-            raise WorkspaceError(f"{target!r} is not a valid branch name")
+        valid, _, _ = await run_git(
+            "check-ref-format", "--branch", target, cwd=clone, env=env, check=False
+        )
+        if valid != 0:
+            raise WorkspaceError(
+                f"{target!r} is not a valid branch name; fix the pipeline's `branch:`"
+            )
         existed = await _has_ref(clone, f"refs/remotes/origin/{target}", env)
         start = f"origin/{target}" if existed else f"origin/{base}"
         if not existed and not await _has_ref(clone, f"refs/remotes/origin/{base}", env):
