@@ -1,0 +1,126 @@
+"""The reconciler: ticks for live tickets, crashed sessions reported, ended tickets let go."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from arq.connections import ArqRedis
+from arq.constants import job_key_prefix
+from ballet.artifacts import Artifact, Artifacts
+from ballet.core.events import ReconcileTick
+from ballet.core.report import Report
+from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
+from ballet.reconciler import Reconciler
+from ballet.services import Services
+from ballet.session_jobs import (
+    LIVE_TICKETS,
+    ArqSessionLauncher,
+    SessionJobs,
+    heartbeat_key,
+    last_beat_key,
+)
+from ballet.settings import Settings
+from jobs_kit import REPO, EngineTickets, agent_runtime
+from jobs_running import eventually, queued_finish, run_events
+
+pytestmark = pytest.mark.anyio
+
+TICKET = f"{REPO}#7"
+NOW = datetime(2026, 1, 1, 12, 30, tzinfo=UTC)
+
+
+def reconciler(jobs: SessionJobs) -> Reconciler:
+    return Reconciler(jobs.redis, jobs.tickets, jobs.artifacts, clock=lambda: NOW)
+
+
+async def worker_died(redis: ArqRedis, job_key: str) -> None:
+    """What Redis holds once a session's worker died: its last beat, no live heartbeat,
+    and no arq job left (arq's in-progress and job keys expired with the worker)."""
+    await redis.set(last_beat_key(job_key), "2026-01-01T12:04:00+00:00")
+    await redis.set(heartbeat_key(job_key), "beat", px=50)
+    await redis.zrem(SESSIONS_QUEUE, job_key)
+    await redis.delete(job_key_prefix + job_key)
+
+    async def expired() -> bool:
+        return not await redis.exists(heartbeat_key(job_key))
+
+    await eventually(expired, "the heartbeat key expiring")
+
+
+async def test_an_expired_heartbeat_becomes_a_failed_session_result(
+    settings: Settings,
+    services: Services,
+    session_jobs: SessionJobs,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    job_key = start.spec.job_key
+    await launcher.launch(start)
+    queued = await reconciler(session_jobs).sweep()
+    assert (queued.ticked, queued.crashed) == ((TICKET,), ())  # waiting for a slot is no crash
+
+    await worker_died(redis, job_key)
+    sweep = await reconciler(session_jobs).sweep()
+
+    assert sweep.crashed == (job_key,)
+    event = await queued_finish(redis, job_key)
+    assert event is not None
+    assert (event.stage, event.iteration, event.attempt, event.now) == ("implement", 1, 1, NOW)
+    assert event.report.outcome == "failed"
+    assert "worker stopped (no heartbeat since 2026-01-01T12:04:00+00:00)" in event.report.summary
+    await run_events(settings, services)
+    assert event in tickets.applied  # the engine took it: the session is closed
+    record = tickets.records[TICKET]
+    assert record.open_run is None and record.history[-1].outcome == "failed"
+    assert any(isinstance(e, ReconcileTick) for e in tickets.refused)  # nothing else to settle
+    assert (await reconciler(session_jobs).sweep()).crashed == ()
+
+
+async def test_a_live_heartbeat_is_no_crash(
+    session_jobs: SessionJobs,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    job_key = start.spec.job_key
+    await launcher.launch(start)
+    await worker_died(redis, job_key)
+    await redis.set(heartbeat_key(job_key), "beat", ex=60)  # ...but it beats after all
+
+    sweep = await reconciler(session_jobs).sweep()
+
+    assert sweep.crashed == ()
+    assert await queued_finish(redis, job_key) is None
+
+
+async def test_ended_tickets_leave_the_live_set_and_their_artifacts_go(
+    session_jobs: SessionJobs,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    artifacts = Artifacts(redis)
+    report = Report(outcome="done", summary="did it")
+    await artifacts.add(
+        TICKET, Artifact(job_key="j", stage="implement", iteration=1, report=report)
+    )
+    # A person closed the ticket: the record ended.
+    record = tickets.records[TICKET].model_copy(update={"status": "cancelled"})
+    await tickets.store.commit(record, [], None)
+
+    sweep = await reconciler(session_jobs).sweep()
+
+    assert (sweep.ended, sweep.ticked) == ((TICKET,), ())
+    assert await redis.smembers(LIVE_TICKETS) == set()
+    assert await artifacts.of(TICKET) == ()
+    assert await redis.zcard(EVENTS_QUEUE) == 0

@@ -1,0 +1,66 @@
+"""CancelSession aborts a running session's job, and its whole process group dies with it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from arq.connections import ArqRedis
+from arq.jobs import Job, JobStatus
+from ballet.core.effects import CancelSession
+from ballet.queue import SESSIONS_QUEUE
+from ballet.services import Services
+from ballet.session_jobs import ArqSessionLauncher, heartbeat_key
+from ballet.sessions.process import group_alive
+from ballet.settings import Settings
+from jobs_kit import REPO, EngineTickets, agent_runtime
+from jobs_running import eventually, queued_finish, sessions_spec, worker_group
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_cancel_aborts_a_running_session_and_kills_its_processes(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "agent.pids"
+    start = await tickets.request(agent_runtime(agent_script, str(pids)))
+    job_key = start.spec.job_key
+    await launcher.launch(start)
+    group = worker_group(settings, services, sessions_spec(settings), burst=False)
+    serving = asyncio.create_task(group.run())
+    try:
+
+        async def agent_hangs() -> bool:
+            return pids.exists() and len(pids.read_text().split()) == 2
+
+        await eventually(agent_hangs, "the agent starting")
+        agent_pid, _child_pid = map(int, pids.read_text().split())
+        assert group_alive(agent_pid)
+        assert await redis.exists(heartbeat_key(job_key))
+
+        await launcher.cancel(CancelSession(repo=REPO, job_key=job_key))
+
+        job = Job(job_key, redis, _queue_name=SESSIONS_QUEUE)
+
+        async def job_ended() -> bool:
+            return await job.status() == JobStatus.complete
+
+        await eventually(job_ended, "the aborted job ending")
+    finally:
+        group.stop()
+        await serving
+
+    # The group is the agent's: it and the child it spawned are gone, not merely signalled.
+    assert not group_alive(agent_pid)
+    info = await job.result_info()
+    assert info is not None and not info.success
+    assert isinstance(info.result, asyncio.CancelledError)
+    assert not await redis.exists(heartbeat_key(job_key))
+    assert await queued_finish(redis, job_key) is None  # a cancelled session reports nothing
