@@ -72,3 +72,20 @@ def test_missing_command_fails_the_run(admin: httpx.Client) -> None:
     runs = admin.get("/_sandbox/repos/octo/demo/state").json()["check_runs"]
     assert runs[0]["conclusion"] == "failure"
     assert "could not start" in runs[0]["output"]["text"]
+
+
+def test_ci_reports_as_its_own_app_and_names_the_pull_request(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    make_repo(admin, ci={"command": ["true"]})
+    url = authed_url(sandbox, "sandbox-user:writer")
+    push_branch(tmp_path, url, "topic", {"a": "1"})
+    gh = installation_client(sandbox)
+    pr = gh.rest.pulls.create("octo", "demo", title="t", head="topic", base="main").parsed_data
+    head = push_branch(tmp_path, url, "topic", {"b": "2"}, start="topic")
+    settle(admin)
+    suite = [r.payload["check_suite"] for r in receiver.received if r.event == "check_suite"][-1]
+    assert suite["head_sha"] == head
+    assert suite["app"]["slug"] == "github-actions"
+    assert suite["app"]["id"] != sandbox.sandbox.app.app_id
+    assert [p["number"] for p in suite["pull_requests"]] == [pr.number]

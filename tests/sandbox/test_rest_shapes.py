@@ -97,6 +97,8 @@ def test_issues_comments_labels_and_reactions(
 
     comment = gh.rest.issues.create_comment("octo", "demo", 1, body="hello").parsed_data
     assert isinstance(comment, IssueComment)
+    assert comment.performed_via_github_app is not None
+    assert comment.performed_via_github_app.slug == "ballet"
     edited = gh.rest.issues.update_comment("octo", "demo", comment.id, body="hello again")
     assert edited.parsed_data.body == "hello again"
     fetched = gh.rest.issues.get_comment("octo", "demo", comment.id).parsed_data

@@ -61,7 +61,7 @@ def new_sandbox(
         base_url=base_url.rstrip("/"),
         token_ttl_seconds=token_ttl_seconds,
         ci_timeout_seconds=ci_timeout_seconds,
-        hooks=WebhookQueue(webhook_url, identity.webhook_secret),
+        hooks=WebhookQueue(webhook_url, identity.webhook_secret, app_id),
     )
 
 

@@ -57,6 +57,7 @@ def signature(secret: str, body: bytes) -> str:
 class WebhookQueue:
     url: str | None
     secret: str
+    app_id: int
     log: list[Delivery] = field(default_factory=list)
     _queue: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
     _next_id: int = 1
@@ -103,6 +104,9 @@ class WebhookQueue:
                 delivery = await self._queue.get()
                 try:
                     await self._post(client, delivery)
+                except Exception as exc:  # one broken delivery must not stop the queue
+                    delivery.error = f"{type(exc).__name__}: {exc}"
+                    log.exception("webhook delivery crashed", delivery=delivery.id)
                 finally:
                     self._queue.task_done()
 
@@ -118,6 +122,7 @@ class WebhookQueue:
             "X-GitHub-Delivery": delivery.guid,
             "X-GitHub-Hook-ID": str(HOOK_ID),
             "X-GitHub-Hook-Installation-Target-Type": "integration",
+            "X-GitHub-Hook-Installation-Target-ID": str(self.app_id),
             "X-Hub-Signature-256": signature(self.secret, delivery.body),
         }
         try:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ballet.sandbox.gitrepo import CommitInfo
+from ballet.sandbox.gitrepo import ZERO_SHA, CommitInfo, resolve
 from ballet.sandbox.shapes.common import (
     JSON,
     app,
+    ci_app,
     iso,
     node_id,
     repo_api,
@@ -27,6 +28,32 @@ def simple_commit(info: CommitInfo) -> JSON:
     }
 
 
+def suite_app(sb: Sandbox, suite: CheckSuite) -> JSON:
+    return app(sb) if suite.origin == "app" else ci_app(sb)
+
+
+def pull_refs(sb: Sandbox, repo: Repo, sha: str) -> list[JSON]:
+    """Open pull requests whose head is `sha`, as checks payloads list them."""
+    api = repo_api(sb, repo)
+    mini_repo = {"id": repo.id, "url": api, "name": repo.name}
+    return [
+        {
+            "url": f"{api}/pulls/{pr.number}",
+            "id": pr.id,
+            "number": pr.number,
+            "head": {"ref": pr.head_ref, "sha": pr.head_sha, "repo": mini_repo},
+            "base": {"ref": pr.base_ref, "sha": _branch_sha(repo, pr.base_ref), "repo": mini_repo},
+        }
+        for pr in repo.pulls.values()
+        if pr.head_sha == sha and repo.issues[pr.number].state == "open"
+    ]
+
+
+def _branch_sha(repo: Repo, branch: str) -> str:
+    # The one git lookup among the shapes: GitHub gives the base's current sha here.
+    return resolve(repo.path, f"refs/heads/{branch}") or ZERO_SHA
+
+
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: CommitInfo) -> JSON:
     api = f"{repo_api(sb, repo)}/check-suites/{suite.id}"
     return {
@@ -39,8 +66,8 @@ def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: Com
         "url": api,
         "before": suite.before,
         "after": suite.head_sha,
-        "pull_requests": [],
-        "app": app(sb),
+        "pull_requests": pull_refs(sb, repo, suite.head_sha),
+        "app": suite_app(sb, suite),
         "repository": repository(sb, repo),
         "created_at": iso(suite.created_at),
         "updated_at": iso(suite.updated_at),
@@ -77,8 +104,8 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
         "output": output,
         "name": run.name,
         "check_suite": _suite_ref(sb, repo, repo.suites[run.suite_id]),
-        "app": app(sb),
-        "pull_requests": [],
+        "app": suite_app(sb, repo.suites[run.suite_id]),
+        "pull_requests": pull_refs(sb, repo, run.head_sha),
     }
 
 
@@ -94,8 +121,8 @@ def _suite_ref(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
         "url": f"{repo_api(sb, repo)}/check-suites/{suite.id}",
         "before": suite.before,
         "after": suite.head_sha,
-        "pull_requests": [],
-        "app": app(sb),
+        "pull_requests": pull_refs(sb, repo, suite.head_sha),
+        "app": suite_app(sb, suite),
         "deployment": None,
         "created_at": iso(suite.created_at),
         "updated_at": iso(suite.updated_at),

@@ -172,17 +172,32 @@ def author_association(repo: Repo, login: str) -> str:
     return "COLLABORATOR" if login in repo.collaborators else "NONE"
 
 
+# The repository's own CI reports as another App (GitHub Actions' id), so that Ballet,
+# which ignores its own check suites, sees the CI's.
+CI_APP_ID = 15368
+CI_APP_SLUG = "github-actions"
+
+
 def app(sb: Sandbox) -> JSON:
+    return _app(sb, sb.app.app_id, sb.app.slug, "The App that the Ballet sandbox hosts")
+
+
+def ci_app(sb: Sandbox) -> JSON:
+    ci_id = CI_APP_ID if sb.app.app_id != CI_APP_ID else CI_APP_ID + 1
+    return _app(sb, ci_id, CI_APP_SLUG, "The sandbox repositories' CI")
+
+
+def _app(sb: Sandbox, app_id: int, slug: str, description: str) -> JSON:
     return {
-        "id": sb.app.app_id,
-        "slug": sb.app.slug,
-        "node_id": node_id("Integration", sb.app.app_id),
-        "client_id": f"Iv1.sandbox{sb.app.app_id}",
+        "id": app_id,
+        "slug": slug,
+        "node_id": node_id("Integration", app_id),
+        "client_id": f"Iv1.sandbox{app_id}",
         "owner": user(sb, "sandbox"),
-        "name": sb.app.slug,
-        "description": "The App that the Ballet sandbox hosts",
+        "name": slug,
+        "description": description,
         "external_url": sb.base_url,
-        "html_url": f"{sb.base_url}/apps/{sb.app.slug}",
+        "html_url": f"{sb.base_url}/apps/{slug}",
         "created_at": "2026-01-01T00:00:00Z",
         "updated_at": "2026-01-01T00:00:00Z",
         "permissions": PERMISSIONS,

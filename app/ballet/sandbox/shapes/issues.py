@@ -6,6 +6,7 @@ from datetime import datetime
 
 from ballet.sandbox.shapes.common import (
     JSON,
+    app,
     author_association,
     iso,
     node_id,
@@ -93,7 +94,8 @@ def comment(sb: Sandbox, repo: Repo, item: Comment) -> JSON:
         "updated_at": iso(item.updated_at),
         "author_association": author_association(repo, item.user),
         "reactions": reactions_rollup(f"{api}/reactions", [r[2] for r in item.reactions]),
-        "performed_via_github_app": None,
+        # GitHub names the App behind a bot's comment; Ballet uses it to skip its own.
+        "performed_via_github_app": app(sb) if item.user == sb.app.bot_login else None,
     }
 
 
