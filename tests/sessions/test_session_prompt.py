@@ -56,3 +56,26 @@ def test_the_failed_summary_fences_output_that_has_fences_itself() -> None:
     report = failed_report("missing_report", "no report at /r", "before\n```\ninside\n```\nafter")
     assert report.outcome == "failed"
     assert "````\nbefore" in report.summary and "after\n````" in report.summary
+
+
+def test_many_long_earlier_reports_keep_the_prompt_under_an_argument_limit(
+    make_spec: MakeSpec,
+) -> None:
+    reports = tuple(
+        EarlierReport(
+            stage="review",
+            iteration=i + 1,
+            report=Report(
+                outcome="changes", summary=f"REPORT-{i} " + "s" * 9000, details="d" * 9000
+            ),
+        )
+        for i in range(40)
+    )
+    prompt = render_prompt(
+        make_spec(earlier_reports=reports), report_path=Path("/r"), handoff_path=None
+    )
+    assert len(prompt.encode()) < 100 * 1024
+    assert "REPORT-39" in prompt  # the newest are kept
+    assert "REPORT-0 " not in prompt
+    assert "older report(s) left out here" in prompt
+    assert prompt.index("REPORT-38") < prompt.index("REPORT-39")  # oldest first

@@ -15,11 +15,14 @@ import re
 from pathlib import Path
 
 from ballet.sessions.context import visible_reports
-from ballet.sessions.spec import SessionSpec
+from ballet.sessions.spec import EarlierReport, SessionSpec
 
-# Long texts are cut so the prompt stays well under a command line's limits.
+# Long texts are cut so the prompt stays well under a command line's limits
+# (Linux refuses a single argument over 128 KiB, and CLIs take the prompt as one).
 MAX_BODY_CHARS = 20_000
+MAX_SUMMARY_CHARS = 4_000
 MAX_DETAILS_CHARS = 4_000
+MAX_REPORTS_CHARS = 40_000
 
 PHASE_GOALS = {
     "research": "Research only: read the code and the ticket, find what must change and "
@@ -90,17 +93,9 @@ def render_prompt(
         + ". Commit your work with git; do not push: Ballet pushes the branch after "
         "the session. Only this branch is pushed."
     )
-    reports = visible_reports(spec)
+    reports = _earlier_reports(visible_reports(spec))
     if reports:
-        lines = ["## Earlier reports (oldest first)"]
-        for earlier in reports:
-            r = earlier.report
-            phase = f", {earlier.phase}" if earlier.phase else ""
-            lines.append(
-                f"### {earlier.stage} (iteration {earlier.iteration}{phase}): {r.outcome}\n\n"
-                f"{r.summary}\n\n{_cut(r.details, MAX_DETAILS_CHARS)}".rstrip()
-            )
-        parts.append("\n\n".join(lines))
+        parts.append(reports)
     if spec.answers:
         answers = "\n".join(
             f"- Q: {a.question}\n  A{f' (@{a.author})' if a.author else ''}: {a.answer}"
@@ -114,6 +109,30 @@ def render_prompt(
         parts.append(f"## This phase: {spec.phase}\n\n{PHASE_GOALS[spec.phase]}")
     parts.append(_contract(report_path, handoff_path, outcomes_hint))
     return "\n\n".join(parts) + "\n"
+
+
+def _earlier_reports(reports: tuple[EarlierReport, ...]) -> str:
+    """The newest reports that fit the budget, shown oldest first; the rest are counted."""
+    kept: list[str] = []
+    used = 0
+    for earlier in reversed(reports):
+        r = earlier.report
+        phase = f", {earlier.phase}" if earlier.phase else ""
+        text = (
+            f"### {earlier.stage} (iteration {earlier.iteration}{phase}): {r.outcome}\n\n"
+            f"{_cut(r.summary, MAX_SUMMARY_CHARS)}\n\n{_cut(r.details, MAX_DETAILS_CHARS)}"
+        ).rstrip()
+        if kept and used + len(text) > MAX_REPORTS_CHARS:
+            break
+        kept.append(text)
+        used += len(text)
+    if not kept:
+        return ""
+    omitted = len(reports) - len(kept)
+    head = "## Earlier reports (oldest first)"
+    if omitted:
+        head += f"\n\n{omitted} older report(s) left out here; all are in $BALLET_CONTEXT."
+    return "\n\n".join([head, *reversed(kept)])
 
 
 def _contract(report_path: Path, handoff_path: Path | None, outcomes_hint: str) -> str:
