@@ -212,7 +212,7 @@ def checks_ticket() -> Ticket:
 
 def test_checks_decide_pass_or_fail_for_the_waited_sha() -> None:
     t = checks_ticket()
-    with pytest.raises(IllegalEvent, match="the wait is for s1"):
+    with pytest.raises(IllegalEvent, match="checks for s0, but the head is s1"):
         t.feed(ChecksCompleted(now=t.now(), head_sha="s0", conclusion="success"))
     t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="failure", names=("lint",)))
     assert t.session().stage == "a" and "lint: failure" in t.session().note
@@ -279,7 +279,37 @@ def test_forge_events_for_another_wait_are_illegal() -> None:
         t.feed(MergeResult(now=t.now(), result="merged"))
     t.command("/ballet pause")
     with pytest.raises(IllegalEvent, match="the ticket is paused"):
-        t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success"))
+        t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob"))
+
+
+def test_checks_that_finished_before_the_wait_settle_it_at_once() -> None:
+    p = make_pipeline(
+        (
+            agent("a"),
+            platform("ci", wait_for="checks", next={"pass": "$done", "fail": "a"}),
+        )
+    )
+    t = Ticket(pipeline=p)
+    t.feed(HeadPushed(now=t.now(), sha="s1", pusher="alice"))
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    with pytest.raises(IllegalEvent, match="not news"):
+        t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success", names=("ci",)))
+    assert t.rec.status == "running" and t.rec.checks and t.rec.checks.outcome == "pass"
+    t.finish("done", sha="s1")
+    assert t.rec.status == "done"
+    assert t.rec.history[-1].summary == "ci: success (finished before the wait)"
+
+
+def test_checks_started_before_the_wait_get_the_stage_timeout() -> None:
+    p = make_pipeline((agent("a"), platform("ci", wait_for="checks", next={"pass": "$done"})))
+    t = Ticket(pipeline=p)
+    t.feed(HeadPushed(now=t.now(), sha="s1", pusher="alice"))
+    t.command("/ballet pause")
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.command("/ballet resume")
+    t.finish("done", sha="s1")
+    assert t.rec.waiting and t.rec.waiting.checks_started
 
 
 def test_questions_and_approvals_never_time_out() -> None:

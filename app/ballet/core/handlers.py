@@ -26,7 +26,7 @@ from ballet.core.events import (
     SessionFinished,
     TicketRequested,
 )
-from ballet.core.record import Record, SignOff, TicketRef
+from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
 from ballet.core.steps import Tx
@@ -204,44 +204,30 @@ def _waiting_for(rec: Record, *kinds: str) -> None:
         raise IllegalEvent(f"the ticket waits for {doing}, not {' or '.join(kinds)}")
 
 
-def settle_wait(tx: Tx, outcome: str, summary: str) -> None:
-    rec = tx.rec
-    stage = rec.stage or ""
-    key = tx.marker("report")
-    done = steps.close_run(tx, outcome, summary, report_ref=key.render())
-    assert done is not None
-    target, why = routing.next_target(rec.pipeline, stage, outcome)
-    steps.go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}")
-    rep = Report(outcome=outcome, summary=summary)
-    body = render.report(tx.rec, done, rep, None, f"`{target}`")
-    tx.emit(
-        PostReportComment(
-            repo=rec.ticket.repo,
-            number=tx.number,
-            marker=key,
-            body=render.with_marker(body, key.render()),
-        )
-    )
-
-
 def checks_started(tx: Tx, ev: ChecksStarted) -> None:
     rec = tx.rec
-    _waiting_for(rec, "checks")
-    assert rec.waiting is not None
-    if ev.head_sha != rec.waiting.sha or rec.waiting.checks_started:
-        raise IllegalEvent(f"checks for {ev.head_sha} are not news to this wait")
-    tx.set(waiting=rec.waiting.model_copy(update={"checks_started": True}))
+    if ev.head_sha != rec.head_sha or (rec.checks is not None and rec.checks.sha == ev.head_sha):
+        raise IllegalEvent(f"checks starting for {ev.head_sha} are not news")
+    tx.set(checks=ChecksSeen(sha=ev.head_sha))
+    w = rec.waiting
+    if rec.status == "waiting" and w is not None and w.kind == "checks":
+        tx.set(waiting=w.model_copy(update={"checks_started": True}))
 
 
 def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
     rec = tx.rec
-    _waiting_for(rec, "checks")
-    assert rec.waiting is not None
-    if ev.head_sha != rec.waiting.sha:
-        raise IllegalEvent(f"checks for {ev.head_sha}, but the wait is for {rec.waiting.sha}")
+    if ev.head_sha != rec.head_sha:
+        raise IllegalEvent(f"checks for {ev.head_sha}, but the head is {rec.head_sha}")
     passed = ev.conclusion in ("success", "neutral", "skipped")
     names = ", ".join(ev.names) or "all checks"
-    settle_wait(tx, "pass" if passed else "fail", f"{names}: {ev.conclusion}")
+    seen = ChecksSeen(
+        sha=ev.head_sha, outcome="pass" if passed else "fail", summary=f"{names}: {ev.conclusion}"
+    )
+    tx.set(checks=seen)
+    w = rec.waiting
+    if rec.status == "waiting" and w is not None and w.kind == "checks":
+        assert seen.outcome is not None
+        steps.settle(tx, seen.outcome, seen.summary)
 
 
 def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
@@ -249,14 +235,14 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     if ev.author_is_bot or ev.state not in ("approved", "changes_requested"):
         raise IllegalEvent(f"a {ev.state} review by {ev.author} is not a verdict")
     outcome = "approve" if ev.state == "approved" else "changes_requested"
-    settle_wait(tx, outcome, f"review by @{ev.author}: {ev.state}")
+    steps.settle(tx, outcome, f"review by @{ev.author}: {ev.state}")
 
 
 def merge_result(tx: Tx, ev: MergeResult) -> None:
     _waiting_for(tx.rec, "merge_result")
     if ev.result == "merged":
         tx.set(head_sha=ev.sha or tx.rec.head_sha)
-        settle_wait(tx, "merged", "merged by Ballet")
+        steps.settle(tx, "merged", "merged by Ballet")
         return
     words = {
         "conflict": "a merge conflict",
@@ -264,7 +250,7 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
         "closed": "the pull request was closed",
     }
     detail = f": {ev.detail}" if ev.detail else ""
-    settle_wait(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
+    steps.settle(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
 
 
 def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
@@ -291,7 +277,7 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
         and w is not None
         and w.kind in ("merge", "merge_result")
     ):
-        settle_wait(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged")
+        steps.settle(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged")
         return
     run = rec.open_run
     if rec.status == "running" and run is not None and run.job_key is not None:

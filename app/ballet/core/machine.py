@@ -60,6 +60,12 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # Platform stages wait for the forge: checks, reviews, merges.
     ("waiting", "checks_started"): Rule(h.checks_started, ("waiting",), "checks started"),
     ("waiting", "checks_completed"): Rule(h.checks_completed, ONWARD, "checks decide pass/fail"),
+    # Check results for the head are remembered at any time: a checks wait
+    # entered after CI finished settles at once instead of waiting forever.
+    ("running", "checks_started"): Rule(h.checks_started, ("running",), "remember checks"),
+    ("running", "checks_completed"): Rule(h.checks_completed, ("running",), "remember checks"),
+    ("paused", "checks_started"): Rule(h.checks_started, ("paused",), "remember checks"),
+    ("paused", "checks_completed"): Rule(h.checks_completed, ("paused",), "remember checks"),
     ("waiting", "review_submitted"): Rule(h.review_submitted, ONWARD, "a review decides"),
     ("waiting", "merge_result"): Rule(h.merge_result, ONWARD, "merged, or returned to rework"),
     # The PR Ballet opened: the tracking comment moves onto it.

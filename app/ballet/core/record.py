@@ -58,6 +58,15 @@ class Waiting(Frozen):
     checks_started: bool = False  # a checks wait with nothing started times out sooner
 
 
+class ChecksSeen(Frozen):
+    """The latest check state Ballet heard of for a commit, kept so a checks
+    wait entered after CI already finished settles at once."""
+
+    sha: str
+    outcome: Literal["pass", "fail"] | None = None  # None: started, not finished
+    summary: str = ""
+
+
 class StageRun(Frozen):
     stage: str
     iteration: int
@@ -121,6 +130,7 @@ class Record(Frozen):
     sessions_used: int = 0
     cost_used: float = 0.0
     approval: Approval | None = None
+    checks: ChecksSeen | None = None
     handoff: Handoff | None = None  # the previous phase's handoff, for the next phase
     paused_from: Status | None = None
     ended_by: str | None = None  # a person who merged or closed the PR themselves

@@ -20,11 +20,13 @@ from ballet.core.effects import (
     MergePR,
     PostComment,
     PostReply,
+    PostReportComment,
     RequestReviewers,
     SessionSpec,
     StartSession,
 )
 from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
+from ballet.core.report import Report
 from ballet.core.routing import DONE, FAILED, QUESTION
 
 
@@ -136,6 +138,28 @@ def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
     proceed(tx, target, note=note)
 
 
+def settle(tx: Tx, outcome: str, summary: str) -> None:
+    """A human or platform stage has its outcome: report it and route it."""
+    rec = tx.rec
+    stage = rec.stage or ""
+    key = tx.marker("report")
+    done = close_run(tx, outcome, summary, report_ref=key.render())
+    assert done is not None, "a waiting stage has an open run"
+    target, why = routing.next_target(rec.pipeline, stage, outcome)
+    go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}")
+    body = render.report(
+        tx.rec, done, Report(outcome=outcome, summary=summary), None, f"`{target}`"
+    )
+    tx.emit(
+        PostReportComment(
+            repo=rec.ticket.repo,
+            number=tx.number,
+            marker=key,
+            body=render.with_marker(body, key.render()),
+        )
+    )
+
+
 def proceed(tx: Tx, target: str, note: str = "") -> None:
     """Enter a target once its sign-off gate is open."""
     if routing.needs_signoffs(tx.rec.pipeline, target) and hold_for_signoff(tx, target, note):
@@ -239,9 +263,19 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
         )
     elif stage.wait_for == "review":
         wait(tx, "review", "a pull request review", anyone, "submit a review on the pull request")
+    elif rec.checks is not None and rec.checks.sha == rec.head_sha and rec.checks.outcome:
+        # CI finished before the ticket got here: nothing more will arrive.
+        settle(tx, rec.checks.outcome, f"{rec.checks.summary} (finished before the wait)")
     else:
+        started = rec.checks is not None and rec.checks.sha == rec.head_sha
         wait(
-            tx, "checks", f"checks on {rec.head_sha or 'the head commit'}", (), "", sha=rec.head_sha
+            tx,
+            "checks",
+            f"checks on {rec.head_sha or 'the head commit'}",
+            (),
+            "",
+            sha=rec.head_sha,
+            started=started,
         )
 
 
@@ -262,13 +296,24 @@ def open_run(
 
 
 def wait(
-    tx: Tx, kind: WaitKind, reason: str, who: tuple[str, ...], command: str, sha: str | None = None
+    tx: Tx,
+    kind: WaitKind,
+    reason: str,
+    who: tuple[str, ...],
+    command: str,
+    sha: str | None = None,
+    started: bool = False,
 ) -> None:
-    set_status(
-        tx,
-        "waiting",
-        Waiting(kind=kind, reason=reason, who=who, command=command, since=tx.now, sha=sha),
+    w = Waiting(
+        kind=kind,
+        reason=reason,
+        who=who,
+        command=command,
+        since=tx.now,
+        sha=sha,
+        checks_started=started,
     )
+    set_status(tx, "waiting", w)
 
 
 def over_budget(rec: Record) -> str:

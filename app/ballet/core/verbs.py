@@ -11,7 +11,6 @@ from ballet.core.commands import Command
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession
 from ballet.core.events import CommandIssued
-from ballet.core.handlers import settle_wait
 from ballet.core.record import Approval
 from ballet.core.steps import Tx
 
@@ -30,7 +29,7 @@ def approve(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         )
     tx.set(approval=Approval(by=ev.author, sha=head, at=tx.now))
     note = f": {cmd.text}" if cmd.text else ""
-    settle_wait(tx, "approve", f"approved by @{ev.author} at {head or 'an unknown head'}{note}")
+    steps.settle(tx, "approve", f"approved by @{ev.author} at {head or 'an unknown head'}{note}")
     return None
 
 
@@ -40,7 +39,7 @@ def reject(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         return (
             "nothing waits for an approval now; `/ballet status` shows what the ticket waits for."
         )
-    settle_wait(tx, "reject", f"rejected by @{ev.author}: {cmd.text}")
+    steps.settle(tx, "reject", f"rejected by @{ev.author}: {cmd.text}")
     return None
 
 
