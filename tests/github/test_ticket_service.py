@@ -340,3 +340,14 @@ async def test_session_result_posts_its_report_and_starts_the_next_stage(
     assert [s.spec.stage for s in launcher.launched] == ["implement", "review"]
     record = tracking_record(repo, 101)
     assert record.stage == "review" and record.history[0].outcome == "done"
+
+
+async def test_command_on_an_issue_that_is_no_ticket_gets_one_reply(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    delivery = comment(webhooks_dir, "/ballet status", author="Codertocat", comment_id=11)
+    await service.on_delivery(delivery)
+    await service.on_delivery(delivery)
+    (reply,) = repo.comments_on(1)
+    assert "not a Ballet ticket" in reply.body and "@Codertocat" in reply.body
+    assert repo.reactions == [] and not repo.prs

@@ -488,7 +488,8 @@ def _failure(method: str, path: str, response: httpx.Response) -> Exception:
     except ValueError:
         message = response.text[:200]
     text = f"{method} {path}: {status} {message}".strip()
-    if status in (403, 429) and "rate limit" in message.lower():
+    lowered = message.lower()
+    if status == 429 or (status == 403 and ("rate limit" in lowered or "abuse" in lowered)):
         # githubkit raises its own rate-limit errors only when GitHub sends
         # retry-after or x-ratelimit-remaining: 0; the message alone also counts.
         return RateLimited(SECONDARY_LIMIT_DEFAULT_WAIT, reason=text)

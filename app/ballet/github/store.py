@@ -65,10 +65,16 @@ def tracking_marker(key: str) -> str:
 
 class RecordStore:
     def __init__(
-        self, redis: Redis, *, lock_timeout_seconds: float = 300.0, prefix: str = "ballet"
+        self,
+        redis: Redis,
+        *,
+        lock_timeout_seconds: float = 300.0,
+        lock_wait_seconds: float = 60.0,
+        prefix: str = "ballet",
     ) -> None:
         self._redis = redis
         self._lock_timeout = lock_timeout_seconds
+        self._lock_wait = lock_wait_seconds
         self._p = prefix
 
     def _k(self, kind: str, key: str) -> str:
@@ -79,11 +85,13 @@ class RecordStore:
     @asynccontextmanager
     async def locked(self, key: str) -> AsyncIterator[None]:
         """Hold the ticket's lock. It expires after `lock_timeout_seconds` so a
-        crashed worker never wedges a ticket; a handler must finish well within it."""
+        crashed worker never wedges a ticket; a handler must finish well within it.
+        Waiting longer than `lock_wait_seconds` raises `redis.exceptions.LockError`,
+        and the job is retried later."""
         lock = self._redis.lock(
             self._k("lock", key),
             timeout=self._lock_timeout,
-            blocking_timeout=self._lock_timeout,
+            blocking_timeout=self._lock_wait,
         )
         async with lock:
             yield

@@ -295,6 +295,18 @@ class TicketService:
             log.info("commands on a pull request of no ticket", target=intent.target)
             return
         ctx = self._ctx(intent.installation_id)
+        if await self._store.load(key, ctx.forge, pr_hint=intent.target.pr) is None:
+            _, number = split_key(key)
+            label = repo_config.DEFAULT_TRIGGER_LABEL
+            await ctx.interpreter.upsert_comment(
+                intent.target.repo,
+                intent.target.issue or intent.target.pr or number,
+                MarkerKey(ticket=key, kind="reply", extra=str(intent.comment_id)).render(),
+                f"@{intent.author} this is not a Ballet ticket, so there is nothing for "
+                f"`/ballet` to act on. Add the trigger label (`{label}` unless .ballet.yml "
+                "names another) to the issue to start one.",
+            )
+            return
         permission = await ctx.forge.permission(intent.target.repo, intent.author)
         for index, command in enumerate(intent.commands):
             event = CommandIssued(
