@@ -29,14 +29,9 @@ from ballet.artifacts import Artifacts
 from ballet.core.events import ReconcileTick, SessionFinished
 from ballet.core.record import TERMINAL, Record
 from ballet.core.report import Report
+from ballet.heartbeats import crashed_summary, is_beating, last_beat
 from ballet.queue import SESSIONS_QUEUE
-from ballet.session_jobs import (
-    LIVE_TICKETS,
-    crashed_summary,
-    finished_event_id,
-    heartbeat_key,
-    last_beat,
-)
+from ballet.session_jobs import LIVE_TICKETS, finished_event_id
 from ballet.ticket_events import send_ticket_event
 from ballet.ticket_source import TicketSource
 
@@ -78,19 +73,24 @@ class Reconciler:
         ended: list[str] = []
         members: set[bytes] = await self._redis.smembers(LIVE_TICKETS)  # type: ignore[misc]
         for ticket in sorted(m.decode() for m in members):
-            record = await self._tickets.record(ticket)
-            if record is None or record.status in TERMINAL:
-                await self._redis.srem(LIVE_TICKETS, ticket)  # type: ignore[misc]
-                await self._artifacts.forget(ticket)
-                ended.append(ticket)
-                continue
-            job_key = await self._crashed_session(record)
-            if job_key is not None and await self._report_crash(record, job_key, now):
-                crashed.append(job_key)
-            tick = ReconcileTick(now=now)
-            event_id = f"reconcile:{ticket}:{now.strftime('%Y%m%dT%H%M')}"
-            await send_ticket_event(self._redis, ticket, tick, event_id=event_id)
-            ticked.append(ticket)
+            try:
+                record = await self._tickets.record(ticket)
+                if record is None or record.status in TERMINAL:
+                    await self._redis.srem(LIVE_TICKETS, ticket)  # type: ignore[misc]
+                    await self._artifacts.forget(ticket)
+                    ended.append(ticket)
+                    continue
+                job_key = await self._crashed_session(record)
+                if job_key is not None and await self._report_crash(record, job_key, now):
+                    crashed.append(job_key)
+                tick = ReconcileTick(now=now)
+                event_id = f"reconcile:{ticket}:{now.strftime('%Y%m%dT%H%M')}"
+                await send_ticket_event(self._redis, ticket, tick, event_id=event_id)
+                ticked.append(ticket)
+            except Exception:
+                # One ticket GitHub cannot serve now must not stall the others;
+                # the next minute's sweep tries it again.
+                log.exception("could not reconcile ticket", ticket=ticket)
         return Sweep(tuple(ticked), tuple(crashed), tuple(ended))
 
     async def _crashed_session(self, record: Record) -> str | None:
@@ -99,7 +99,7 @@ class Reconciler:
         if record.status != "running" or run is None or run.job_key is None:
             return None
         job_key = run.job_key
-        if await self._redis.exists(heartbeat_key(job_key)):
+        if await is_beating(self._redis, job_key):
             return None
         status = await Job(job_key, self._redis, _queue_name=SESSIONS_QUEUE).status()
         if status in NOT_STARTED:
@@ -137,9 +137,7 @@ async def reconcile(ctx: dict[str, Any]) -> None:
         log.info("reconciler idle: this worker has no session jobs wired")
         return
     sweep = await Reconciler(jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock).sweep()
-    log.info(
-        "reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended)
-    )
+    log.info("reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended))
 
 
 # Every minute, once across all workers (arq's unique cron job id).

@@ -16,9 +16,8 @@ SessionFinished to the ticket pipeline through the events queue.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -28,12 +27,15 @@ from arq import Retry
 from arq.connections import ArqRedis
 from arq.jobs import Job
 from arq.worker import Function, func
+from pydantic import ValidationError
 
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
 from ballet.core.events import SessionFinished
 from ballet.core.report import Report
-from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
+from ballet.github.store import RecordStore
+from ballet.heartbeats import beating, crashed_summary, forget_last_beat, last_beat
 from ballet.queue import SESSIONS_QUEUE
 from ballet.sessions import (
     Answer,
@@ -45,8 +47,10 @@ from ballet.sessions import (
     run_session,
 )
 from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.settings import Settings
+from ballet.skills import builtin_skills
 from ballet.ticket_events import send_ticket_event
-from ballet.ticket_source import TicketSource
+from ballet.ticket_source import GitHubTicketSource, TicketSource
 
 if TYPE_CHECKING:
     from ballet.services import Services
@@ -54,22 +58,11 @@ if TYPE_CHECKING:
 log = structlog.get_logger("ballet.session_jobs")
 
 RUN_STAGE_SESSION = "run_stage_session"
-HEARTBEAT_PREFIX = "ballet:heartbeat:"  # live while the session's job runs; short TTL
-LAST_BEAT_PREFIX = "ballet:heartbeat-last:"  # when it last beat, kept for the crash report
 LAUNCHED_PREFIX = "ballet:session-launched:"
 LIVE_TICKETS = "ballet:live-tickets"  # tickets the reconciler visits
 # A session is never started twice: far longer than any redelivery of its effect.
 KEEP_SECONDS = 30 * 24 * 3600
-HEARTBEAT_TTL_BEATS = 4  # the heartbeat key lives this many beats
 SESSION_RETRY_SECONDS = 30.0
-
-
-def heartbeat_key(job_key: str) -> str:
-    return HEARTBEAT_PREFIX + job_key
-
-
-def last_beat_key(job_key: str) -> str:
-    return LAST_BEAT_PREFIX + job_key
 
 
 def ticket_of(spec: SessionSpec) -> str:
@@ -129,6 +122,26 @@ class SessionJobs:
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
 
 
+def session_jobs_for(
+    settings: Settings,
+    redis: ArqRedis,
+    store: RecordStore,
+    forges: Callable[[int], Forge],
+    *,
+    parent_env: Mapping[str, str] | None = None,
+) -> SessionJobs:
+    """The production wiring, from the GitHub edge's record store and forges
+    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`)."""
+    return SessionJobs(
+        redis=redis,
+        tickets=GitHubTicketSource(store, forges, api_url=settings.github_api_url),
+        workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
+        artifacts=Artifacts(redis),
+        parent_env=parent_env,
+        builtin_skills=builtin_skills(),
+    )
+
+
 async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     """The job: run one session of a StartSession effect; returns its outcome."""
     services: Services = ctx["services"]
@@ -140,17 +153,21 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
     spec = StartSession.model_validate(start).spec
     job_try: int = ctx.get("job_try", 1)
-    if job_try > 1 and await jobs.redis.exists(last_beat_key(spec.job_key)):
+    if job_try > 1 and await last_beat(jobs.redis, spec.job_key) is not None:
         # An earlier try began this session and its worker went away; running it
         # again could push a second, different result onto the branch.
         result = crashed_result(await last_beat(jobs.redis, spec.job_key))
     else:
         try:
-            async with _heartbeat(jobs, spec.job_key):
+            # Beats for the whole job, not only while the agent's process runs: a
+            # long fetch or push must not look like a dead worker to the reconciler.
+            async with beating(
+                jobs.redis, spec.job_key, every_seconds=jobs.heartbeat_seconds, clock=jobs.clock
+            ):
                 result = await _run(jobs, spec, job_try)
         except Retry:
             # Not started: forget the beat so the next try is not taken for a crash.
-            await jobs.redis.delete(last_beat_key(spec.job_key))
+            await forget_last_beat(jobs.redis, spec.job_key)
             raise
     await jobs.artifacts.add(
         ticket_of(spec),
@@ -195,17 +212,22 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
         log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
         raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
-    except ForgeError as exc:
+    except (ForgeError, ValidationError) as exc:
         return failed_result(
             f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
         )
-    return await run_session(
-        runner_spec,
-        workspaces=jobs.workspaces,
-        git_auth=jobs.tickets.git_token,
-        parent_env=jobs.parent_env,
-        options=jobs.options,
-    )
+    try:
+        return await run_session(
+            runner_spec,
+            workspaces=jobs.workspaces,
+            git_auth=jobs.tickets.git_token,
+            parent_env=jobs.parent_env,
+            options=jobs.options,
+        )
+    except Exception as exc:
+        # A bug or a lost disk must still end the stage with a report, not a silent job.
+        log.exception("session could not run", job_key=spec.job_key)
+        return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
 
 
 def runner_stage_id(spec: SessionSpec) -> str:
@@ -274,41 +296,3 @@ def failed_result(summary: str) -> SessionResult:
         handoff=None,
         output_tail="",
     )
-
-
-def crashed_summary(since: datetime | None) -> str:
-    when = since.isoformat(timespec="seconds") if since else "it started"
-    return (
-        f"The session's worker stopped (no heartbeat since {when}); its work was not "
-        "pushed. `/ballet retry` runs the stage again."
-    )
-
-
-async def last_beat(redis: ArqRedis, job_key: str) -> datetime | None:
-    """When the session's job last beat, while that is remembered."""
-    raw = await redis.get(last_beat_key(job_key))
-    return datetime.fromisoformat(raw.decode()) if raw else None
-
-
-@contextlib.asynccontextmanager
-async def _heartbeat(jobs: SessionJobs, job_key: str) -> AsyncIterator[None]:
-    # Beats for the whole job, not only while the agent's process runs: a long
-    # fetch or push must not look like a dead worker to the reconciler.
-    async def beat() -> None:
-        ttl = max(1, round(jobs.heartbeat_seconds * HEARTBEAT_TTL_BEATS))
-        while True:
-            now = jobs.clock().isoformat()
-            async with jobs.redis.pipeline(transaction=True) as tx:
-                tx.set(heartbeat_key(job_key), now, ex=ttl)
-                tx.set(last_beat_key(job_key), now, ex=KEEP_SECONDS)
-                await tx.execute()
-            await asyncio.sleep(jobs.heartbeat_seconds)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-        await jobs.redis.delete(heartbeat_key(job_key))

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("ballet.ticket_events")
 
 APPLY_TICKET_EVENT = "apply_ticket_event"
-# A session's result must stay unique long after it ran: a late duplicate
-# (the reconciler declaring the same session crashed) is refused by arq.
-KEEP_RESULT_SECONDS = 7 * 24 * 3600
+# While its result is kept, arq refuses a second job for the same event id; a
+# later duplicate is refused by the ticket service's applied-event window and
+# the engine's stale-job-key check. An hour keeps a minute's ticks cheap.
+KEEP_RESULT_SECONDS = 3600
 MAX_TRIES = 8
 RETRY_BASE_SECONDS = 5.0
 

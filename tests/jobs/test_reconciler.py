@@ -11,6 +11,7 @@ from arq.constants import job_key_prefix
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.events import ReconcileTick
 from ballet.core.report import Report
+from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.reconciler import Reconciler
 from ballet.services import Services
@@ -18,8 +19,6 @@ from ballet.session_jobs import (
     LIVE_TICKETS,
     ArqSessionLauncher,
     SessionJobs,
-    heartbeat_key,
-    last_beat_key,
 )
 from ballet.settings import Settings
 from jobs_kit import REPO, EngineTickets, agent_runtime

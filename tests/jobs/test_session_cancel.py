@@ -9,13 +9,14 @@ import pytest
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 from ballet.core.effects import CancelSession
+from ballet.heartbeats import heartbeat_key
 from ballet.queue import SESSIONS_QUEUE
 from ballet.services import Services
-from ballet.session_jobs import ArqSessionLauncher, heartbeat_key
+from ballet.session_jobs import ArqSessionLauncher
 from ballet.sessions.process import group_alive
 from ballet.settings import Settings
-from jobs_kit import REPO, EngineTickets, agent_runtime
-from jobs_running import eventually, queued_finish, sessions_spec, worker_group
+from jobs_kit import REPO, EngineTickets, agent_runtime, git
+from jobs_running import eventually, queued_finish, run_sessions, sessions_spec, worker_group
 
 pytestmark = pytest.mark.anyio
 
@@ -64,3 +65,23 @@ async def test_cancel_aborts_a_running_session_and_kills_its_processes(
     assert isinstance(info.result, asyncio.CancelledError)
     assert not await redis.exists(heartbeat_key(job_key))
     assert await queued_finish(redis, job_key) is None  # a cancelled session reports nothing
+
+
+async def test_a_session_cancelled_while_queued_never_starts(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    origin: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await launcher.cancel(CancelSession(repo=REPO, job_key=start.spec.job_key))
+
+    await run_sessions(settings, services)
+
+    assert await redis.zcard(SESSIONS_QUEUE) == 0
+    assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran
+    assert await queued_finish(redis, start.spec.job_key) is None

@@ -11,13 +11,12 @@ import pytest
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
 from ballet.core.events import SessionFinished
+from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.queue import SESSIONS_QUEUE
 from ballet.services import Services
 from ballet.session_jobs import (
     LIVE_TICKETS,
     ArqSessionLauncher,
-    heartbeat_key,
-    last_beat_key,
     run_stage_session,
 )
 from ballet.settings import Settings
