@@ -103,3 +103,9 @@ def test_ticket_key_and_open_run() -> None:
     assert t.rec.key == "octo/app#7"
     assert t.rec.open_run is not None and t.rec.open_run.stage == "implement"
     assert t.rec.open_question is None
+
+
+def test_a_role_gone_from_the_configuration_is_no_longer_required() -> None:
+    t = Ticket()
+    rec = t.rec.model_copy(update={"signoffs_required": ("security", "retired")})
+    assert rec.missing_signoffs() == ("security",)

@@ -64,6 +64,18 @@ def test_waiting_line_for_anyone_with_write() -> None:
     assert "(who can act: anyone with write permission)" in t.one_tracking().body
 
 
+def test_forge_waits_say_no_one_needs_to_act() -> None:
+    t = Ticket()
+    t.open_pr()
+    t.finish("done")
+    t.finish("approve")
+    t.finish("pass")
+    assert (
+        "**Waiting for** the merge of the pull request (no one needs to act; `/ballet retry` "
+        "asks again)" in t.one_tracking().body
+    )
+
+
 def test_report_comment_has_every_part() -> None:
     t = Ticket()
     run = StageRun(stage="implement", iteration=2, attempt=1, phase="plan", start=at(0), end=at(3))

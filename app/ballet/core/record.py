@@ -153,8 +153,10 @@ class Record(Frozen):
         return last if last is not None and last.answer is None else None
 
     def missing_signoffs(self) -> tuple[str, ...]:
+        # A role no longer in the configuration is no longer required.
         given = {s.role for s in self.signoffs_given}
-        return tuple(r for r in self.signoffs_required if r not in given)
+        roles = self.pipeline.roles
+        return tuple(r for r in self.signoffs_required if r not in given and r in roles)
 
 
 class RecordFormatError(ValueError):
