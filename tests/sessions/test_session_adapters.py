@@ -154,3 +154,20 @@ def test_a_command_runtime_without_a_command_is_a_config_error(
     result = run(make_spec(runtime=Runtime(adapter="command")), workspaces, parent_env)
     assert result.failure_reason == "runtime"
     assert "needs `command:`" in result.report.summary
+
+
+def test_a_runtime_command_replaces_the_cli_executable(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "cli.json"
+    write_script("pinned-gemini", fake_cli("gemini", str(log)))
+    runtime = Runtime(adapter="gemini", command=("pinned-gemini",))
+    result = run(make_spec(runtime=runtime), workspaces, parent_env)
+    assert result.failure_reason is None, result.report.summary
+    seen = json.loads(log.read_text())
+    assert seen["env"]["GEMINI_CLI_TRUST_WORKSPACE"] == "true"
+    assert contains_run(seen["argv"], ["--approval-mode", "yolo"])

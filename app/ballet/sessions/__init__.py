@@ -3,6 +3,10 @@
 The worker calls `run_session(spec, workspaces=…, git_auth=…, heartbeat=…)`
 once per session (one phase of a phased stage per call) under the arq job id
 `session_job_id(ticket, stage, iteration, attempt, phase)`.
+
+The session's files live outside its clone: BALLET_REPORT, BALLET_CONTEXT,
+BALLET_PROMPT (the *path* of the rendered prompt.md) and, in a phased stage,
+BALLET_HANDOFF are paths in a per-session directory next to the clone.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ async def run_session(
     options: SessionOptions | None = None,
 ) -> SessionResult:
     """Run one session. `parent_env` is the worker's environment (default: os.environ),
-    from which only the allowlist reaches the session."""
+    from which only the allowlist reaches the session. A session that goes wrong
+    returns a `failed` result; only `git_auth`'s own errors (GitHub unreachable)
+    and cancellation propagate, so the caller may retry the job."""
     started = time.monotonic()
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
