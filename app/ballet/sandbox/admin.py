@@ -7,6 +7,7 @@ at the result as a person would see it.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -104,6 +105,18 @@ async def redeliver(request: Request) -> JSONResponse:
     return respond(again.summary(), 202)
 
 
+async def set_webhook(request: Request) -> JSONResponse:
+    """Point deliveries somewhere else (the demo starts Ballet's web app after the sandbox)."""
+    try:
+        url = json.loads(await request.body())["url"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ApiError(422, 'Send {"url": "http://host:port/path"} (or null to stop)') from exc
+    if url is not None and not (isinstance(url, str) and url.startswith(("http://", "https://"))):
+        raise ApiError(422, f"{url!r} is not an http(s) URL")
+    sandbox_of(request).hooks.url = url
+    return respond({"url": url})
+
+
 async def list_requests(request: Request) -> JSONResponse:
     return respond(sandbox_of(request).requests)
 
@@ -195,5 +208,6 @@ ROUTES = [
     Route("/_sandbox/deliveries", list_deliveries),
     Route("/_sandbox/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
     Route("/_sandbox/requests", list_requests),
+    Route("/_sandbox/webhook", set_webhook, methods=["PUT"]),
     Route("/_sandbox/settle", settle, methods=["POST"]),
 ]

@@ -28,6 +28,7 @@ from ballet.sandbox import (
 )
 from ballet.sandbox.auth import Actor, new_app_identity
 from ballet.sandbox.errors import ApiError, error_response
+from ballet.sandbox.etag import ConditionalGet
 from ballet.sandbox.state import Sandbox
 from ballet.sandbox.webhooks import WebhookQueue
 
@@ -122,5 +123,6 @@ def create_app(sandbox: Sandbox) -> Starlette:
         lifespan=lifespan,
         exception_handlers={ApiError: error_response, HTTPException: _http_error},
     )
-    app.add_middleware(RequestLog, sandbox=sandbox)
+    app.add_middleware(ConditionalGet)
+    app.add_middleware(RequestLog, sandbox=sandbox)  # outermost: it logs the 304s too
     return app
