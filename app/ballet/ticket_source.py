@@ -82,12 +82,16 @@ class GitHubTicketSource:
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
         token = (await (await self._forge(repo)).git_remote(repo)).token
-        gh: GitHub[Any] = GitHub(TokenAuthStrategy(token), base_url=self._api_url)
+        # No automatic retries: a rate limit defers the job instead of sleeping in it.
+        gh: GitHub[Any] = GitHub(
+            TokenAuthStrategy(token), base_url=self._api_url, auto_retry=False, user_agent="ballet"
+        )
         path = f"/repos/{repo}/issues/{number}"
         try:
             response = await gh.arequest("GET", path)
         except RateLimitExceeded as exc:
-            raise RateLimited(exc.retry_after.total_seconds(), reason=f"GET {path}") from exc
+            wait = max(exc.retry_after.total_seconds(), 1.0)
+            raise RateLimited(wait, reason=f"GET {path}: rate limited") from exc
         except RequestFailed as exc:
             status = exc.response.status_code
             text = f"GET {path}: {status}"

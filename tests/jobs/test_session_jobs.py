@@ -17,10 +17,13 @@ from ballet.services import Services
 from ballet.session_jobs import (
     LIVE_TICKETS,
     ArqSessionLauncher,
+    SessionJobs,
+    build_runner_spec,
     run_stage_session,
 )
 from ballet.settings import Settings
-from jobs_kit import ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime, git
+from ballet.skills import builtin_skills
+from jobs_kit import HOUSE_STYLE, ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime, git
 from jobs_running import queued_finish, run_events, run_sessions
 
 pytestmark = pytest.mark.anyio
@@ -153,3 +156,55 @@ async def test_an_issue_github_cannot_find_fails_the_session_saying_why(
     assert event.report.outcome == "failed"
     assert "could not prepare the session" in event.report.summary
     assert "was the issue deleted or transferred?" in event.report.summary
+
+
+async def test_a_rate_limited_issue_read_defers_the_session_which_then_runs(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    github: dict[str, Any],
+) -> None:
+    limited = httpx.Response(
+        403,
+        headers={"retry-after": "1"},
+        json={"message": "You have exceeded a secondary rate limit"},
+    )
+    github["issue"].side_effect = [limited, github["issue"].return_value]
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await run_sessions(settings, services)  # burst mode waits out the deferral
+
+    event = await finished(redis, start.spec.job_key)
+    assert event.report.outcome == "done"  # the retry ran it, not reported it as a crash
+    assert github["issue"].call_count == 2
+
+
+async def test_a_signoff_session_runs_as_its_role_with_the_role_instructions(
+    session_jobs: SessionJobs,
+    tickets: EngineTickets,
+    agent_script: Path,
+    origin: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    signoff = start.spec.model_copy(
+        update={
+            "kind": "signoff",
+            "role": "security",
+            "skills": ("reviewer", "house-style", "no-such-skill"),
+            "instructions": "Review for security: secrets, injection, authz.",
+        }
+    )
+
+    spec = await build_runner_spec(session_jobs, signoff)
+
+    assert spec.stage.id == "signoff-security"
+    assert spec.stage.instructions == "Review for security: secrets, injection, authz."
+    assert spec.skill_texts["reviewer"] == builtin_skills()["reviewer"]
+    assert spec.skill_texts["house-style"] == HOUSE_STYLE
+    assert "no-such-skill" not in spec.skill_texts
+    assert spec.timeout_seconds == start.spec.timeout_minutes * 60
+    assert (spec.ticket.body, spec.ticket.url) == (ISSUE_BODY, ISSUE_URL)
+    assert spec.clone_url == origin.as_uri()
