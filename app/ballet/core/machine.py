@@ -43,7 +43,7 @@ ONWARD: tuple[Status, ...] = ("running", "waiting", "done", "failed")
 @dataclass(frozen=True)
 class Rule:
     handler: Callable[[Tx, Any], None]
-    to: tuple[Status, ...]  # the statuses this rule can lead to (staying put included)
+    to: tuple[Status, ...]  # where it can lead besides staying put (property-tested)
     says: str
 
 
