@@ -1,45 +1,18 @@
-"""The production forge: GitHub's REST and GraphQL APIs through githubkit.
+"""The production forge: the `Forge` Protocol on GitHub's REST and GraphQL APIs.
 
-What githubkit gives us, configured here once:
-- App authentication: the App's JWT buys installation tokens; githubkit caches
-  each token in its cache strategy until a minute before it expires, and the
-  strategy here is Redis, so every worker process shares one token per
-  installation instead of minting its own.
-- Conditional GETs: githubkit's HTTP cache (hishel) stores bodies with their
-  ETag in Redis and revalidates with If-None-Match; a 304 costs no rate limit.
-- The throttler hook: `WritePacer` makes writes serial and spaced per
-  installation (see pacing.py).
-- Bounded retries with jitter on 5xx. Rate limits are *not* retried here:
-  they raise `RateLimited` so the job is deferred instead of sleeping.
-
-Responses are read with lenient models of only the fields Ballet uses
-(`github_models.py`), so the sandbox and GitHub Enterprise versions that add
-or drop fields are read alike.
+Requests go through `GitHubClient` (github_client.py: App auth, Redis-shared
+tokens, ETag cache, pacing, rate limits). Responses are read with lenient
+models of only the fields Ballet uses (`github_models.py`), so the sandbox and
+GitHub Enterprise versions that add or drop fields are read alike.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import random
-import ssl
-from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-import certifi
 import httpx
-from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
-from githubkit.cache import AsyncRedisCacheStrategy
-from githubkit.exception import (
-    GitHubException,
-    GraphQLFailed,
-    RateLimitExceeded,
-    RequestError,
-    RequestFailed,
-)
-from githubkit.typing import RetryOption
-from hishel import AsyncBaseStorage, AsyncRedisStorage
 from pydantic import TypeAdapter
 from redis.asyncio import Redis
 
@@ -51,26 +24,26 @@ from ballet.github.forge import (
     ChecksSummary,
     Comment,
     ForgeError,
-    ForgeUnavailable,
     GitRemote,
     MergeMethod,
     MergeResult,
     NotFound,
     Permission,
     PullRequest,
-    RateLimited,
     ReactionContent,
 )
-from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.github.github_client import (
+    PER_PAGE,
+    GitHubAppCredentials,
+    GitHubClient,
+    GitHubClients,
+    ServerErrorRetry,
+)
+from ballet.github.pacing import DEFAULT_SPACING_SECONDS
 from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
-# GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
-SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
-HTTP_CACHE_TTL_SECONDS = 24 * 3600
-PER_PAGE = 100
-# More than this many pages of comments is not a ticket Ballet can serve anyway.
-MAX_PAGES = 30
+__all__ = ["GitHubAppCredentials", "GitHubForge", "GitHubForges", "ServerErrorRetry"]
 
 _content_list = TypeAdapter(list[m.ContentItem])
 _comment_list = TypeAdapter(list[m.IssueComment])
@@ -78,61 +51,8 @@ _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-@dataclass(frozen=True)
-class GitHubAppCredentials:
-    app_id: int
-    private_key: str
-    api_url: str = "https://api.github.com"
-
-
-class _RedisHttpCache(AsyncRedisCacheStrategy):
-    # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
-    # and pull requests revalidating with 304s across a working day.
-    async def get_async_hishel_storage(self) -> AsyncBaseStorage:
-        return AsyncRedisStorage(
-            client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
-        )
-
-
-class ServerErrorRetry:
-    """Retry 5xx a few times with exponential backoff and full jitter."""
-
-    def __init__(self, max_retries: int = 3, base_seconds: float = 0.5) -> None:
-        self.max_retries = max_retries
-        self.base_seconds = base_seconds
-
-    def __call__(self, exc: GitHubException, retry_count: int) -> RetryOption:
-        if (
-            retry_count < self.max_retries
-            and isinstance(exc, RequestFailed)
-            and not isinstance(exc, RateLimitExceeded)
-            and exc.response.status_code >= 500
-        ):
-            delay = random.uniform(0, self.base_seconds * 2**retry_count)
-            return RetryOption(True, timedelta(seconds=delay))
-        return RetryOption(False)
-
-
-class _KeptOpenTransport(httpx.AsyncBaseTransport):
-    """One connection pool for every request: githubkit makes a client per
-    request and closes it after, which would close a shared transport too."""
-
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self.inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self.inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        pass
-
-
 class GitHubForges:
-    """Makes a forge per installation; all share one Redis for tokens, cache and pacing.
-
-    `redis` must return bytes (the default, `decode_responses=False`): the HTTP
-    cache stores raw bodies.
-    """
+    """Makes a forge per installation; all share one Redis and one connection pool."""
 
     def __init__(
         self,
@@ -143,112 +63,47 @@ class GitHubForges:
         retry: ServerErrorRetry | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._credentials = credentials
-        self._redis = redis
-        self._spacing = write_spacing_seconds
-        self._retry = retry or ServerErrorRetry()
-        # Loading CA certificates takes tens of milliseconds: once per process.
-        self._pool = transport or httpx.AsyncHTTPTransport(
-            verify=ssl.create_default_context(cafile=certifi.where())
+        self._clients = GitHubClients(
+            credentials,
+            redis,
+            write_spacing_seconds=write_spacing_seconds,
+            retry=retry,
+            transport=transport,
         )
-        self._transport = _KeptOpenTransport(self._pool)
-        self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
 
     async def aclose(self) -> None:
-        """Close the shared connection pool (at worker shutdown)."""
-        await self._pool.aclose()
+        await self._clients.aclose()
 
     async def app_identity(self) -> AppIdentity:
         """Who the App is (its slug names its bot), asked once at start-up with the App JWT."""
-        gh: GitHub[Any] = GitHub(
-            AppAuthStrategy(self._credentials.app_id, self._credentials.private_key),
-            base_url=self._credentials.api_url,
-            cache_strategy=self._cache,
-            async_transport=self._transport,
-            auto_retry=self._retry,
-            user_agent="ballet",
-        )
-        try:
-            response = await gh.arequest("GET", "/app")
-        except RateLimitExceeded as exc:
-            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
-        except RequestFailed as exc:
-            raise _failure("GET", "/app", exc.response.raw_response) from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"GET /app: {exc!r}") from exc
-        app = m.AppData.model_validate(response.raw_response.json())
+        app = m.AppData.model_validate(await self._clients.app().json("GET", "/app"))
         return AppIdentity(app_id=app.id, slug=app.slug)
 
     def for_installation(self, installation_id: int) -> GitHubForge:
-        auth = AppInstallationAuthStrategy(
-            self._credentials.app_id, self._credentials.private_key, installation_id
+        return GitHubForge(
+            self._clients.installation(installation_id), self._clients.credentials.api_url
         )
-        gh: GitHub[Any] = GitHub(
-            auth,
-            base_url=self._credentials.api_url,
-            cache_strategy=self._cache,
-            throttler=WritePacer(self._redis, installation_id, spacing_seconds=self._spacing),
-            auto_retry=self._retry,
-            async_transport=self._transport,
-            user_agent="ballet",
-        )
-        return GitHubForge(gh, self._credentials.api_url)
 
 
 class GitHubForge:
     """The `Forge` Protocol on one installation's token."""
 
-    def __init__(self, gh: GitHub[Any], api_url: str) -> None:
-        self._gh = gh
+    def __init__(self, client: GitHubClient, api_url: str) -> None:
+        self._client = client
         self._api_url = api_url
-
-    # -- the one place a request is made and its failures are named --------
-
-    async def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        json: Any = None,
-        params: dict[str, Any] | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> httpx.Response:
-        try:
-            response = await self._gh.arequest(
-                method, path, json=json, params=params, headers=headers
-            )
-        except RateLimitExceeded as exc:
-            raise RateLimited(
-                max(exc.retry_after.total_seconds(), 1.0), reason=f"{method} {path}: rate limited"
-            ) from exc
-        except RequestFailed as exc:
-            raise _failure(method, path, exc.response.raw_response) from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
-        return response.raw_response
-
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return (await self._call(method, path, **kwargs)).json()
-
-    async def _pages(self, path: str, params: dict[str, Any] | None = None) -> list[Any]:
-        items: list[Any] = []
-        for page in range(1, MAX_PAGES + 1):
-            batch = await self._json(
-                "GET", path, params={**(params or {}), "per_page": PER_PAGE, "page": page}
-            )
-            items.extend(batch)
-            if len(batch) < PER_PAGE:
-                break
-        return items
 
     # -- repository contents ------------------------------------------------
 
     async def default_branch(self, repo: str) -> str:
-        return m.Repository.model_validate(await self._json("GET", f"/repos/{repo}")).default_branch
+        return m.Repository.model_validate(
+            await self._client.json("GET", f"/repos/{repo}")
+        ).default_branch
 
     async def file_text(self, repo: str, path: str, ref: str) -> str | None:
         try:
-            data = await self._json("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+            data = await self._client.json(
+                "GET", f"/repos/{repo}/contents/{path}", params={"ref": ref}
+            )
         except NotFound:
             return None
         if isinstance(data, list):
@@ -260,7 +115,9 @@ class GitHubForge:
 
     async def list_directory(self, repo: str, path: str, ref: str) -> tuple[str, ...]:
         try:
-            data = await self._json("GET", f"/repos/{repo}/contents/{path}", params={"ref": ref})
+            data = await self._client.json(
+                "GET", f"/repos/{repo}/contents/{path}", params={"ref": ref}
+            )
         except NotFound:
             return ()
         if not isinstance(data, list):
@@ -273,7 +130,7 @@ class GitHubForge:
 
     async def branch_sha(self, repo: str, branch: str) -> str | None:
         try:
-            data = await self._json("GET", f"/repos/{repo}/git/ref/heads/{branch}")
+            data = await self._client.json("GET", f"/repos/{repo}/git/ref/heads/{branch}")
         except NotFound:
             return None
         return m.GitRef.model_validate(data).object.sha
@@ -284,7 +141,7 @@ class GitHubForge:
         if seed_message is not None:
             from_sha = await self._empty_commit(repo, from_sha, seed_message)
         try:
-            await self._call(
+            await self._client.call(
                 "POST",
                 f"/repos/{repo}/git/refs",
                 json={"ref": f"refs/heads/{branch}", "sha": from_sha},
@@ -296,9 +153,9 @@ class GitHubForge:
 
     async def _empty_commit(self, repo: str, parent: str, message: str) -> str:
         commit = m.GitCommit.model_validate(
-            await self._json("GET", f"/repos/{repo}/git/commits/{parent}")
+            await self._client.json("GET", f"/repos/{repo}/git/commits/{parent}")
         )
-        created = await self._json(
+        created = await self._client.json(
             "POST",
             f"/repos/{repo}/git/commits",
             json={"message": message, "tree": commit.tree.sha, "parents": [parent]},
@@ -308,7 +165,7 @@ class GitHubForge:
     async def open_draft_pr(
         self, repo: str, *, head: str, base: str, title: str, body: str
     ) -> PullRequest:
-        data = await self._json(
+        data = await self._client.json(
             "POST",
             f"/repos/{repo}/pulls",
             json={"title": title, "head": head, "base": base, "body": body, "draft": True},
@@ -317,7 +174,7 @@ class GitHubForge:
 
     async def find_pr_by_head(self, repo: str, head: str) -> PullRequest | None:
         owner = repo.split("/")[0]
-        data = await self._json(
+        data = await self._client.json(
             "GET", f"/repos/{repo}/pulls", params={"head": f"{owner}:{head}", "state": "open"}
         )
         for pr in _pr_list.validate_python(data):
@@ -327,45 +184,47 @@ class GitHubForge:
 
     async def _pr_data(self, repo: str, number: int) -> m.PullRequestData:
         return m.PullRequestData.model_validate(
-            await self._json("GET", f"/repos/{repo}/pulls/{number}")
+            await self._client.json("GET", f"/repos/{repo}/pulls/{number}")
         )
 
     async def get_pr(self, repo: str, number: int) -> PullRequest:
         return _pull_request(await self._pr_data(repo, number))
 
     async def list_pr_files(self, repo: str, number: int) -> tuple[str, ...]:
-        files = _file_list.validate_python(await self._pages(f"/repos/{repo}/pulls/{number}/files"))
+        files = _file_list.validate_python(
+            await self._client.pages(f"/repos/{repo}/pulls/{number}/files")
+        )
         return tuple(f.filename for f in files)
 
     # -- comments, labels, reactions -------------------------------------------
 
     async def list_comments(self, repo: str, issue_number: int) -> tuple[Comment, ...]:
-        data = await self._pages(f"/repos/{repo}/issues/{issue_number}/comments")
+        data = await self._client.pages(f"/repos/{repo}/issues/{issue_number}/comments")
         return tuple(_comment(c) for c in _comment_list.validate_python(data))
 
     async def create_comment(self, repo: str, issue_number: int, body: str) -> Comment:
-        data = await self._json(
+        data = await self._client.json(
             "POST", f"/repos/{repo}/issues/{issue_number}/comments", json={"body": body}
         )
         return _comment(m.IssueComment.model_validate(data))
 
     async def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
-        data = await self._json(
+        data = await self._client.json(
             "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", json={"body": body}
         )
         return _comment(m.IssueComment.model_validate(data))
 
     async def add_labels(self, repo: str, issue_number: int, labels: tuple[str, ...]) -> None:
-        await self._call(
+        await self._client.call(
             "POST", f"/repos/{repo}/issues/{issue_number}/labels", json={"labels": list(labels)}
         )
 
     async def remove_label(self, repo: str, issue_number: int, label: str) -> None:
         with contextlib.suppress(NotFound):
-            await self._call("DELETE", f"/repos/{repo}/issues/{issue_number}/labels/{label}")
+            await self._client.call("DELETE", f"/repos/{repo}/issues/{issue_number}/labels/{label}")
 
     async def react(self, repo: str, comment_id: int, content: ReactionContent) -> None:
-        await self._call(
+        await self._client.call(
             "POST",
             f"/repos/{repo}/issues/comments/{comment_id}/reactions",
             json={"content": content},
@@ -374,22 +233,24 @@ class GitHubForge:
     # -- checks ----------------------------------------------------------------
 
     async def create_check_run(self, repo: str, spec: CheckRunSpec) -> int:
-        data = await self._json("POST", f"/repos/{repo}/check-runs", json=_check_run_body(spec))
+        data = await self._client.json(
+            "POST", f"/repos/{repo}/check-runs", json=_check_run_body(spec)
+        )
         return m.CheckRunData.model_validate(data).id
 
     async def update_check_run(self, repo: str, check_run_id: int, spec: CheckRunSpec) -> None:
         body = _check_run_body(spec)
         body.pop("head_sha")
-        await self._call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
+        await self._client.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
 
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary:
         runs = m.CheckRunList.model_validate(
-            await self._json(
+            await self._client.json(
                 "GET", f"/repos/{repo}/commits/{ref}/check-runs", params={"per_page": PER_PAGE}
             )
         )
         status = m.CombinedStatus.model_validate(
-            await self._json("GET", f"/repos/{repo}/commits/{ref}/status")
+            await self._client.json("GET", f"/repos/{repo}/commits/{ref}/status")
         )
         checks = [CheckResult(r.name, r.status, r.conclusion, r.html_url) for r in runs.check_runs]
         for s in status.statuses:
@@ -421,7 +282,7 @@ class GitHubForge:
         if sha is not None:
             body["sha"] = sha
         try:
-            data = await self._json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
+            data = await self._client.json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
@@ -434,7 +295,7 @@ class GitHubForge:
 
     async def update_branch(self, repo: str, number: int) -> bool:
         try:
-            await self._call("PUT", f"/repos/{repo}/pulls/{number}/update-branch", json={})
+            await self._client.call("PUT", f"/repos/{repo}/pulls/{number}/update-branch", json={})
         except ForgeError as exc:
             if exc.status == 422:  # merge conflict, or nothing to update
                 return "conflict" not in str(exc).lower()
@@ -445,20 +306,15 @@ class GitHubForge:
         pr = await self._pr_data(repo, number)
         if not pr.draft:
             return
-        try:
-            await self._gh.async_graphql(
-                "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id})"
-                " { pullRequest { isDraft } } }",
-                {"id": pr.node_id},
-            )
-        except RateLimitExceeded as exc:
-            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
-        except GraphQLFailed as exc:
-            raise ForgeError(f"marking {repo}#{number} ready for review: {exc!r}") from exc
+        await self._client.graphql(
+            "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id})"
+            " { pullRequest { isDraft } } }",
+            {"id": pr.node_id},
+        )
 
     async def request_reviewers(self, repo: str, number: int, reviewers: tuple[str, ...]) -> None:
         if reviewers:
-            await self._call(
+            await self._client.call(
                 "POST",
                 f"/repos/{repo}/pulls/{number}/requested_reviewers",
                 json={"reviewers": list(reviewers)},
@@ -466,7 +322,7 @@ class GitHubForge:
 
     async def permission(self, repo: str, login: str) -> Permission:
         try:
-            data = await self._json("GET", f"/repos/{repo}/collaborators/{login}/permission")
+            data = await self._client.json("GET", f"/repos/{repo}/collaborators/{login}/permission")
         except NotFound:
             return "none"
         return m.PermissionData.model_validate(data).permission
@@ -474,30 +330,11 @@ class GitHubForge:
     async def git_remote(self, repo: str) -> GitRemote:
         # The token is the one githubkit just authenticated with (cached in
         # Redis); the repository GET is a conditional request, so usually a 304.
-        response = await self._call("GET", f"/repos/{repo}")
+        response = await self._client.call("GET", f"/repos/{repo}")
         scheme, _, token = response.request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "token" or not token:
             raise ForgeError("no installation token was used for the repository request")
         return GitRemote(url=git_url(self._api_url, repo), token=token)
-
-
-def _failure(method: str, path: str, response: httpx.Response) -> Exception:
-    status = response.status_code
-    try:
-        message = str(response.json().get("message", ""))
-    except ValueError:
-        message = response.text[:200]
-    text = f"{method} {path}: {status} {message}".strip()
-    lowered = message.lower()
-    if status == 429 or (status == 403 and ("rate limit" in lowered or "abuse" in lowered)):
-        # githubkit raises its own rate-limit errors only when GitHub sends
-        # retry-after or x-ratelimit-remaining: 0; the message alone also counts.
-        return RateLimited(SECONDARY_LIMIT_DEFAULT_WAIT, reason=text)
-    if status == 404:
-        return NotFound(text, status=status)
-    if status >= 500:
-        return ForgeUnavailable(text, status=status)
-    return ForgeError(text, status=status)
 
 
 def _pull_request(pr: m.PullRequestData) -> PullRequest:

@@ -1,0 +1,225 @@
+"""githubkit, configured once for Ballet: one place requests are made and failures named.
+
+What githubkit gives us, set up here:
+- App authentication: the App's JWT buys installation tokens; githubkit caches
+  each token in its cache strategy until a minute before it expires, and the
+  strategy here is Redis, so every worker process shares one token per
+  installation instead of minting its own.
+- Conditional GETs: githubkit's HTTP cache (hishel) stores bodies with their
+  ETag in Redis and revalidates with If-None-Match; a 304 costs no rate limit.
+- The throttler hook: `WritePacer` makes writes serial and spaced per
+  installation (see pacing.py).
+- Bounded retries with jitter on 5xx. Rate limits are *not* retried here:
+  they raise `RateLimited` so the job is deferred instead of sleeping.
+- One connection pool per process, whatever githubkit does with its clients.
+"""
+
+from __future__ import annotations
+
+import random
+import ssl
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import certifi
+import httpx
+from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
+from githubkit.cache import AsyncRedisCacheStrategy
+from githubkit.exception import (
+    GitHubException,
+    GraphQLFailed,
+    RateLimitExceeded,
+    RequestError,
+    RequestFailed,
+)
+from githubkit.typing import RetryOption
+from hishel import AsyncBaseStorage, AsyncRedisStorage
+from redis.asyncio import Redis
+
+from ballet.github.forge import ForgeError, ForgeUnavailable, NotFound, RateLimited
+from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+
+# GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
+SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
+HTTP_CACHE_TTL_SECONDS = 24 * 3600
+PER_PAGE = 100
+# More than this many pages of comments is not a ticket Ballet can serve anyway.
+MAX_PAGES = 30
+
+
+@dataclass(frozen=True)
+class GitHubAppCredentials:
+    app_id: int
+    private_key: str
+    api_url: str = "https://api.github.com"
+
+
+class _RedisHttpCache(AsyncRedisCacheStrategy):
+    # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
+    # and pull requests revalidating with 304s across a working day.
+    async def get_async_hishel_storage(self) -> AsyncBaseStorage:
+        return AsyncRedisStorage(
+            client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
+        )
+
+
+class ServerErrorRetry:
+    """Retry 5xx a few times with exponential backoff and full jitter."""
+
+    def __init__(self, max_retries: int = 3, base_seconds: float = 0.5) -> None:
+        self.max_retries = max_retries
+        self.base_seconds = base_seconds
+
+    def __call__(self, exc: GitHubException, retry_count: int) -> RetryOption:
+        if (
+            retry_count < self.max_retries
+            and isinstance(exc, RequestFailed)
+            and not isinstance(exc, RateLimitExceeded)
+            and exc.response.status_code >= 500
+        ):
+            delay = random.uniform(0, self.base_seconds * 2**retry_count)
+            return RetryOption(True, timedelta(seconds=delay))
+        return RetryOption(False)
+
+
+class _KeptOpenTransport(httpx.AsyncBaseTransport):
+    """One connection pool for every request: githubkit makes a client per
+    request and closes it after, which would close a shared transport too."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class GitHubClients:
+    """Makes githubkit clients that share one Redis (tokens, cache, pacing) and one pool.
+
+    `redis` must return bytes (the default, `decode_responses=False`): the HTTP
+    cache stores raw bodies.
+    """
+
+    def __init__(
+        self,
+        credentials: GitHubAppCredentials,
+        redis: Redis,
+        *,
+        write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        retry: ServerErrorRetry | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.credentials = credentials
+        self._redis = redis
+        self._spacing = write_spacing_seconds
+        self._retry = retry or ServerErrorRetry()
+        # Loading CA certificates takes tens of milliseconds: once per process.
+        self._pool = transport or httpx.AsyncHTTPTransport(
+            verify=ssl.create_default_context(cafile=certifi.where())
+        )
+        self._transport = _KeptOpenTransport(self._pool)
+        self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
+
+    async def aclose(self) -> None:
+        """Close the shared connection pool (at worker shutdown)."""
+        await self._pool.aclose()
+
+    def app(self) -> GitHubClient:
+        """A client authenticated as the App itself (its JWT), for /app endpoints."""
+        auth = AppAuthStrategy(self.credentials.app_id, self.credentials.private_key)
+        return GitHubClient(self._github(auth, throttler=None))
+
+    def installation(self, installation_id: int) -> GitHubClient:
+        auth = AppInstallationAuthStrategy(
+            self.credentials.app_id, self.credentials.private_key, installation_id
+        )
+        pacer = WritePacer(self._redis, installation_id, spacing_seconds=self._spacing)
+        return GitHubClient(self._github(auth, throttler=pacer))
+
+    def _github(self, auth: Any, throttler: WritePacer | None) -> GitHub[Any]:
+        gh: GitHub[Any] = GitHub(
+            auth,
+            base_url=self.credentials.api_url,
+            cache_strategy=self._cache,
+            throttler=throttler,
+            auto_retry=self._retry,
+            async_transport=self._transport,
+            user_agent="ballet",
+        )
+        return gh
+
+
+class GitHubClient:
+    """Requests in, JSON out; githubkit's exceptions become the forge's."""
+
+    def __init__(self, gh: GitHub[Any]) -> None:
+        self._gh = gh
+
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> httpx.Response:
+        try:
+            response = await self._gh.arequest(method, path, json=json, params=params)
+        except RateLimitExceeded as exc:
+            raise RateLimited(
+                max(exc.retry_after.total_seconds(), 1.0), reason=f"{method} {path}: rate limited"
+            ) from exc
+        except RequestFailed as exc:
+            raise failure(method, path, exc.response.raw_response) from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
+        return response.raw_response
+
+    async def json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return (await self.call(method, path, **kwargs)).json()
+
+    async def pages(self, path: str, params: dict[str, Any] | None = None) -> list[Any]:
+        items: list[Any] = []
+        for page in range(1, MAX_PAGES + 1):
+            batch = await self.json(
+                "GET", path, params={**(params or {}), "per_page": PER_PAGE, "page": page}
+            )
+            items.extend(batch)
+            if len(batch) < PER_PAGE:
+                break
+        return items
+
+    async def graphql(self, query: str, variables: dict[str, Any]) -> None:
+        try:
+            await self._gh.async_graphql(query, variables)
+        except RateLimitExceeded as exc:
+            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
+        except RequestFailed as exc:
+            raise failure("POST", "graphql", exc.response.raw_response) from exc
+        except GraphQLFailed as exc:
+            raise ForgeError(f"GraphQL: {exc!r}") from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"GraphQL: {exc!r}") from exc
+
+
+def failure(method: str, path: str, response: httpx.Response) -> Exception:
+    status = response.status_code
+    try:
+        message = str(response.json().get("message", ""))
+    except ValueError:
+        message = response.text[:200]
+    text = f"{method} {path}: {status} {message}".strip()
+    lowered = message.lower()
+    if status == 429 or (status == 403 and ("rate limit" in lowered or "abuse" in lowered)):
+        # githubkit raises its own rate-limit errors only when GitHub sends
+        # retry-after or x-ratelimit-remaining: 0; the message alone also counts.
+        return RateLimited(SECONDARY_LIMIT_DEFAULT_WAIT, reason=text)
+    if status == 404:
+        return NotFound(text, status=status)
+    if status >= 500:
+        return ForgeUnavailable(text, status=status)
+    return ForgeError(text, status=status)
