@@ -351,3 +351,38 @@ async def test_command_on_an_issue_that_is_no_ticket_gets_one_reply(
     (reply,) = repo.comments_on(1)
     assert "not a Ballet ticket" in reply.body and "@Codertocat" in reply.body
     assert repo.reactions == [] and not repo.prs
+
+
+async def test_a_person_merging_the_pr_finishes_the_ticket(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    payload = json.loads((webhooks_dir / "pull_request/closed.payload.json").read_text())
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["number"] = 101
+    payload["pull_request"] = {
+        **payload["pull_request"],
+        "number": 101,
+        "merged": True,
+        "merged_by": {"login": "Codertocat", "type": "User"},
+        "head": {"ref": BRANCH, "sha": repo.prs[(REPO, 101)].head_sha},
+    }
+    await service.on_delivery(Delivery(id="d-closed", event="pull_request", payload=payload))
+    record = tracking_record(repo, 101)
+    assert record.status == "done" and record.ended_by == "Codertocat"
+    assert repo.labels[(REPO, 1)] == ["ballet:done"]
+
+
+async def test_events_of_pull_requests_that_are_no_ticket_cost_no_api_call(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    for event, name in [
+        ("pull_request", "closed.payload.json"),
+        ("pull_request_review", "submitted.payload.json"),
+        ("check_suite", "completed.payload.json"),
+        ("status", "payload.json"),
+    ]:
+        payload = json.loads((webhooks_dir / event / name).read_text())
+        payload["installation"] = {"id": INSTALLATION_ID}
+        await service.on_delivery(Delivery(id=f"d-{event}", event=event, payload=payload))
+    assert repo.calls == []
