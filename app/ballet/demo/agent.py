@@ -28,13 +28,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+PASSING = ("done", "approve", "pass", "signed_off", "merged")
+
 
 def git(*args: str) -> str:
     done = subprocess.run(["git", *args], capture_output=True, text=True, check=True)
     return done.stdout
 
 
-def scripted(body: str, stage: str, iteration: int, attempt: int) -> str | None:
+def scripted(body: str, stage: str, iteration: int) -> str | None:
     for m in re.finditer(r"^demo:([\w-]+)=([\w$-]+)(?:@(\d+))?\s*$", body, re.M):
         if m.group(1) == stage and (m.group(3) is None or int(m.group(3)) == iteration):
             return m.group(2)
@@ -49,7 +51,7 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
     blocks = python_blocks(body)
     if not blocks:
         return {"outcome": "failed", "summary": "The issue has no ```python block to implement."}
-    target = Path(scripted(body, "file", 0, 0) or "calc.py")
+    target = Path(scripted(body, "file", 0) or "calc.py")
     existing = target.read_text() if target.exists() else ""
     if blocks[0] not in existing:
         target.write_text(existing.rstrip("\n") + "\n\n\n" + blocks[0] if existing else blocks[0])
@@ -58,9 +60,9 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
         test.parent.mkdir(exist_ok=True)
         test.write_text(blocks[1])
     feedback = [
-        r.get("summary", "")
-        for r in ctx.get("reports", [])
-        if r.get("outcome") not in ("done", "approve", "pass", "signed_off", "merged")
+        r["report"].get("summary", "")
+        for r in ctx.get("earlier_reports", [])
+        if r["report"].get("outcome") not in PASSING
     ]
     if iteration > 1 or feedback:
         notes = Path("NOTES.md")
@@ -133,7 +135,8 @@ def main() -> int:
                     }
                 )
             )
-    outcome = scripted(body, stage_id, iteration, int(stage.get("attempt", 1)))
+    # A person's answer settles what the script would have made the agent do.
+    outcome = None if ctx.get("answers") else scripted(body, stage_id, iteration)
     report: dict[str, Any]
     if outcome == "question":
         report = {
@@ -151,8 +154,9 @@ def main() -> int:
         report = review(ctx)
     elif stage_id.startswith("verify"):
         report = verify()
-    elif stage.get("role"):
-        report = {"outcome": "signed_off", "summary": f"Signed off as {stage['role']}."}
+    elif stage_id.startswith("signoff-"):
+        role = stage_id.removeprefix("signoff-")
+        report = {"outcome": "signed_off", "summary": f"Signed off as {role}."}
     else:
         report = knowledge()
     report.setdefault("usage", {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
