@@ -22,14 +22,12 @@ from typing import Any, Protocol
 
 import structlog
 
-from ballet.core.config import ResolvedPipeline, Runtime
+from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
-from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
 from ballet.github import repo_config
 from ballet.github.forge import (
-    WRITE_PERMISSIONS,
     Forge,
     ForgeError,
     ForgeUnavailable,
@@ -48,6 +46,7 @@ from ballet.github.intents import (
 from ballet.github.interpret import Interpreter, SessionLauncher
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore, split_key, ticket_key
+from ballet.github.ticket_start import Refusal, request_ticket
 from ballet.github.translate import AppIdentity, translate
 
 log = structlog.get_logger("ballet.github")
@@ -215,73 +214,17 @@ class TicketService:
 
     async def _start(self, intent: StartTicket, event_id: str) -> None:
         ctx = self._ctx(intent.installation_id)
-        forge, repo = ctx.forge, intent.repo
-        await self._store.remember_installation(repo, intent.installation_id)
-        branch = intent.default_branch or await forge.default_branch(repo)
-        text = await repo_config.read_file(forge, repo, branch)
-        label = repo_config.trigger_label_of(text)
-        if intent.label.casefold() != label.casefold():
-            log.info("label is not the trigger label", repo=repo, label=intent.label)
-            return
-        key = ticket_key(repo, intent.issue)
-        permission = await forge.permission(repo, intent.requested_by)
-        if permission not in WRITE_PERMISSIONS:
-            await self._notice(
-                ctx,
-                key,
-                intent.issue,
-                "start",
-                f"@{intent.requested_by} Ballet did not start this ticket: adding the `{label}` "
-                f"label needs write permission on {repo} (you have {permission}). "
-                "Ask a maintainer to add it.",
+        await self._store.remember_installation(intent.repo, intent.installation_id)
+        result = await request_ticket(ctx.forge, intent, self._default_runtime)
+        key = ticket_key(intent.repo, intent.issue)
+        if result is None:
+            log.info("label is not the trigger label", repo=intent.repo, label=intent.label)
+        elif isinstance(result, Refusal):
+            await self._notice(ctx, key, intent.issue, result.what, result.body)
+        else:
+            await self.handle(
+                key, result, event_id=event_id, installation_id=intent.installation_id
             )
-            return
-        config = await repo_config.read_config(forge, repo, branch, text)
-        if config.errors:
-            await self._notice(
-                ctx,
-                key,
-                intent.issue,
-                "config",
-                repo_config.errors_comment(config.errors, branch, label),
-            )
-            return
-        try:
-            pipeline = self._resolve(config, intent.labels)
-        except ResolveError as exc:
-            await self._notice(
-                ctx, key, intent.issue, "config", f"⚠️ Ballet did not start this ticket: {exc}"
-            )
-            return
-        event = TicketRequested(
-            now=intent.now,
-            repo=repo,
-            issue=intent.issue,
-            author=intent.author,
-            title=intent.title,
-            body=intent.body,
-            labels=intent.labels,
-            pipeline=pipeline,
-            default_branch=branch,
-        )
-        await self.handle(key, event, event_id=event_id, installation_id=intent.installation_id)
-
-    def _resolve(self, config: repo_config.RepoConfig, labels: tuple[str, ...]) -> ResolvedPipeline:
-        if config.config is not None:
-            return resolve_pipeline(
-                config.config,
-                labels,
-                custom_skills=config.custom_skills,
-                default_runtime=self._default_runtime,
-            )
-        if self._default_runtime is None:
-            raise ResolveError(
-                "the repository has no .ballet.yml and this deployment names no default "
-                "runtime; add a .ballet.yml with `runtimes:` and `default_runtime:`"
-            )
-        return resolve_pipeline(
-            default_config(self._default_runtime), labels, default_runtime=self._default_runtime
-        )
 
     async def _notice(self, ctx: _Ctx, key: str, issue: int, what: str, body: str) -> None:
         marker = MarkerKey(ticket=key, kind="notice", extra=what).render()
