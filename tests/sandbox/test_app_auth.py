@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -79,7 +80,7 @@ def test_installation_endpoints_need_the_jwt(
 
 def test_installation_token_expires(tmp_path: Path, receiver: Receiver) -> None:
     with (
-        BackgroundSandbox(tmp_path, receiver.url, token_ttl_seconds=1) as running,
+        BackgroundSandbox(tmp_path, receiver.url, token_ttl_seconds=3) as running,
         httpx.Client(base_url=running.api_url) as client,
     ):
         make_repo(client)
@@ -89,12 +90,13 @@ def test_installation_token_expires(tmp_path: Path, receiver: Receiver) -> None:
         iid = client.get("/repos/octo/demo/installation", headers=bearer).json()["id"]
         minted = client.post(f"/app/installations/{iid}/access_tokens", headers=bearer)
         assert minted.status_code == 201
+        expires_at = datetime.fromisoformat(minted.json()["expires_at"])
         token = {"Authorization": f"token {minted.json()['token']}"}
         label = {"labels": ["x"]}
         created = client.post("/repos/octo/demo/issues", json={"title": "t"}, headers=token)
         assert created.status_code == 201
-        # Wait (on the server's own clock) until the token has lived past its TTL.
-        while time.time() <= now + 2.2:
+        # Wait until the token has lived past the expiry the sandbox announced.
+        while datetime.now(UTC) <= expires_at + timedelta(seconds=1):
             time.sleep(0.1)
         refused = client.post("/repos/octo/demo/issues/1/labels", json=label, headers=token)
         assert refused.status_code == 401

@@ -161,3 +161,24 @@ def test_delivery_log_and_redelivery_keep_the_guid(
     assert (latest["redelivery"], latest["status_code"]) == (True, 202)
     missing = admin.post("/_sandbox/deliveries/999/redeliver")
     assert missing.status_code == 404
+
+
+def test_closing_a_pull_request_unmerged_and_labels_with_colons(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    make_repo(admin)
+    push_branch(tmp_path, authed_url(sandbox, "sandbox-user:writer"), "topic", {"t": "t"})
+    app = installation_client(sandbox)
+    pr = app.rest.pulls.create("octo", "demo", title="t", head="topic", base="main").parsed_data
+    app.rest.issues.add_labels("octo", "demo", pr.number, labels=["ballet:question"])
+    app.rest.issues.remove_label("octo", "demo", pr.number, "ballet:question")
+    app.rest.pulls.update("octo", "demo", pr.number, state="closed")
+    settle(admin)
+    tail = receiver.events()[-3:]
+    assert tail == [
+        ("pull_request", "labeled"),
+        ("pull_request", "unlabeled"),
+        ("pull_request", "closed"),
+    ]
+    closed = receiver.received[-1].payload["pull_request"]
+    assert (closed["merged"], closed["state"]) == (False, "closed")
