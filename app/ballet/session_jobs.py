@@ -153,10 +153,11 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
     spec = StartSession.model_validate(start).spec
     job_try: int = ctx.get("job_try", 1)
-    if job_try > 1 and await last_beat(jobs.redis, spec.job_key) is not None:
+    began = await last_beat(jobs.redis, spec.job_key) if job_try > 1 else None
+    if began is not None:
         # An earlier try began this session and its worker went away; running it
         # again could push a second, different result onto the branch.
-        result = crashed_result(await last_beat(jobs.redis, spec.job_key))
+        result = crashed_result(began)
     else:
         try:
             # Beats for the whole job, not only while the agent's process runs: a
@@ -169,6 +170,9 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             # Not started: forget the beat so the next try is not taken for a crash.
             await forget_last_beat(jobs.redis, spec.job_key)
             raise
+        except StaleSession as stale:
+            log.info("session skipped", job_key=spec.job_key, reason=str(stale))
+            return "stale"
     await jobs.artifacts.add(
         ticket_of(spec),
         Artifact(
@@ -230,6 +234,10 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
 
 
+class StaleSession(Exception):
+    """The ticket no longer runs this session (cancelled or moved on while it was queued)."""
+
+
 def runner_stage_id(spec: SessionSpec) -> str:
     """The stage a session reports as: a sign-off session is the role's, not the stage's."""
     return f"signoff-{spec.role}" if spec.kind == "signoff" and spec.role else spec.stage
@@ -238,8 +246,11 @@ def runner_stage_id(spec: SessionSpec) -> str:
 async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
     """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
     ticket = ticket_of(spec)
-    issue = await jobs.tickets.issue(spec.repo, spec.issue)
     record = await jobs.tickets.record(ticket)
+    run = record.open_run if record else None
+    if record is not None and (run is None or run.job_key != spec.job_key):
+        raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
+    issue = await jobs.tickets.issue(spec.repo, spec.issue)
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
     answers = tuple(

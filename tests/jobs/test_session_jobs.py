@@ -208,3 +208,28 @@ async def test_a_signoff_session_runs_as_its_role_with_the_role_instructions(
     assert spec.timeout_seconds == start.spec.timeout_minutes * 60
     assert (spec.ticket.body, spec.ticket.url) == (ISSUE_BODY, ISSUE_URL)
     assert spec.clone_url == origin.as_uri()
+
+
+async def test_a_session_the_ticket_moved_on_from_while_queued_is_skipped(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    origin: Path,
+) -> None:
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    # The ticket was cancelled while its session waited for a slot, and the
+    # CancelSession never reached the queue.
+    record = tickets.records[f"{REPO}#7"]
+    closed = record.history[-1].model_copy(update={"end": record.created_at})
+    moved_on = record.model_copy(update={"status": "cancelled", "history": (closed,)})
+    await tickets.store.commit(moved_on, [], None)
+
+    await run_sessions(settings, services)
+
+    assert await queued_finish(redis, start.spec.job_key) is None
+    assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran
+    assert await Artifacts(redis).of(f"{REPO}#7") == ()
