@@ -26,16 +26,9 @@ async def ticket(
     title: str = demo.ISSUE_TITLE,
     labels: tuple[str, ...] = (),
 ) -> int:
-    """File the demo issue (with scripted outcomes) and label it."""
+    """File the demo issue (with scripted outcomes and type `labels`) and label it."""
     body = demo.ISSUE_BODY + ("\n" + directives.strip() + "\n" if directives else "")
-    number = await file_ticket(stack, repo, title, body, demo.AUTHOR)
-    if labels:
-        async with stack.user(demo.AUTHOR) as user:
-            response = await user.post(
-                f"/repos/{repo}/issues/{number}/labels", json={"labels": list(labels)}
-            )
-            response.raise_for_status()
-    return number
+    return await file_ticket(stack, repo, title, body, demo.AUTHOR, labels)
 
 
 async def comment(stack: Stack, repo: str, number: int, login: str, body: str) -> dict[str, Any]:

@@ -14,7 +14,10 @@ working directory and the `BALLET_*` variables of the session contract.
 - spike stages: writes a knowledge report about the repository.
 
 Lines `demo:<stage>=<outcome>@<iteration>` in the issue body script other
-outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`.
+outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`;
+`demo:sleep-<stage>=<seconds>` slows a stage, `demo:crash-<stage>=yes` makes its
+first attempt crash without a report, and `demo:break-ci=yes@1` has implement
+turn the repository's CI red in that iteration.
 Only the standard library is used: a session's environment is bare.
 """
 
@@ -25,6 +28,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +59,11 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
     existing = target.read_text() if target.exists() else ""
     if blocks[0] not in existing:
         target.write_text(existing.rstrip("\n") + "\n\n\n" + blocks[0] if existing else blocks[0])
+    red = Path(".ci-red")
+    if scripted(body, "break-ci", iteration):
+        red.write_text("turned red on purpose by the scenario\n")
+    elif red.exists():
+        red.unlink()
     if len(blocks) > 1:
         test = Path("tests") / f"test_ticket_{ctx['ticket']['number']}.py"
         test.parent.mkdir(exist_ok=True)
@@ -123,6 +132,12 @@ def main() -> int:
     stage = ctx["stage"]
     stage_id, iteration = stage["id"], int(stage.get("iteration", 1))
     body = ctx["ticket"].get("body") or ""
+    pause = scripted(body, f"sleep-{stage_id}", iteration)
+    if pause:
+        time.sleep(float(pause))
+    if scripted(body, f"crash-{stage_id}", iteration) and int(stage.get("attempt", 1)) == 1:
+        print("the agent crashed on purpose (scenario)", file=sys.stderr)
+        return 3
     if stage.get("phase"):
         handoff_path = os.environ.get("BALLET_HANDOFF")
         if handoff_path:

@@ -70,7 +70,19 @@ class MultiplyTest(unittest.TestCase):
 ```
 """
 
-CI_COMMAND = ["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."]
+# The repository's CI: its tests, and red while a `.ci-red` file is present,
+# so a scenario can have an agent turn CI red (`demo:break-ci=yes@1`).
+CI_SCRIPT = """\
+import os
+import subprocess
+import sys
+
+if os.path.exists(".ci-red"):
+    sys.exit("CI is red: .ci-red is present")
+sys.exit(subprocess.call([sys.executable, "-m", "unittest", "discover", "-s", "tests", "-t", "."]))
+"""
+
+CI_COMMAND = ["python3", "ci.py"]
 
 
 def agent_source() -> str:
@@ -81,6 +93,7 @@ def repo_files(ballet_yml: str = BALLET_YML) -> dict[str, str]:
     return {
         "README.md": "# calculator\n\nA demo repository for Ballet.\n",
         "calc.py": CALC,
+        "ci.py": CI_SCRIPT,
         "tests/__init__.py": "",
         "tests/test_calc.py": TEST_CALC,
         ".ballet.yml": ballet_yml,

@@ -39,10 +39,20 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-async def file_ticket(stack: Stack, full_name: str, title: str, body: str, author: str) -> int:
-    """File an issue and label it with the trigger label, as a person does."""
+async def file_ticket(
+    stack: Stack,
+    full_name: str,
+    title: str,
+    body: str,
+    author: str,
+    labels: tuple[str, ...] = (),
+) -> int:
+    """File an issue (with `labels`), then label it with the trigger label, as a person does."""
     async with stack.user(author) as user:
-        issue = await user.post(f"/repos/{full_name}/issues", json={"title": title, "body": body})
+        issue = await user.post(
+            f"/repos/{full_name}/issues",
+            json={"title": title, "body": body, "labels": list(labels)},
+        )
         issue.raise_for_status()
         number: int = issue.json()["number"]
         labelled = await user.post(
