@@ -76,5 +76,15 @@ def int_param(request: Request, name: str) -> int:
         raise not_found() from exc
 
 
+def page(request: Request, items: list[Any]) -> list[Any]:
+    """GitHub's `per_page` (default 30, at most 100) and `page` (from 1)."""
+    try:
+        per_page = min(max(int(request.query_params.get("per_page", 30)), 1), 100)
+        number = max(int(request.query_params.get("page", 1)), 1)
+    except ValueError as exc:
+        raise unprocessable("per_page and page must be integers", field="per_page") from exc
+    return items[(number - 1) * per_page : number * per_page]
+
+
 def respond(data: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(data, status_code=status)

@@ -10,8 +10,7 @@ from starlette.routing import Route
 
 from ballet.sandbox import events, gitrepo, shapes
 from ballet.sandbox.errors import ApiError, forbidden, not_found, unprocessable
-from ballet.sandbox.handler import body_of, field, int_param, now, repo_for, respond
-from ballet.sandbox.rest_issues import page
+from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.state import CheckRun, CheckSuite, CommitStatus, Repo, Sandbox
 
 STATUSES = ("queued", "in_progress", "completed")

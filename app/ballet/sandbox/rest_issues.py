@@ -11,18 +11,8 @@ from starlette.routing import Route
 from ballet.sandbox import events, shapes
 from ballet.sandbox.auth import Actor, require
 from ballet.sandbox.errors import not_found, unprocessable
-from ballet.sandbox.handler import body_of, field, int_param, now, repo_for, respond
+from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.state import Comment, Issue, Label, Repo, Sandbox
-
-
-def page(request: Request, items: list[Any]) -> list[Any]:
-    """GitHub's `per_page` (default 30, at most 100) and `page` (from 1)."""
-    try:
-        per_page = min(max(int(request.query_params.get("per_page", 30)), 1), 100)
-        number = max(int(request.query_params.get("page", 1)), 1)
-    except ValueError as exc:
-        raise unprocessable("per_page and page must be integers", field="per_page") from exc
-    return items[(number - 1) * per_page : number * per_page]
 
 
 def issue_of(repo: Repo, number: int) -> Issue:

@@ -9,9 +9,9 @@ from starlette.routing import Route
 from ballet.sandbox import events, gitrepo, merging, shapes
 from ballet.sandbox.auth import require
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
-from ballet.sandbox.handler import body_of, field, int_param, now, repo_for, respond
+from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.pullview import pull_shape
-from ballet.sandbox.rest_issues import apply_issue_update, page
+from ballet.sandbox.rest_issues import apply_issue_update
 from ballet.sandbox.state import Issue, Pull, Repo, Review
 
 REVIEW_EVENTS = {
