@@ -38,7 +38,7 @@ def test_failing_then_passing_commit(
         (
             r.event,
             r.payload["action"],
-            r.payload.get("check_run", r.payload.get("check_suite"))["conclusion"],
+            r.payload[r.event]["conclusion"],
         )
         for r in receiver.received
         if r.event in ("check_run", "check_suite")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import pytest
@@ -32,7 +33,10 @@ def _setup(
 
 @pytest.mark.parametrize("method", ["merge", "squash", "rebase"])
 def test_merge_moves_the_base_branch(
-    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path, method: str
+    sandbox: BackgroundSandbox,
+    admin: httpx.Client,
+    tmp_path: Path,
+    method: Literal["merge", "squash", "rebase"],
 ) -> None:
     base, head = _setup(sandbox, admin, tmp_path)
     gh = installation_client(sandbox)
