@@ -158,21 +158,30 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         # An earlier try began this session and its worker went away; running it
         # again could push a second, different result onto the branch.
         result = crashed_result(began)
-    else:
-        try:
-            # Beats for the whole job, not only while the agent's process runs: a
-            # long fetch or push must not look like a dead worker to the reconciler.
-            async with beating(
-                jobs.redis, spec.job_key, every_seconds=jobs.heartbeat_seconds, clock=jobs.clock
-            ):
-                result = await _run(jobs, spec, job_try)
-        except Retry:
-            # Not started: forget the beat so the next try is not taken for a crash.
-            await forget_last_beat(jobs.redis, spec.job_key)
-            raise
-        except StaleSession as stale:
-            log.info("session skipped", job_key=spec.job_key, reason=str(stale))
-            return "stale"
+        await _deliver(jobs, spec, result)
+        return result.report.outcome
+    try:
+        # Beats for the whole job, not only while the agent's process runs: a long
+        # fetch or push must not look like a dead worker to the reconciler, nor
+        # may the moment between the session's end and its event being queued.
+        async with beating(
+            jobs.redis, spec.job_key, every_seconds=jobs.heartbeat_seconds, clock=jobs.clock
+        ):
+            result = await _run(jobs, spec, job_try)
+            await _deliver(jobs, spec, result)
+    except Retry:
+        # Not started: forget the beat so the next try is not taken for a crash.
+        await forget_last_beat(jobs.redis, spec.job_key)
+        raise
+    except StaleSession as stale:
+        log.info("session skipped", job_key=spec.job_key, reason=str(stale))
+        return "stale"
+    log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
+    return result.report.outcome
+
+
+async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> None:
+    """Keep the report and handoff as the ticket's artifact, then queue SessionFinished."""
     await jobs.artifacts.add(
         ticket_of(spec),
         Artifact(
@@ -200,8 +209,6 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     await send_ticket_event(
         jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
     )
-    log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
-    return result.report.outcome
 
 
 RUN_STAGE_SESSION_JOB: Function = func(
