@@ -159,6 +159,8 @@ def test_delivery_log_and_redelivery_keep_the_guid(
     assert receiver.received[2].payload == receiver.received[1].payload
     latest = admin.get("/_sandbox/deliveries").json()[-1]
     assert (latest["redelivery"], latest["status_code"]) == (True, 202)
+    one = admin.get(f"/_sandbox/deliveries/{log[1]['id']}").json()
+    assert one["payload"]["issue"]["title"] == "x"
     missing = admin.post("/_sandbox/deliveries/999/redeliver")
     assert missing.status_code == 404
 

@@ -98,6 +98,14 @@ async def list_deliveries(request: Request) -> JSONResponse:
     return respond([d.summary() for d in sandbox_of(request).hooks.log])
 
 
+async def get_delivery(request: Request) -> JSONResponse:
+    """One delivery with its headers' worth of facts and the payload as it was sent."""
+    delivery = sandbox_of(request).hooks.get(int_param(request, "delivery_id"))
+    if delivery is None:
+        raise not_found()
+    return respond({**delivery.summary(), "payload": json.loads(delivery.body)})
+
+
 async def redeliver(request: Request) -> JSONResponse:
     again = sandbox_of(request).hooks.redeliver(int_param(request, "delivery_id"))
     if again is None:
@@ -206,6 +214,7 @@ ROUTES = [
     Route("/_sandbox/repos", create_repo, methods=["POST"]),
     Route("/_sandbox/repos/{owner}/{repo}/state", repo_state),
     Route("/_sandbox/deliveries", list_deliveries),
+    Route("/_sandbox/deliveries/{delivery_id}", get_delivery),
     Route("/_sandbox/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
     Route("/_sandbox/requests", list_requests),
     Route("/_sandbox/webhook", set_webhook, methods=["PUT"]),

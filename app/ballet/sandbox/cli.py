@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import structlog
+
 from ballet.sandbox.app import new_sandbox
 from ballet.sandbox.server import bind, url_of, uvicorn_server, write_credentials
 
@@ -51,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    # Progress (deliveries, failures) goes to stderr: stdout carries only the ready line.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     data: Path = args.data or Path(tempfile.mkdtemp(prefix="ballet-sandbox-"))
     try:
         sock = bind(args.host, args.port)

@@ -77,8 +77,11 @@ class WebhookQueue:
         self._queue.put_nowait(delivery)
         return delivery
 
+    def get(self, delivery_id: int) -> Delivery | None:
+        return next((d for d in self.log if d.id == delivery_id), None)
+
     def redeliver(self, delivery_id: int) -> Delivery | None:
-        original = next((d for d in self.log if d.id == delivery_id), None)
+        original = self.get(delivery_id)
         if original is None:
             return None
         again = Delivery(
@@ -132,3 +135,10 @@ class WebhookQueue:
             log.warning("webhook delivery failed", delivery=delivery.id, error=delivery.error)
             return
         delivery.status_code = response.status_code
+        log.info(
+            "webhook delivered",
+            delivery=delivery.id,
+            hook_event=delivery.event,
+            action=delivery.action,
+            status=response.status_code,
+        )
