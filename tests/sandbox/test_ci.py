@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -89,3 +90,22 @@ def test_ci_reports_as_its_own_app_and_names_the_pull_request(
     assert suite["app"]["slug"] == "github-actions"
     assert suite["app"]["id"] != sandbox.sandbox.app.app_id
     assert [p["number"] for p in suite["pull_requests"]] == [pr.number]
+
+
+def test_shutdown_mid_run_kills_the_command(tmp_path: Path, receiver: Receiver) -> None:
+    pid_file = tmp_path / "ci.pid"
+    command = ["sh", "-c", f"echo $$ > {pid_file}; exec sleep 60"]
+    with (
+        BackgroundSandbox(tmp_path / "sb", receiver.url) as running,
+        httpx.Client(base_url=running.api_url, timeout=30) as client,
+    ):
+        make_repo(client, ci={"command": command})
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    status = Path(f"/proc/{pid}/status")
+    # Killed at shutdown: gone, or a zombie about to be reaped, never still sleeping.
+    deadline = time.monotonic() + 10
+    while status.exists() and "State:\tS" in status.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not status.exists() or "State:\tS" not in status.read_text()

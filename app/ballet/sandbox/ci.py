@@ -97,9 +97,11 @@ async def _execute(argv: list[str], cwd: Path, timeout: float) -> tuple[str, str
         timed_out = False
     except TimeoutError:
         timed_out = True
-    # Also ends whatever the command left running, which would hold its output open.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        # Also ends whatever the command left running (which would hold its output open),
+        # and the command itself when the sandbox shuts down mid-run.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
     await proc.wait()
     await reader
     out = b"".join(chunks).decode(errors="replace")
