@@ -383,7 +383,7 @@ class FakeGitHub:
 
     def _create_check(self, request: httpx.Request, repo: str) -> httpx.Response:
         body = json.loads(request.content)
-        run = {"id": self._id(), "status": "queued", **body}
+        run = {"id": self._id(), "status": "queued", "app": {"id": APP_ID}, **body}
         self.check_runs[run["id"]] = run
         return httpx.Response(201, json=run)
 

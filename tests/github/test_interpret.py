@@ -16,11 +16,20 @@ from ballet.core.effects import (
     SetLabels,
     StartSession,
 )
-from ballet.core.events import MergeResult, PullRequestOpened
+from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
+from ballet.github.checks import checks_verdict
 from ballet.github.github_forge import GitHubForges
 from ballet.github.interpret import Interpreter
 from ballet.github.memo import Memo
-from edge_fake_github import INSTALLATION_ID, NOW, REPO, FakeGitHub, FakePR, RecordingLauncher
+from edge_fake_github import (
+    APP_ID,
+    INSTALLATION_ID,
+    NOW,
+    REPO,
+    FakeGitHub,
+    FakePR,
+    RecordingLauncher,
+)
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -151,3 +160,37 @@ async def test_labels_review_and_sessions(
     await interpreter.apply(CancelSession(repo=REPO, job_key=spec.job_key))
     assert [s.spec for s in launcher.launched] == [spec]
     assert [c.job_key for c in launcher.cancelled] == [spec.job_key]
+
+
+async def test_checks_verdict_waits_for_every_check_but_ballets_own(
+    forges: GitHubForges, fake_github: FakeGitHub
+) -> None:
+    forge = forges.for_installation(INSTALLATION_ID)
+    sha = "9" * 40
+    runs = fake_github.check_runs
+
+    def run(run_id: int, name: str, status: str, conclusion: str | None, app: int) -> None:
+        runs[run_id] = {
+            "id": run_id,
+            "name": name,
+            "head_sha": sha,
+            "status": status,
+            "conclusion": conclusion,
+            "app": {"id": app},
+        }
+
+    run(1, "Ballet", "in_progress", None, APP_ID)  # Ballet's own stage run
+    run(2, "ci/lint", "completed", "success", 999)
+    run(3, "ci/test", "in_progress", None, 999)
+    event = ChecksCompleted(now=NOW, head_sha=sha, conclusion="success", names=("ci",))
+    assert await checks_verdict(forge, REPO, event, APP_ID) is None
+
+    run(3, "ci/test", "completed", "failure", 999)
+    verdict = await checks_verdict(forge, REPO, event, APP_ID)
+    assert verdict is not None
+    assert (verdict.conclusion, verdict.names) == ("failure", ("ci/test",))
+
+    run(3, "ci/test", "completed", "success", 999)
+    verdict = await checks_verdict(forge, REPO, event, APP_ID)
+    assert verdict is not None
+    assert (verdict.conclusion, verdict.names) == ("success", ("ci/lint", "ci/test"))

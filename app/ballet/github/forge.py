@@ -27,6 +27,7 @@ CheckConclusion = Literal[
     "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
 ]
 CombinedState = Literal["success", "failure", "pending", "none"]
+FAILED_CONCLUSIONS = frozenset({"failure", "cancelled", "timed_out", "action_required", "error"})
 
 
 class ForgeError(Exception):
@@ -117,6 +118,7 @@ class CheckResult:
     status: CheckStatus
     conclusion: str | None  # check-run conclusion, or a status state
     url: str | None = None
+    app_id: int | None = None  # the App that made a check run; None for a status
 
 
 @dataclass(frozen=True)
@@ -131,8 +133,12 @@ class ChecksSummary:
 
     @property
     def failed(self) -> tuple[CheckResult, ...]:
-        bad = {"failure", "cancelled", "timed_out", "action_required", "error"}
-        return tuple(c for c in self.checks if c.conclusion in bad)
+        return tuple(c for c in self.checks if c.conclusion in FAILED_CONCLUSIONS)
+
+    def without_app(self, app_id: int) -> ChecksSummary:
+        """The checks other Apps and CI made: Ballet's own must not gate Ballet."""
+        checks = tuple(c for c in self.checks if c.app_id != app_id)
+        return ChecksSummary(self.ref, checks, self.combined_status)
 
 
 @dataclass(frozen=True)

@@ -252,7 +252,10 @@ class GitHubForge:
         status = m.CombinedStatus.model_validate(
             await self._client.json("GET", f"/repos/{repo}/commits/{ref}/status")
         )
-        checks = [CheckResult(r.name, r.status, r.conclusion, r.html_url) for r in runs.check_runs]
+        checks = [
+            CheckResult(r.name, r.status, r.conclusion, r.html_url, r.app.id if r.app else None)
+            for r in runs.check_runs
+        ]
         for s in status.statuses:
             done = s.state != "pending"
             checks.append(

@@ -80,8 +80,13 @@ class IssueComment(Lenient):
     html_url: str = ""
 
 
+class AppRef(Lenient):
+    id: int | None = None
+
+
 class CheckRunData(Lenient):
     id: int
+    app: AppRef | None = None
     name: str = ""
     status: Literal["queued", "in_progress", "completed"] = "queued"
     conclusion: str | None = None

@@ -24,9 +24,10 @@ import structlog
 
 from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
-from ballet.core.events import AnyEvent, CommandIssued, TicketRequested
+from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.github import repo_config
+from ballet.github.checks import checks_verdict
 from ballet.github.forge import (
     Forge,
     ForgeError,
@@ -119,17 +120,7 @@ class TicketService:
             case IssueCommands():
                 await self._commands(intent)
             case ForTicket():
-                key = await self._store.find_ticket(intent.target)
-                if key is None:
-                    log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
-                    return
-                await self.handle(
-                    key,
-                    intent.event,
-                    event_id=event_id,
-                    installation_id=intent.installation_id,
-                    pr_hint=intent.target.pr,
-                )
+                await self._for_ticket(intent, event_id)
             case ValidateConfigInPR():
                 await self._check_config(intent)
             case ConfigChanged():
@@ -137,6 +128,27 @@ class TicketService:
                 log.info("configuration changed", repo=intent.repo, sha=intent.sha)
             case InstallationChanged():
                 await self._installation(intent)
+
+    async def _for_ticket(self, intent: ForTicket, event_id: str) -> None:
+        key = await self._store.find_ticket(intent.target)
+        if key is None:
+            log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
+            return
+        event: AnyEvent = intent.event
+        if isinstance(event, ChecksCompleted):
+            forge = self._forges(intent.installation_id)
+            verdict = await checks_verdict(forge, intent.target.repo, event, self._app.app_id)
+            if verdict is None:
+                log.info("checks finished, others still running", ticket=key)
+                return
+            event = verdict
+        await self.handle(
+            key,
+            event,
+            event_id=event_id,
+            installation_id=intent.installation_id,
+            pr_hint=intent.target.pr,
+        )
 
     # -- one event of one ticket -----------------------------------------------------
 
