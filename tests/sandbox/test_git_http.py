@@ -36,7 +36,7 @@ def test_clone_and_push_with_installation_token(
     assert pushes[-1]["ref"] == "refs/heads/feature"
     assert pushes[-1]["after"] == sha
     assert pushes[-1]["created"] is True
-    assert [c["id"] for c in pushes[-1]["commits"]][-1] == sha
+    assert [c["id"] for c in pushes[-1]["commits"]] == [sha]  # only the new commit
 
 
 def test_fetch_and_push_are_refused_without_a_good_token(

@@ -124,10 +124,14 @@ def merge_tree(path: Path, base: str, head: str) -> str | None:
 _LOG_FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%cn%x00%ce%x00%cI%x00%B%x1e"
 
 
-def commits_between(path: Path, base: str | None, head: str) -> list[CommitInfo]:
-    """Commits reachable from `head` and not from `base`, oldest first."""
-    span = f"{base}..{head}" if base and base != ZERO_SHA else head
-    return _parse_log(git(path, "log", "--reverse", f"--format={_LOG_FORMAT}", span).decode())
+def commits_between(
+    path: Path, base: str | None, head: str, exclude: tuple[str, ...] = ()
+) -> list[CommitInfo]:
+    """Commits reachable from `head` and not from `base` nor `exclude`, oldest first."""
+    span = [f"{base}..{head}"] if base and base != ZERO_SHA else [head]
+    span += [f"^{sha}" for sha in exclude]
+    out = git(path, "log", "--reverse", f"--format={_LOG_FORMAT}", *span, "--")
+    return _parse_log(out.decode())
 
 
 def commit_info(path: Path, sha: str) -> CommitInfo:

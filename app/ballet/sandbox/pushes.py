@@ -26,14 +26,18 @@ def refs_changed(
 def ref_moved(sb: Sandbox, repo: Repo, ref: str, old: str, new: str, pusher: str) -> None:
     repo.pushed_at = datetime.now(UTC)
     forced = old != ZERO and new != ZERO and not gitrepo.is_ancestor(repo.path, old, new)
-    commits = (
+    # GitHub lists the pushed commits (at most 20): for a new branch, those on no other.
+    others = (
+        tuple({sha for name, sha in gitrepo.refs(repo.path).items() if name != ref})
+        if old == ZERO
+        else ()
+    )
+    new_commits = (
         []
         if new == ZERO
-        else [
-            shapes.push_commit(sb, repo, c)
-            for c in gitrepo.commits_between(repo.path, None if forced else old, new)
-        ][-20:]
+        else gitrepo.commits_between(repo.path, None if forced else old, new, others)
     )
+    commits = [shapes.push_commit(sb, repo, c) for c in new_commits][-20:]
     events.push(sb, repo, ref, old, new, pusher, commits, forced)
     if not ref.startswith("refs/heads/") or new == ZERO:
         return
