@@ -1,1 +1,31 @@
-"""GitHub on loopback: a stateful HTTP double of the GitHub that Ballet uses (DESIGN.md §7)."""
+"""GitHub on loopback: a stateful HTTP double of the GitHub that Ballet uses (DESIGN.md §7).
+
+Run it with `ballet sandbox serve` (prints `{"api_url", "env_file"}` when ready) or,
+in-process, with `ballet.sandbox.server.BackgroundSandbox(data_dir, webhook_url)`.
+
+What it offers, and who may do what:
+- REST at GitHub's paths, answered in GitHub's JSON shapes (they parse with
+  githubkit's models), with ETags and 304s on GETs: see the `rest_*` modules.
+- The App: `Authorization: Bearer <JWT>` signed with the key in the env file on
+  `/app/...`; installation tokens (`token ghs_...`) that expire. The App is
+  installed on every repository, one installation per owner.
+- People: `Authorization: token sandbox-user:<login>`, limited by the
+  repository's collaborators (anyone else may read, open issues and comment).
+- Git over smart HTTP at `/<owner>/<name>.git` with Basic auth, the token as password.
+- Ready for review: GraphQL `markPullRequestReadyForReview` at `POST /graphql`
+  (GitHub has no REST call for it).
+- Webhooks to the configured URL, signed, in order, logged.
+
+The admin API under `/_sandbox/` (no authentication; it is how tests set the stage):
+- `POST /_sandbox/repos` `{"owner", "name", "default_branch"?, "files"?: {path: text},
+  "collaborators"?: {login: read|triage|write|maintain|admin}, "ci"?: {"command": [argv]},
+  "merge_methods"?: [merge|squash|rebase]}` → 201 `{full_name, clone_url, head_sha, ...}`
+- `GET /_sandbox/repos/{owner}/{repo}/state`: issues, comments, labels, pulls, reviews,
+  check runs, statuses and branches, flattened for assertions.
+- `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),
+  `POST /_sandbox/deliveries/{id}/redeliver` (same `X-GitHub-Delivery`).
+- `GET /_sandbox/requests`: every request the App made (method, path, status, time).
+- `PUT /_sandbox/webhook` `{"url"}`: move deliveries (e.g. once Ballet's web app is up).
+- `POST /_sandbox/settle`: returns once CI runs have finished and every queued
+  delivery has been posted.
+"""
