@@ -14,6 +14,8 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from ballet.core.config import Adapter
+
 # GitHub refuses to send payloads over 25 MB, so anything bigger is not GitHub.
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
 # GitHub lets a person redeliver a delivery for days; a redelivery inside this
@@ -54,8 +56,27 @@ class Settings(BaseSettings):
     # A failed delivery is retried after this many seconds times its try squared.
     delivery_retry_seconds: float = Field(default=5.0, ge=0)
     max_webhook_bytes: int = Field(default=MAX_WEBHOOK_BYTES, ge=1024)
+    # The runtime of repositories without a `.ballet.yml`, and the variables of
+    # the worker's environment its sessions may see (their API keys).
+    default_adapter: Adapter = "claude-code"
+    default_model: str | None = None
+    default_runtime_env: Annotated[tuple[str, ...], NoDecode] = (
+        "ANTHROPIC_API_KEY",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+    )
+    # Pause between content-creating GitHub requests of one installation:
+    # GitHub asks for serial writes and at most 80 a minute (0.75 s apart).
+    # Only a GitHub double such as the sandbox should run with less.
+    write_spacing_seconds: float = Field(default=0.75, ge=0)
     log_level: str = "info"
     log_json: bool = False
+
+    @field_validator("default_runtime_env", mode="before")
+    @classmethod
+    def _split_names(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
 
     @field_validator("webhook_secret", "webhook_secrets", mode="before")
     @classmethod

@@ -177,6 +177,7 @@ class WorkerGroup:
         """Serve the queues until cancelled (or, in burst mode, until they are empty)."""
         pool = await connect(self._redis_url)
         workers: list[Worker] = []
+        services: Services | None = None
         try:
             services = await self._services_factory(self._settings, pool)
             for spec in self._specs:
@@ -191,6 +192,8 @@ class WorkerGroup:
                 # A worker whose Redis already went away has nothing left to close.
                 with contextlib.suppress(Exception):
                     await worker.close()
+            if services is not None:
+                await services.aclose()
             await pool.aclose()
             log.info("worker stopped")
 

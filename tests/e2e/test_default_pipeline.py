@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from ballet.core.render import find_marker
 from ballet.demo.stack import Stack
 from scenarios import ballet_comments, merged, new_repo, outcomes, ticket, wait_until
 
@@ -27,8 +28,9 @@ async def test_default_pipeline_to_merged(stack: Stack) -> None:
     # One report comment per agent stage run, on the PR, plus the tracking comment.
     on_pr = ballet_comments(view, pr)
     assert sum("ballet:state" in body for body in on_pr) == 1
+    markers = [find_marker(body) for body in on_pr]
     for stage in ("implement", "review", "verify"):
-        assert sum(f":report:{stage}:1:1" in body for body in on_pr) == 1, stage
+        assert markers.count(f"{repo}#{number}:report:{stage}:1:1") == 1, stage
     # The work is on the default branch now, and the issue is labelled done.
     assert view.state["branches"]["main"] == view.pull["merge_commit_sha"]  # type: ignore[index]
     assert "ballet:done" in view.issue(number)["labels"]

@@ -88,6 +88,8 @@ async def running_stack(
             redis_url=url,
             data_dir=data_dir / "ballet",
             session_slots=session_slots,
+            # The sandbox has no secondary rate limit to respect.
+            write_spacing_seconds=0.0,
         )
         web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
         worker = WorkerGroup(settings, url, build_services)

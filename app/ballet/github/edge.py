@@ -56,7 +56,9 @@ async def build_edge(
             "set BALLET_PRIVATE_KEY (PEM text) or BALLET_PRIVATE_KEY_PATH to the App's private key"
         )
     forges = GitHubForges(
-        GitHubAppCredentials(settings.app_id, key, settings.github_api_url), redis
+        GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
+        redis,
+        write_spacing_seconds=settings.write_spacing_seconds,
     )
     identity = await forges.app_identity()
     store = RecordStore(redis)
