@@ -81,6 +81,7 @@ def _story(sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path) -> N
 
 
 EXPECTED = [
+    ("installation", "created"),
     ("push", None),
     ("issues", "opened"),
     ("issues", "labeled"),
@@ -120,17 +121,17 @@ def test_every_change_is_delivered_signed_in_order_and_shaped_like_github(
     gaps = []
     for received in receiver.received:
         payload = received.payload
-        assert payload["installation"]["id"] > 0
+        assert payload["installation"]["id"] == receiver.received[0].payload["installation"]["id"]
         real = _real(webhooks_dir, received.event, payload.get("action"))
         gaps += _missing(real, payload, f"{received.event}.{payload.get('action')}")
     assert gaps == [], "\n".join(sorted(set(gaps)))
 
     merged = [r.payload for r in receiver.received if r.event == "pull_request"][-1]
     assert merged["pull_request"]["merged"] is True
-    labeled = receiver.received[2].payload
+    labeled = receiver.received[3].payload
     assert labeled["label"]["name"] == "ballet"
     assert labeled["sender"]["login"] == "writer"
-    app_comment_sender = receiver.received[8].payload["sender"]
+    app_comment_sender = receiver.received[9].payload["sender"]
     assert app_comment_sender == {**app_comment_sender, "login": "ballet[bot]", "type": "Bot"}
 
 
@@ -144,25 +145,39 @@ def test_delivery_log_and_redelivery_keep_the_guid(
     settle(admin)
     log = admin.get("/_sandbox/deliveries").json()
     assert [(d["event"], d["action"], d["status_code"]) for d in log] == [
+        ("installation", "created", 500),
         ("push", None, 500),
         ("issues", "opened", 500),
     ]
     receiver.status = 202
-    again = admin.post(f"/_sandbox/deliveries/{log[1]['id']}/redeliver")
+    again = admin.post(f"/_sandbox/deliveries/{log[2]['id']}/redeliver")
     assert again.status_code == 202
     settle(admin)
     assert [r.delivery for r in receiver.received] == [
         log[0]["guid"],
         log[1]["guid"],
-        log[1]["guid"],
+        log[2]["guid"],
+        log[2]["guid"],
     ]
-    assert receiver.received[2].payload == receiver.received[1].payload
+    assert receiver.received[3].payload == receiver.received[2].payload
     latest = admin.get("/_sandbox/deliveries").json()[-1]
     assert (latest["redelivery"], latest["status_code"]) == (True, 202)
-    one = admin.get(f"/_sandbox/deliveries/{log[1]['id']}").json()
+    one = admin.get(f"/_sandbox/deliveries/{log[2]['id']}").json()
     assert one["payload"]["issue"]["title"] == "x"
     missing = admin.post("/_sandbox/deliveries/999/redeliver")
     assert missing.status_code == 404
+
+
+def test_a_second_repository_of_an_owner_is_added_to_the_installation(
+    admin: httpx.Client, receiver: Receiver, webhooks_dir: Path
+) -> None:
+    make_repo(admin)
+    make_repo(admin, name="second")
+    settle(admin)
+    added = [r.payload for r in receiver.received if r.event == "installation_repositories"]
+    assert [a["repositories_added"][0]["full_name"] for a in added] == ["octo/second"]
+    real = _real(webhooks_dir, "installation_repositories", "added")
+    assert _missing(real, added[0], "installation_repositories") == []
 
 
 def test_closing_a_pull_request_unmerged_and_labels_with_colons(

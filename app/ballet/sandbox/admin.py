@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import gitrepo, pushes, shapes
+from ballet.sandbox import events, gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found
 from ballet.sandbox.handler import int_param, now, respond, sandbox_of
 from ballet.sandbox.state import Repo
@@ -60,6 +60,7 @@ async def create_repo(request: Request) -> JSONResponse:
             f"Repository {spec.owner}/{spec.name} already exists",
             [{"field": "name", "code": "already_exists"}],
         )
+    new_installation = spec.owner not in sb.installations
     path = sb.data_dir / spec.owner / f"{spec.name}.git"
     gitrepo.init_bare(path, spec.default_branch)
     repo = Repo(
@@ -75,6 +76,7 @@ async def create_repo(request: Request) -> JSONResponse:
         merge_methods=tuple(spec.merge_methods),
     )
     sb.repos[repo.full_name.lower()] = repo
+    events.installed(sb, repo, new_installation)
     files = spec.files or {"README.md": f"# {spec.name}\n"}
     sha = gitrepo.commit_files(path, files, "Initial commit", [])
     ref = f"refs/heads/{spec.default_branch}"

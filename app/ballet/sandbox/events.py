@@ -153,3 +153,31 @@ def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> None:
 
 def _branch_heads(repo: Repo) -> dict[str, str]:
     return {ref: sha for ref, sha in refs(repo.path).items() if ref.startswith("refs/heads/")}
+
+
+def installed(sb: Sandbox, repo: Repo, new_installation: bool) -> None:
+    """`installation.created` for an owner's first repository, else `installation_repositories`."""
+    brief = {
+        "id": repo.id,
+        "node_id": shapes.node_id("Repository", repo.id),
+        "name": repo.name,
+        "full_name": repo.full_name,
+        "private": False,
+    }
+    installation = shapes.installation(sb, repo.owner, repo.installation_id)
+    payload: dict[str, Any]
+    if new_installation:
+        event = "installation"
+        payload = {"action": "created", "installation": installation, "repositories": [brief]}
+    else:
+        event = "installation_repositories"
+        payload = {
+            "action": "added",
+            "installation": installation,
+            "repository_selection": "all",
+            "repositories_added": [brief],
+            "repositories_removed": [],
+            "requester": None,
+        }
+    payload["sender"] = shapes.user(sb, repo.owner)
+    sb.hooks.send(event, payload)
