@@ -194,3 +194,14 @@ async def test_checks_verdict_waits_for_every_check_but_ballets_own(
     verdict = await checks_verdict(forge, REPO, event, APP_ID)
     assert verdict is not None
     assert (verdict.conclusion, verdict.names) == ("success", ("ci/lint", "ci/test"))
+
+
+async def test_a_comment_deleted_by_a_person_is_posted_again(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    first = await interpreter.upsert_comment(REPO, 4, f"{REPO}#4:notice::0:0", "hello")
+    del fake_github.comments[first.id]
+    second = await interpreter.upsert_comment(REPO, 4, f"{REPO}#4:notice::0:0", "hello again")
+    assert second.id != first.id
+    (only,) = fake_github.comments_on(4)
+    assert only.body.endswith("hello again")
