@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import httpx
 import pytest
 from ballet.sandbox.server import BackgroundSandbox
 from githubkit.exception import RequestFailed
 
-from .conftest import installation_client, make_repo, token_for, user_client
+from .conftest import Receiver, installation_client, make_repo, token_for, user_client
 
 
 def _status(call: object) -> tuple[int, dict[str, object]]:
@@ -136,3 +139,25 @@ def test_admin_refuses_bad_repository_specs(admin: httpx.Client) -> None:
     again = admin.post("/_sandbox/repos", json={"owner": "octo", "name": "demo"})
     assert again.status_code == 422
     assert "already exists" in again.json()["message"]
+
+
+def test_a_repository_left_on_disk_is_not_overwritten(tmp_path: Path, receiver: Receiver) -> None:
+    with (
+        BackgroundSandbox(tmp_path, receiver.url) as first,
+        httpx.Client(base_url=first.api_url) as client,
+    ):
+        head = make_repo(client)["head_sha"]
+    with (
+        BackgroundSandbox(tmp_path, receiver.url) as second,
+        httpx.Client(base_url=second.api_url) as client,
+    ):
+        again = client.post("/_sandbox/repos", json={"owner": "octo", "name": "demo"})
+    assert again.status_code == 422
+    assert "fresh --data directory" in again.json()["message"]
+    kept = subprocess.run(
+        ["git", "-C", str(tmp_path / "git/octo/demo.git"), "rev-parse", "main"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert kept.stdout.strip() == head

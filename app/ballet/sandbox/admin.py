@@ -62,6 +62,14 @@ async def create_repo(request: Request) -> JSONResponse:
         )
     new_installation = spec.owner not in sb.installations
     path = sb.data_dir / spec.owner / f"{spec.name}.git"
+    if path.exists():
+        # State lives in memory only: a repository left by an earlier run cannot be adopted,
+        # and overwriting it could lose work.
+        raise ApiError(
+            422,
+            f"{path} exists from an earlier run; start the sandbox with a fresh --data directory",
+            [{"field": "name", "code": "already_exists"}],
+        )
     gitrepo.init_bare(path, spec.default_branch)
     repo = Repo(
         id=sb.next_id(),
