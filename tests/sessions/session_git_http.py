@@ -10,14 +10,19 @@ import base64
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 
-def _handler(root: Path, token: str) -> type[BaseHTTPRequestHandler]:
-    expected = "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+def _basic(token: str) -> str:
+    return "Basic " + base64.b64encode(f"x-access-token:{token}".encode()).decode()
+
+
+def _handler(root: Path, token: str | Callable[[], str]) -> type[BaseHTTPRequestHandler]:
+    # A callable names the one token accepted now (a newer one retires the older).
+    current = token if callable(token) else lambda: token
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: object) -> None:
@@ -30,7 +35,7 @@ def _handler(root: Path, token: str) -> type[BaseHTTPRequestHandler]:
             self._serve()
 
         def _serve(self) -> None:
-            if self.headers.get("Authorization") != expected:
+            if self.headers.get("Authorization") != _basic(current()):
                 self.send_response(401)
                 self.send_header("WWW-Authenticate", 'Basic realm="GitHub"')
                 self.send_header("Content-Length", "0")
@@ -88,8 +93,9 @@ def _handler(root: Path, token: str) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def serve_git(root: Path, token: str) -> Iterator[str]:
-    """Serve the bare repositories under `root`; yields the base URL."""
+def serve_git(root: Path, token: str | Callable[[], str]) -> Iterator[str]:
+    """Serve the bare repositories under `root`; yields the base URL. `token` is the
+    one accepted, or a function returning the one accepted at each request."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(root, token))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

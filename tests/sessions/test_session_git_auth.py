@@ -61,3 +61,40 @@ def test_a_refused_token_fails_the_session_with_advice(
     assert result.failure_reason == "workspace"
     assert "could not fetch octo/demo" in result.report.summary
     assert "App is installed" in result.report.summary
+
+
+class ExpiringTokens:
+    """Installation tokens as GitHub hands them out: the one minted before an hour
+    passed is refused after it. The session "lets the hour pass" by creating
+    `hour_passed`, so the expiry falls between fetch and push without any sleep."""
+
+    def __init__(self, hour_passed: Path) -> None:
+        self.hour_passed = hour_passed
+        self.minted: list[str] = []
+
+    def accepted(self) -> str:
+        return "ghs_second_hour" if self.hour_passed.exists() else "ghs_first_hour"
+
+    async def __call__(self, repo: str) -> str | None:
+        self.minted.append(self.accepted())
+        return self.minted[-1]
+
+
+def test_the_push_asks_for_a_fresh_token_after_the_session_ran(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    origin: Path,
+    tmp_path: Path,
+) -> None:
+    tokens = ExpiringTokens(tmp_path / "hour-passed")
+    write_script("agent", f"{COMMIT_AND_REPORT}\nopen({str(tokens.hour_passed)!r}, 'w').close()\n")
+    with serve_git(origin.parent, tokens.accepted) as base:
+        spec = make_spec(clone_url=f"{base}/{origin.name}")
+        result = asyncio.run(
+            run_session(spec, workspaces=workspaces, git_auth=tokens, parent_env=parent_env)
+        )
+    assert result.failure_reason is None, result.report.summary
+    assert tokens.minted == ["ghs_first_hour", "ghs_second_hour"]
+    assert remote_refs(origin)["refs/heads/ballet/7-greeting"] == result.head_sha

@@ -77,7 +77,7 @@ async def run_session(
     except (WorkspaceError, GitError) as error:
         return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
     try:
-        return await _run(spec, workspace, workspaces, token, heartbeat, env, options, started)
+        return await _run(spec, workspace, workspaces, git_auth, heartbeat, env, options, started)
     finally:
         await workspaces.remove(workspace)
 
@@ -86,7 +86,7 @@ async def _run(
     spec: SessionSpec,
     workspace: Workspace,
     workspaces: Workspaces,
-    token: str | None,
+    git_auth: GitAuth,
     heartbeat: Heartbeat | None,
     parent_env: Mapping[str, str],
     options: SessionOptions,
@@ -157,7 +157,7 @@ async def _run(
         report, handoff = _read_results(spec, outcome, report_path, handoff_path)
         report = with_usage(report, usage)
         head = (
-            await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
+            await _push(spec, workspaces, workspace, git_auth)
             if spec.branch is not None
             else workspace.start_sha  # a pipeline without a branch pushes nothing
         )
@@ -174,6 +174,15 @@ async def _run(
         handoff=handoff,
         output_tail=tail,
     )
+
+
+async def _push(
+    spec: SessionSpec, workspaces: Workspaces, workspace: Workspace, git_auth: GitAuth
+) -> str:
+    # A fresh token: the one that refreshed the mirror may have expired while the
+    # session ran (installation tokens last an hour, a stage may run as long).
+    token = await git_auth(spec.ticket.repo)
+    return await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
 
 
 def _read_results(
