@@ -147,12 +147,14 @@ class RecordStore:
             if event_id is not None:
                 tx.lpush(self._k("applied", key), event_id)
                 tx.ltrim(self._k("applied", key), 0, APPLIED_WINDOW - 1)
+                # Redeliveries come within hours; a ticket quiet for a month forgets.
+                tx.expire(self._k("applied", key), FINISHED_TTL_SECONDS)
             await tx.execute()
         await self._index(record)
 
     async def was_applied(self, key: str, event_id: str) -> bool:
         applied = await _sync_or_async(self._redis.lrange(self._k("applied", key), 0, -1))
-        return event_id.encode() in applied
+        return any(_text(item) == event_id for item in applied)
 
     async def next_effect(self, key: str) -> OutboxEntry | None:
         raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
@@ -176,7 +178,11 @@ class RecordStore:
         if record.branch:
             mapping[self._k("branch", f"{repo}:{record.branch}")] = record.key
         if mapping:
-            await self._redis.mset(mapping)
+            finished = record.status in ("done", "failed", "cancelled")
+            async with self._redis.pipeline(transaction=False) as tx:
+                for name, value in mapping.items():
+                    tx.set(name, value, ex=FINISHED_TTL_SECONDS if finished else None)
+                await tx.execute()
 
     async def find_ticket(self, target: TicketTarget) -> str | None:
         """The ticket key a delivery is about, or None when it is no ticket's."""
@@ -191,7 +197,7 @@ class RecordStore:
         for lookup in lookups:
             raw = await self._redis.get(lookup)
             if raw is not None:
-                return str(raw.decode() if isinstance(raw, bytes) else raw)
+                return _text(raw)
         if target.linked_issue is not None:
             # Redis lost the index: the PR body Ballet wrote says which issue it closes.
             return ticket_key(repo, target.linked_issue)
@@ -211,6 +217,10 @@ class RecordStore:
     async def installation_of(self, repo: str) -> int | None:
         raw = await _sync_or_async(self._redis.hget(self._k("installations", "by-repo"), repo))
         return int(raw) if raw is not None else None
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 async def _sync_or_async(value: Awaitable[T] | T) -> T:

@@ -1,0 +1,91 @@
+"""The record store on a real Valkey: outbox order, applied window, ticket lookup."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
+from ballet.core.effects import React, SetLabels
+from ballet.core.record import Record, TicketRef
+from ballet.github.intents import TicketTarget
+from ballet.github.store import RecordStore
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+NOW = datetime(2026, 1, 2, tzinfo=UTC)
+REPO = "octo/demo"
+
+
+def record(**changes: object) -> Record:
+    pipeline = ResolvedPipeline(
+        name="default",
+        version=1,
+        hash="h",
+        ticket_type="default",
+        branch="ballet/{ticket}-{slug}",
+        base=None,
+        iteration_limit=3,
+        budget={},
+        signoffs=(),
+        roles={},
+        approvers=None,
+        policy=Policy(),
+        stages=(ResolvedStage(id="implement", kind="agent", name="Implement"),),
+    )
+    base = Record(
+        ticket=TicketRef(repo=REPO, number=7, author="octocat", title="t"),
+        ticket_type="default",
+        pipeline=pipeline,
+        status="running",
+        base="main",
+        policy=Policy(),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    return base.model_copy(update=changes)
+
+
+@pytest.fixture(params=[False, True], ids=["bytes", "text"])
+async def store(
+    github_redis_url: str, request: pytest.FixtureRequest
+) -> AsyncIterator[RecordStore]:
+    client = Redis.from_url(github_redis_url, decode_responses=request.param)
+    await client.flushdb()
+    try:
+        yield RecordStore(client)
+    finally:
+        await client.aclose()
+
+
+async def test_outbox_keeps_order_and_applied_ids_dedupe(store: RecordStore) -> None:
+    rec = record(version=3, pr_number=12, branch="ballet/7-t")
+    effects = [
+        SetLabels(repo=REPO, number=7, labels=("ballet:running",)),
+        React(repo=REPO, comment_id=5),
+    ]
+    await store.commit(rec, effects, "delivery:a:0")
+    assert await store.was_applied(rec.key, "delivery:a:0")
+    assert not await store.was_applied(rec.key, "delivery:b:0")
+    first = await store.next_effect(rec.key)
+    assert first is not None and first.effect == effects[0]
+    await store.effect_done(rec.key, first)
+    await store.effect_done(rec.key, first)  # twice: the second is a no-op
+    second = await store.next_effect(rec.key)
+    assert second is not None and second.effect == effects[1]
+    await store.effect_done(rec.key, second)
+    assert await store.next_effect(rec.key) is None
+
+
+async def test_tickets_are_found_by_pr_branch_or_linked_issue(store: RecordStore) -> None:
+    rec = record(version=1, pr_number=12, branch="ballet/7-t")
+    await store.commit(rec, [], None)
+    assert await store.find_ticket(TicketTarget(repo=REPO, pr=12)) == f"{REPO}#7"
+    assert await store.find_ticket(TicketTarget(repo=REPO, branch="ballet/7-t")) == f"{REPO}#7"
+    assert await store.find_ticket(TicketTarget(repo=REPO, pr=99, linked_issue=3)) == f"{REPO}#3"
+    assert await store.find_ticket(TicketTarget(repo=REPO, pr=99)) is None
+    await store.remember_installation(REPO, 77)
+    assert await store.installation_of(REPO) == 77
+    await store.forget_repositories([REPO])
+    assert await store.installation_of(REPO) is None
