@@ -82,17 +82,6 @@ def test_which_targets_wait_for_signoffs() -> None:
     ]
 
 
-def test_model_and_effort_per_phase() -> None:
-    plain = agent("implement")
-    assert routing.model_and_effort(plain, "research") == ("opus", "high")
-    assert routing.model_and_effort(plain, "plan") == ("opus", "high")
-    assert routing.model_and_effort(plain, "implement") == ("sonnet", None)
-    assert routing.model_and_effort(plain, None) == ("sonnet", None)
-    own = agent("implement", model="haiku", effort="low")
-    assert routing.model_and_effort(own, "plan") == ("haiku", "low")
-    assert routing.model_and_effort(human("h"), "verify") == (None, None)
-
-
 def test_job_keys() -> None:
     assert routing.job_key("o/r#1", "implement", 2, 1, None) == "o/r#1:implement:2:1"
     assert routing.job_key("o/r#1", "implement", 2, 1, "plan") == "o/r#1:implement:2:1:plan"

@@ -9,9 +9,6 @@ from __future__ import annotations
 from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 
 DONE, FAILED, QUESTION = "$done", "$failed", "$question"
-# Research and plan get the strongest model at high effort (DESIGN.md §4).
-STRONG_MODEL, STRONG_EFFORT = "opus", "high"
-STRONG_PHASES = ("research", "plan")
 
 
 def index_of(pipeline: ResolvedPipeline, stage_id: str) -> int:
@@ -76,18 +73,6 @@ def needs_signoffs(pipeline: ResolvedPipeline, target: str) -> bool:
         return False
     stage = pipeline.stage(target)
     return stage.kind == "human" or stage.action == "merge" or stage.wait_for in ("review", "merge")
-
-
-def model_and_effort(stage: ResolvedStage, phase: str | None) -> tuple[str | None, str | None]:
-    runtime = stage.runtime_config
-    model: str | None
-    effort: str | None
-    if phase in STRONG_PHASES:
-        model, effort = STRONG_MODEL, STRONG_EFFORT
-    else:
-        model = runtime.model if runtime else None
-        effort = runtime.effort if runtime else None
-    return stage.model or model, stage.effort or effort
 
 
 def job_key(ticket: str, stage: str, iteration: int, attempt: int, phase: str | None) -> str:

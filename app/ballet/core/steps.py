@@ -346,13 +346,15 @@ def start_session(
     if role is not None:
         r = rec.pipeline.roles[role]
         run_stage, runtime, config = f"signoff-{role}", r.runtime, r.runtime_config
-        model, effort = config.model, config.effort
+        model, effort = None, None  # a role has no overrides: its runtime's defaults apply
         skills, instructions, timeout = r.skills, r.instructions, SIGNOFF_TIMEOUT_MINUTES
     else:
         s = rec.pipeline.stage(stage_id)
         assert s.runtime is not None and s.runtime_config is not None, "agent stages have one"
         run_stage, runtime, config = stage_id, s.runtime, s.runtime_config
-        model, effort = routing.model_and_effort(s, phase)
+        # Only the stage's own overrides: the session side routes per phase and
+        # adapter (`ballet.sessions.routing`), which only it knows how to name.
+        model, effort = s.model, s.effort
         skills, instructions, timeout = s.skills, s.instructions, s.timeout_minutes
     job = routing.job_key(rec.key, run_stage, rec.iteration, rec.attempt, phase)
     spec = SessionSpec(
