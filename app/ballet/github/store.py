@@ -7,7 +7,7 @@ Per ticket, Redis holds:
   caused it are written in one MULTI, so a crash between saving and acting
   never loses an effect, and a retried delivery never applies its event twice;
 - `applied`: ids of the events already applied (a bounded window);
-- a lock, so events of one ticket are applied one at a time.
+- a lock, so events of one ticket are applied one at a time, in arrival order.
 
 Indexes find a ticket from a pull request number or a branch, and remember
 which installation serves a repository. A record missing from Redis is rebuilt
@@ -33,6 +33,7 @@ from ballet.core.record import Record, RecordFormatError, decode_record
 from ballet.core.render import marker_for
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
+from ballet.github.ticket_lock import TicketLock
 
 T = TypeVar("T")
 _effect: TypeAdapter[AnyEffect] = TypeAdapter(AnyEffect)
@@ -73,9 +74,10 @@ class RecordStore:
         prefix: str = "ballet",
     ) -> None:
         self._redis = redis
-        self._lock_timeout = lock_timeout_seconds
-        self._lock_wait = lock_wait_seconds
         self._p = prefix
+        self._lock = TicketLock(
+            redis, prefix, timeout_seconds=lock_timeout_seconds, wait_seconds=lock_wait_seconds
+        )
 
     def _k(self, kind: str, key: str) -> str:
         return f"{self._p}:{kind}:{key}"
@@ -84,16 +86,11 @@ class RecordStore:
 
     @asynccontextmanager
     async def locked(self, key: str) -> AsyncIterator[None]:
-        """Hold the ticket's lock. It expires after `lock_timeout_seconds` so a
-        crashed worker never wedges a ticket; a handler must finish well within it.
-        Waiting longer than `lock_wait_seconds` raises `redis.exceptions.LockError`,
-        and the job is retried later."""
-        lock = self._redis.lock(
-            self._k("lock", key),
-            timeout=self._lock_timeout,
-            blocking_timeout=self._lock_wait,
-        )
-        async with lock:
+        """Hold the ticket's lock, waiters served in arrival order (see ticket_lock.py).
+        It expires after `lock_timeout_seconds` so a crashed worker never wedges a
+        ticket; waiting longer than `lock_wait_seconds` raises `TicketBusy`, and
+        the job is retried later."""
+        async with self._lock.hold(key):
             yield
 
     # -- records -------------------------------------------------------------------

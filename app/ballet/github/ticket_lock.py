@@ -1,0 +1,92 @@
+"""A per-ticket lock that serves waiters in arrival order, across worker processes.
+
+A plain Redis lock is not fair: when it is released, whichever waiter polls
+next wins, so a ticket's events could be applied out of the order they
+arrived in. Here waiters queue in a Redis list and only the head of the line
+may take the lock:
+
+- mutual exclusion comes from a redis-py `Lock` with a timeout, so a crashed
+  holder never wedges the ticket;
+- order comes from the line; each waiter keeps a short-lived "alive" key while
+  it waits, and a head whose key expired (its process died) is removed, so a
+  dead waiter never blocks the line either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from redis.asyncio import Redis
+
+POLL_SECONDS = 0.05
+ALIVE_SECONDS = 10
+
+
+class TicketBusy(Exception):
+    """The ticket stayed locked longer than a job should wait; retry the job later."""
+
+
+class TicketLock:
+    def __init__(
+        self,
+        redis: Redis,
+        key_prefix: str,
+        *,
+        timeout_seconds: float,
+        wait_seconds: float,
+    ) -> None:
+        self._redis = redis
+        self._prefix = key_prefix
+        self._timeout = timeout_seconds
+        self._wait = wait_seconds
+
+    @asynccontextmanager
+    async def hold(self, key: str) -> AsyncIterator[None]:
+        """Wait for `key`'s turn, then hold its lock; `TicketBusy` after `wait_seconds`."""
+        line = f"{self._prefix}:line:{key}"
+        token = uuid.uuid4().hex
+        await _run(self._redis.rpush(line, token))
+        await self._redis.expire(line, int(self._timeout * 2))
+        try:
+            lock = await self._wait_for_turn(key, line, token)
+            try:
+                await _run(self._redis.lrem(line, 1, token))
+                yield
+            finally:
+                await lock.release()
+        finally:
+            await _run(self._redis.lrem(line, 1, token))
+            await self._redis.delete(self._alive(token))
+
+    def _alive(self, token: str) -> str:
+        return f"{self._prefix}:alive:{token}"
+
+    async def _wait_for_turn(self, key: str, line: str, token: str) -> Any:
+        lock = self._redis.lock(f"{self._prefix}:lock:{key}", timeout=self._timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._wait
+        while loop.time() < deadline:
+            await self._redis.set(self._alive(token), "1", ex=ALIVE_SECONDS)
+            head = await _run(self._redis.lindex(line, 0))
+            head = head.decode() if isinstance(head, bytes) else head
+            if head == token:
+                if await lock.acquire(blocking=False):
+                    return lock
+            elif head is not None and not await self._redis.exists(self._alive(head)):
+                await _run(self._redis.lrem(line, 1, head))  # its waiter died
+                continue
+            elif head is None:
+                # The line expired under us (a very long wait): join it again.
+                await _run(self._redis.rpush(line, token))
+            await asyncio.sleep(POLL_SECONDS)
+        raise TicketBusy(f"ticket {key} stayed busy for {self._wait:.0f}s; retry the job later")
+
+
+async def _run(value: Any) -> Any:
+    # redis-py types list commands for sync and async clients at once.
+    return await value if inspect.isawaitable(value) else value

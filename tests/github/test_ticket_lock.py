@@ -1,0 +1,71 @@
+"""The per-ticket lock: one holder at a time, waiters served in arrival order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from ballet.github.ticket_lock import TicketBusy, TicketLock
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+LINE = "t:line:o/r#1"
+
+
+async def until(condition: Callable[[], Awaitable[bool]]) -> None:
+    while not await condition():
+        await asyncio.sleep(0.01)
+
+
+async def test_waiters_take_the_lock_in_the_order_they_arrived(redis: Redis) -> None:
+    lock = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=30)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with lock.hold("o/r#1"):
+            order.append("first")
+            await release.wait()
+
+    async def waiter(name: str) -> None:
+        async with lock.hold("o/r#1"):
+            order.append(name)
+
+    tasks = [asyncio.create_task(holder())]
+    await until(lambda: _has(order, "first"))
+    for index, name in enumerate(["b", "c", "d", "e"]):
+        tasks.append(asyncio.create_task(waiter(name)))
+        await until(lambda n=index + 1: _line_is(redis, n))
+    release.set()
+    await asyncio.gather(*tasks)
+    assert order == ["first", "b", "c", "d", "e"]
+    assert await redis.llen(LINE) == 0  # type: ignore[misc]
+
+
+async def test_a_dead_waiter_does_not_block_the_line(redis: Redis) -> None:
+    lock = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=30)
+    await redis.rpush(LINE, "ghost")  # type: ignore[misc]  # queued, then its process died
+    async with lock.hold("o/r#1"):
+        assert await redis.llen(LINE) == 0  # type: ignore[misc]
+
+
+async def test_waiting_too_long_raises_ticket_busy(redis: Redis) -> None:
+    patient = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=30)
+    hasty = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=0.2)
+    async with patient.hold("o/r#1"):
+        with pytest.raises(TicketBusy, match="o/r#1"):
+            async with hasty.hold("o/r#1"):
+                pass
+    async with hasty.hold("o/r#1"):  # free again, and the line is clean
+        pass
+
+
+async def _has(order: list[str], name: str) -> bool:
+    return name in order
+
+
+async def _line_is(redis: Redis, waiting: int) -> bool:
+    # The holder left the line when it took the lock; only waiters remain.
+    length: int = await redis.llen(LINE)  # type: ignore[misc]
+    return length == waiting
