@@ -23,12 +23,18 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from ballet.github.forge import ForgeUnavailable
+
 POLL_SECONDS = 0.05
 ALIVE_SECONDS = 10
 
 
-class TicketBusy(Exception):
-    """The ticket stayed locked longer than a job should wait; retry the job later."""
+class TicketBusy(ForgeUnavailable):
+    """The ticket stayed locked longer than a job should wait; retry the job later.
+
+    A kind of `ForgeUnavailable` so every job that defers on an unavailable
+    GitHub defers on a busy ticket too.
+    """
 
 
 class TicketLock:
