@@ -79,3 +79,25 @@ def test_push_to_a_pull_request_head_synchronizes_it(
     assert len(sync) == 1
     assert (sync[0]["before"], sync[0]["after"]) == (first, second)
     assert sync[0]["pull_request"]["head"]["sha"] == second
+
+
+def test_a_broken_push_releases_the_repository(
+    sandbox: BackgroundSandbox, admin: httpx.Client
+) -> None:
+    created = make_repo(admin)
+    broken = admin.post(
+        "/octo/demo.git/git-receive-pack",
+        content=b"this is not a pack",
+        headers={
+            "Authorization": "token sandbox-user:writer",
+            "Content-Type": "application/x-git-receive-pack-request",
+        },
+    )
+    assert broken.status_code == 200  # git reports the failure inside its own protocol
+    # The ref lock is free again: a ref change through the API goes through.
+    made = admin.post(
+        "/repos/octo/demo/git/refs",
+        json={"ref": "refs/heads/after", "sha": created["head_sha"]},
+        headers={"Authorization": "token sandbox-user:writer"},
+    )
+    assert made.status_code == 201

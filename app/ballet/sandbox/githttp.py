@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from ballet.sandbox import gitrepo, pushes
 from ballet.sandbox.auth import Actor, require
@@ -102,24 +103,55 @@ async def _run_backend(
     )
     assert proc.stdin and proc.stdout
     feeder = asyncio.create_task(_feed(request, proc.stdin))
-    status, headers = await _read_cgi_headers(proc.stdout)
+    try:
+        status, headers = await _read_cgi_headers(proc.stdout)
+    except BaseException:
+        await _stop(proc, feeder)
+        raise
+    return _CgiResponse(proc, feeder, status, headers, on_finished)
 
-    async def body() -> AsyncIterator[bytes]:
-        assert proc.stdout
+
+class _CgiResponse(StreamingResponse):
+    """Streams the backend's output; then, however the stream ended (a client can leave
+    mid-push), stops the process and runs `on_finished`, which releases a push's lock."""
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        feeder: asyncio.Task[None],
+        status: int,
+        headers: dict[str, str],
+        on_finished: Callable[[], None] | None,
+    ) -> None:
+        self._proc = proc
+        self._feeder = feeder
+        self._on_finished = on_finished
+        super().__init__(self._body(), status_code=status, headers=headers)
+
+    async def _body(self) -> AsyncIterator[bytes]:
+        assert self._proc.stdout
+        while chunk := await self._proc.stdout.read(CHUNK):
+            yield chunk
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            while chunk := await proc.stdout.read(CHUNK):
-                yield chunk
-            await feeder
-            await proc.wait()
+            await super().__call__(scope, receive, send)
         finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
-            feeder.cancel()
-            if on_finished is not None:
-                on_finished()
+            await _stop(self._proc, self._feeder)
+            if self._on_finished is not None:
+                self._on_finished()
 
-    return StreamingResponse(body(), status_code=status, headers=headers)
+
+async def _stop(proc: asyncio.subprocess.Process, feeder: asyncio.Task[None]) -> None:
+    """Let a finished backend exit; kill one cut off mid-stream."""
+    assert proc.stdout
+    if not proc.stdout.at_eof() and proc.returncode is None:
+        proc.kill()
+    await proc.wait()
+    feeder.cancel()
+    # A client that left mid-body makes the feeder fail: nothing more to do about it.
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await feeder
 
 
 async def _feed(request: Request, stdin: asyncio.StreamWriter) -> None:
