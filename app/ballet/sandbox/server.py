@@ -44,6 +44,8 @@ def write_credentials(sandbox: Sandbox, directory: Path) -> Path:
         f"BALLET_PRIVATE_KEY_PATH={key_path}\n"
         f"BALLET_WEBHOOK_SECRET={sandbox.app.webhook_secret}\n"
         f"BALLET_GITHUB_API_URL={sandbox.base_url}\n"
+        "# The sandbox has no rate limits, so Ballet need not space its writes.\n"
+        "BALLET_WRITE_SPACING_SECONDS=0\n"
     )
     env_path.chmod(0o600)
     return env_path
