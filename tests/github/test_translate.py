@@ -89,6 +89,20 @@ def test_labelled_issue_starts_a_ticket_candidate(webhooks_dir: Path) -> None:
     )
 
 
+def test_ballets_own_labels_are_ignored(webhooks_dir: Path) -> None:
+    status = _load(webhooks_dir, "issues/labeled.payload.json", label={"name": "ballet:running"})
+    (intent,) = translate("issues", status, app=APP, now=NOW)
+    assert isinstance(intent, Ignored)
+    by_bot = _load(
+        webhooks_dir,
+        "issues/labeled.payload.json",
+        label={"name": "ballet"},
+        sender={"login": "ballet-test[bot]", "type": "Bot"},
+    )
+    (intent,) = translate("issues", by_bot, app=APP, now=NOW)
+    assert isinstance(intent, Ignored)
+
+
 def test_delivery_without_installation_is_ignored(webhooks_dir: Path) -> None:
     payload = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
     (intent,) = translate("issues", payload, app=APP, now=NOW)

@@ -117,6 +117,9 @@ def _issue_labeled(c: Context) -> tuple[Intent, ...]:
         return (Ignored("issues.labeled without an issue number or label name"),)
     if issue.pull_request is not None:
         return (Ignored("a pull request was labelled; tickets start from issues"),)
+    if label.name.startswith("ballet:") or _by_ballet(c.env.sender, None, c.app):
+        # Ballet's status labels: no trigger label is spelt like them.
+        return (Ignored("Ballet's own label"),)
     return (
         StartTicket(
             installation_id=c.installation_id,
