@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from ballet.sandbox.server import BackgroundSandbox
+from githubkit.exception import RequestFailed
 from githubkit_schemas.latest.models import (
     BranchWithProtection,
     CheckRun,
     CombinedCommitStatus,
+    Commit,
     ContentFile,
     DiffEntry,
     FullRepository,
@@ -249,3 +252,28 @@ def test_git_commits_and_pull_request_files(
         ("new.txt", "added", 2, 0),
         ("old.txt", "removed", 0, 1),
     }
+
+
+def test_repository_labels_and_commits(sandbox: BackgroundSandbox, admin: httpx.Client) -> None:
+    created = make_repo(admin)
+    gh = installation_client(sandbox)
+    made = gh.rest.issues.create_label(
+        "octo", "demo", name="ballet:question", color="d73a4a", description="needs a person"
+    ).parsed_data
+    assert isinstance(made, Label)
+    assert (made.color, made.description) == ("d73a4a", "needs a person")
+    with pytest.raises(RequestFailed) as twice:
+        gh.rest.issues.create_label("octo", "demo", name="ballet:question")
+    assert twice.value.response.status_code == 422
+    gh.rest.issues.create("octo", "demo", title="t", labels=["ballet", "ballet:question"])
+    names = [
+        lab.name for lab in items(gh.rest.issues.list_labels_for_repo("octo", "demo").parsed_data)
+    ]
+    assert names == ["ballet", "ballet:question"]
+    on_issue = gh.rest.issues.list_labels_on_issue("octo", "demo", 1).parsed_data
+    assert [lab.color for lab in items(on_issue)] == ["ededed", "d73a4a"]
+
+    commit = gh.rest.repos.get_commit("octo", "demo", created["head_sha"]).parsed_data
+    assert isinstance(commit, Commit)
+    assert commit.sha == created["head_sha"]
+    assert commit.commit.message == "Initial commit"

@@ -165,6 +165,31 @@ async def remove_label(request: Request) -> JSONResponse:
     return respond([shapes.label(sb, repo, repo.labels[n]) for n in item.labels])
 
 
+async def list_repo_labels(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "read")
+    found = sorted(repo.labels.values(), key=lambda lab: lab.name.casefold())
+    return respond([shapes.label(sb, repo, lab) for lab in page(request, found)])
+
+
+async def create_repo_label(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "write")
+    data = await body_of(request)
+    name = field(data, "name", str, required=True)
+    color = (field(data, "color", str) or "ededed").removeprefix("#")
+    if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):
+        raise unprocessable(f"{color} is not a hex color like f29513", field="color")
+    if name in repo.labels:
+        raise unprocessable(f"Label {name} already exists", field="name", code="already_exists")
+    repo.labels[name] = Label(sb.next_id(), name, color.lower(), field(data, "description", str))
+    return respond(shapes.label(sb, repo, repo.labels[name]), 201)
+
+
+async def list_issue_labels(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "read")
+    item = issue_of(repo, int_param(request, "number"))
+    return respond([shapes.label(sb, repo, repo.labels[n]) for n in item.labels])
+
+
 def comment_of(repo: Repo, comment_id: int) -> Comment:
     item = repo.comments.get(comment_id)
     if item is None:
@@ -249,6 +274,9 @@ ROUTES = [
     Route(_COMMENT + "/reactions", react, methods=["POST"]),
     Route(_ISSUE, get_issue),
     Route(_ISSUE, update_issue, methods=["PATCH"]),
+    Route("/repos/{owner}/{repo}/labels", list_repo_labels),
+    Route("/repos/{owner}/{repo}/labels", create_repo_label, methods=["POST"]),
+    Route(_ISSUE + "/labels", list_issue_labels),
     Route(_ISSUE + "/labels", add_labels, methods=["POST"]),
     Route(_ISSUE + "/labels", replace_labels, methods=["PUT"]),
     Route(_ISSUE + "/labels/{name}", remove_label, methods=["DELETE"]),

@@ -129,6 +129,14 @@ async def delete_ref(request: Request) -> Response:
     return Response(status_code=204)
 
 
+async def get_commit(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "read")
+    sha = gitrepo.resolve(repo.path, request.path_params["ref"])
+    if sha is None:
+        raise ApiError(422, f"No commit found for SHA: {request.path_params['ref']}")
+    return respond(shapes.commit(sb, repo, gitrepo.commit_info(repo.path, sha)))
+
+
 async def get_branch(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     name = request.path_params["branch"]
@@ -156,5 +164,6 @@ ROUTES = [
     Route("/repos/{owner}/{repo}/git/refs/{ref:path}", update_ref, methods=["PATCH"]),
     Route("/repos/{owner}/{repo}/git/refs/{ref:path}", delete_ref, methods=["DELETE"]),
     Route("/repos/{owner}/{repo}/branches/{branch:path}", get_branch),
+    Route("/repos/{owner}/{repo}/commits/{ref}", get_commit),
     Route("/repos/{owner}/{repo}/collaborators/{username}/permission", collaborator_permission),
 ]
