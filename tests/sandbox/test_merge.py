@@ -45,6 +45,8 @@ def test_merge_moves_the_base_branch(
         "octo", "demo", pr.parsed_data.number, merge_method=method, sha=head
     ).parsed_data
     main = admin.get("/_sandbox/repos/octo/demo/state").json()["branches"]["main"]
+    merged = gh.rest.pulls.get("octo", "demo", pr.parsed_data.number).parsed_data
+    assert (merged.merged, merged.changed_files, merged.additions) == (True, 1, 1)
     assert main == result.sha != base
     commit = gh.rest.git.get_commit("octo", "demo", main).parsed_data
     parents = [p.sha for p in commit.parents]

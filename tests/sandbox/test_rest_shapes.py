@@ -252,6 +252,13 @@ def test_git_commits_and_pull_request_files(
         ("new.txt", "added", 2, 0),
         ("old.txt", "removed", 0, 1),
     }
+    counted = gh.rest.pulls.get("octo", "demo", pr.number).parsed_data
+    assert (counted.commits, counted.additions, counted.deletions, counted.changed_files) == (
+        1,
+        2,
+        1,
+        2,
+    )
 
 
 def test_repository_labels_and_commits(sandbox: BackgroundSandbox, admin: httpx.Client) -> None:

@@ -6,7 +6,7 @@ Merge and squash commits are built with `git merge-tree --write-tree` and
 
 from __future__ import annotations
 
-from ballet.sandbox import events, gitrepo, pushes
+from ballet.sandbox import events, gitrepo, pullview, pushes
 from ballet.sandbox.auth import Actor
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import now
@@ -46,6 +46,7 @@ async def merge(
         new = _merge_commit(repo, pr, base, method, title, message, actor)
         if new is None:
             raise ApiError(405, "Pull Request is not mergeable")
+        pr.merged_stats = pullview.stats(repo, pr)
         gitrepo.update_ref(repo.path, base_ref, new, base)
         moment = now()
         pr.merged, pr.merged_at, pr.merged_by, pr.merge_commit_sha = True, moment, actor.login, new

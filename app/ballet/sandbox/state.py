@@ -63,6 +63,14 @@ class Issue:
     is_pull: bool = False
 
 
+@dataclass(frozen=True)
+class PullStats:
+    commits: int = 0
+    additions: int = 0
+    deletions: int = 0
+    changed_files: int = 0
+
+
 @dataclass
 class Pull:
     id: int
@@ -77,6 +85,8 @@ class Pull:
     merge_commit_sha: str | None = None
     requested_reviewers: list[str] = field(default_factory=list)
     maintainer_can_modify: bool = True
+    # Kept from the moment of merging: afterwards the base contains the head.
+    merged_stats: PullStats | None = None
 
 
 @dataclass

@@ -13,11 +13,17 @@ from ballet.sandbox.shapes.common import (
     user,
 )
 from ballet.sandbox.shapes.issues import label
-from ballet.sandbox.state import Issue, Pull, Repo, Review, Sandbox
+from ballet.sandbox.state import Issue, Pull, PullStats, Repo, Review, Sandbox
 
 
 def pull(
-    sb: Sandbox, repo: Repo, item: Issue, pr: Pull, base_sha: str, mergeable: bool | None
+    sb: Sandbox,
+    repo: Repo,
+    item: Issue,
+    pr: Pull,
+    base_sha: str,
+    mergeable: bool | None,
+    stats: PullStats,
 ) -> JSON:
     api = f"{repo_api(sb, repo)}/pulls/{pr.number}"
     html = f"{repo_html(sb, repo)}/pull/{pr.number}"
@@ -90,10 +96,10 @@ def pull(
         "comments": sum(1 for c in repo.comments.values() if c.issue_number == pr.number),
         "review_comments": 0,
         "maintainer_can_modify": pr.maintainer_can_modify,
-        "commits": 1,
-        "additions": 0,
-        "deletions": 0,
-        "changed_files": 0,
+        "commits": stats.commits,
+        "additions": stats.additions,
+        "deletions": stats.deletions,
+        "changed_files": stats.changed_files,
     }
 
 
