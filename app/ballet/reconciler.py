@@ -8,8 +8,8 @@ will never report, so the reconciler reports for it: a `failed`
 SessionFinished, sent under the same event id the job itself would have used,
 so a session that merely finished late is never reported twice.
 
-Live tickets are those a session was ever launched for (`LIVE_TICKETS`); a
-ticket whose record has ended (or is gone) leaves the set, and its session
+Live tickets are those whose last saved record was live (`ballet.live_tickets`);
+a ticket whose record has ended (or is gone) leaves the set, and its session
 artifacts are forgotten.
 """
 
@@ -30,8 +30,9 @@ from ballet.core.events import ReconcileTick, SessionFinished
 from ballet.core.record import TERMINAL, Record
 from ballet.core.report import Report
 from ballet.heartbeats import crashed_summary, is_beating, last_beat
+from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
-from ballet.session_jobs import LIVE_TICKETS, finished_event_id
+from ballet.session_jobs import finished_event_id
 from ballet.ticket_events import send_ticket_event
 from ballet.ticket_source import TicketSource
 
@@ -62,6 +63,7 @@ class Reconciler:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._redis = redis
+        self._live = LiveTickets(redis)
         self._tickets = tickets
         self._artifacts = artifacts
         self._clock = clock
@@ -71,12 +73,11 @@ class Reconciler:
         ticked: list[str] = []
         crashed: list[str] = []
         ended: list[str] = []
-        members: set[bytes] = await self._redis.smembers(LIVE_TICKETS)  # type: ignore[misc]
-        for ticket in sorted(m.decode() for m in members):
+        for ticket in await self._live.members():
             try:
                 record = await self._tickets.record(ticket)
                 if record is None or record.status in TERMINAL:
-                    await self._redis.srem(LIVE_TICKETS, ticket)  # type: ignore[misc]
+                    await self._live.remove(ticket)
                     await self._artifacts.forget(ticket)
                     ended.append(ticket)
                     continue

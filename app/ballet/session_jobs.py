@@ -36,6 +36,7 @@ from ballet.core.report import Report
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
 from ballet.github.store import RecordStore
 from ballet.heartbeats import beating, crashed_summary, forget_last_beat, last_beat
+from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
 from ballet.sessions import (
     Answer,
@@ -59,7 +60,6 @@ log = structlog.get_logger("ballet.session_jobs")
 
 RUN_STAGE_SESSION = "run_stage_session"
 LAUNCHED_PREFIX = "ballet:session-launched:"
-LIVE_TICKETS = "ballet:live-tickets"  # tickets the reconciler visits
 # A session is never started twice: far longer than any redelivery of its effect.
 KEEP_SECONDS = 30 * 24 * 3600
 SESSION_RETRY_SECONDS = 30.0
@@ -79,11 +79,12 @@ class ArqSessionLauncher:
 
     def __init__(self, redis: ArqRedis) -> None:
         self._redis = redis
+        self._live = LiveTickets(redis)
 
     async def launch(self, effect: StartSession) -> None:
         job_key = effect.spec.job_key
         marker = LAUNCHED_PREFIX + job_key
-        await self._redis.sadd(LIVE_TICKETS, ticket_of(effect.spec))  # type: ignore[misc]
+        await self._live.add(ticket_of(effect.spec))  # the ticket service adds it too; cheap
         if await self._redis.exists(marker):
             log.info("session already launched", job_key=job_key)
             return

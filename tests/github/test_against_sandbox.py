@@ -23,6 +23,7 @@ from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore, tracking_marker
 from ballet.github.ticket_service import TicketService
+from ballet.live_tickets import LiveTickets
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import Settings
 from edge_fake_github import Delivery, RecordingLauncher
@@ -99,6 +100,7 @@ async def test_labelled_issue_starts_a_ticket_on_the_sandbox(
         app=identity,
         default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
         clock=lambda: datetime.now(UTC),
+        live_tickets=LiveTickets(redis),
     )
     forge = sandbox_forges.for_installation(installation_id)
     async with httpx.AsyncClient(

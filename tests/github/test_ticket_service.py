@@ -19,6 +19,7 @@ from ballet.github.memo import Memo
 from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
 from ballet.github.translate import AppIdentity
+from ballet.live_tickets import LIVE_TICKETS, LiveTickets
 from edge_fake_github import (
     INSTALLATION_ID,
     NOW,
@@ -50,6 +51,7 @@ def service(forges: GitHubForges, redis: Redis, launcher: RecordingLauncher) -> 
         app=APP,
         default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
         clock=lambda: NOW,
+        live_tickets=LiveTickets(redis),
     )
 
 
@@ -214,6 +216,33 @@ async def test_command_taken_gets_eyes_and_changes_the_record(
         comment(webhooks_dir, "/ballet pause", author="Codertocat", comment_id=8)
     )
     assert repo.reactions == [(8, "eyes")]
+
+
+HUMAN_FIRST = """\
+pipelines:
+  default:
+    stages:
+      - {id: approval, kind: human, next: {approve: $done, reject: $failed}}
+"""
+
+
+async def test_a_ticket_waiting_on_a_person_is_live_until_it_ends(
+    service: TicketService,
+    repo: FakeGitHub,
+    launcher: RecordingLauncher,
+    redis: Redis,
+    webhooks_dir: Path,
+) -> None:
+    # No session is ever launched, yet the reconciler must visit the ticket.
+    repo.repos[REPO].files["master"] = {".ballet.yml": HUMAN_FIRST}
+    await service.on_delivery(labeled(webhooks_dir))
+    assert tracking_record(repo, 101).status == "waiting" and not launcher.launched
+    assert await redis.smembers(LIVE_TICKETS) == {f"{REPO}#1".encode()}
+    await service.on_delivery(
+        comment(webhooks_dir, "/ballet cancel", author="Codertocat", comment_id=9)
+    )
+    assert tracking_record(repo, 101).status == "cancelled"
+    assert await redis.smembers(LIVE_TICKETS) == set()
 
 
 async def test_rate_limited_start_resumes_without_duplicates(

@@ -12,11 +12,11 @@ from ballet.artifacts import Artifact, Artifacts
 from ballet.core.events import ReconcileTick
 from ballet.core.report import Report
 from ballet.heartbeats import heartbeat_key, last_beat_key
+from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.reconciler import Reconciler
 from ballet.services import Services
 from ballet.session_jobs import (
-    LIVE_TICKETS,
     ArqSessionLauncher,
     SessionJobs,
 )

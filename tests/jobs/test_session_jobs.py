@@ -12,10 +12,10 @@ from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
 from ballet.core.events import SessionFinished
 from ballet.heartbeats import heartbeat_key, last_beat_key
+from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import SESSIONS_QUEUE
 from ballet.services import Services
 from ballet.session_jobs import (
-    LIVE_TICKETS,
     ArqSessionLauncher,
     SessionJobs,
     build_runner_spec,

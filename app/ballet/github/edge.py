@@ -24,6 +24,7 @@ from ballet.github.interpret import SessionLauncher
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
+from ballet.live_tickets import LiveTickets
 from ballet.settings import Settings
 
 
@@ -70,5 +71,6 @@ async def build_edge(
         app=identity,
         default_runtime=default_runtime,
         clock=lambda: datetime.now(UTC),
+        live_tickets=LiveTickets(redis),
     )
     return GitHubEdge(forges=forges, store=store, service=service)

@@ -49,6 +49,7 @@ from ballet.github.memo import Memo
 from ballet.github.store import RecordStore, split_key, ticket_key
 from ballet.github.ticket_start import Refusal, request_ticket
 from ballet.github.translate import AppIdentity, translate
+from ballet.live_tickets import LiveTickets
 
 log = structlog.get_logger("ballet.github")
 
@@ -85,9 +86,11 @@ class TicketService:
         app: AppIdentity,
         default_runtime: Runtime | None,
         clock: Callable[[], datetime],
+        live_tickets: LiveTickets,
     ) -> None:
         self._forges = forges
         self._store = store
+        self._live = live_tickets
         self._memo = memo
         self._launcher = launcher
         self._app = app
@@ -189,6 +192,9 @@ class TicketService:
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
         await self._store.commit(new, effects, event_id)
+        # Every live ticket gets the reconciler's ticks, sessions or not (a human
+        # or platform wait times out too); an ended one stops getting them.
+        await self._live.track(new)
         log.info("ticket advanced", ticket=key, kind=event.kind, status=new.status, stage=new.stage)
         return True
 
