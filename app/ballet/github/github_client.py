@@ -55,11 +55,20 @@ class GitHubAppCredentials:
     api_url: str = "https://api.github.com"
 
 
+class _SharedRedisStorage(AsyncRedisStorage):
+    # githubkit closes the cache storage after every request made outside a
+    # client context, and hishel's close closes the Redis client: that would
+    # cut every connection of the worker's shared pool under other jobs' feet
+    # ("Connection closed by server"). The pool belongs to the worker.
+    async def close(self) -> None:
+        return None
+
+
 class _RedisHttpCache(AsyncRedisCacheStrategy):
     # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
     # and pull requests revalidating with 304s across a working day.
     async def get_async_hishel_storage(self) -> AsyncBaseStorage:
-        return AsyncRedisStorage(
+        return _SharedRedisStorage(
             client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
         )
 
