@@ -20,6 +20,7 @@ from ballet.core.record import Record
 from ballet.demo import repo as demo_repo
 from ballet.demo.stack import Stack, running_stack
 from ballet.demo.watch import View, wait_until
+from ballet.logs import configure_logging
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,10 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=float, default=120, help="seconds to wait for the merge (default 120)"
     )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        help="level of Ballet's own log lines between the demo's (default warning)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     data: Path = args.data or Path(tempfile.mkdtemp(prefix="ballet-demo-"))
+    configure_logging(args.log_level)
     try:
         return asyncio.run(demo(data, timeout=args.timeout, out=sys.stdout))
     except KeyboardInterrupt:
@@ -83,12 +90,12 @@ class Progress:
                 break
             self.say(f"  {run.stage} (iteration {run.iteration}) → {run.outcome}")
             self._runs_seen += 1
-        pull = view.pull
-        now = (record.status, record.stage, record.iteration, pull and pull["merged"])
+        now = (record.status, record.stage, record.phase, record.iteration)
         if now == self._last:
             return
         self._last = now
-        where = f"stage {record.stage} (iteration {record.iteration})" if record.stage else ""
+        phase = f", phase {record.phase}" if record.phase else ""
+        where = f"stage {record.stage} (iteration {record.iteration}{phase})" if record.stage else ""
         pr = f", PR #{record.pr_number}" if record.pr_number else ""
         self.say(f"{record.status}: {where}{pr}".rstrip(": "))
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import structlog
 
+from ballet.demo import run as demo_command
 from ballet.sandbox.app import new_sandbox
 from ballet.sandbox.server import bind, url_of, uvicorn_server, write_credentials
 
@@ -44,11 +45,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=600,
         help="seconds a CI command may run before it is killed (default 600)",
     )
+    demo = sub.add_parser(
+        "demo", help="run the whole product offline, from labelled issue to merged PR"
+    )
+    demo_command.add_arguments(demo)
 
 
 def run(args: argparse.Namespace) -> int:
     if args.sandbox_command == "serve":
         return serve(args)
+    if args.sandbox_command == "demo":
+        return demo_command.run(args)
     return 2
 
 
