@@ -95,7 +95,9 @@ class Progress:
             return
         self._last = now
         phase = f", phase {record.phase}" if record.phase else ""
-        where = f"stage {record.stage} (iteration {record.iteration}{phase})" if record.stage else ""
+        where = ""
+        if record.stage:
+            where = f"stage {record.stage} (iteration {record.iteration}{phase})"
         pr = f", PR #{record.pr_number}" if record.pr_number else ""
         self.say(f"{record.status}: {where}{pr}".rstrip(": "))
 
