@@ -326,37 +326,3 @@ def test_merge_wait_times_out_into_a_question() -> None:
     t.finish("pass")
     t.feed(ReconcileTick(now=at(1000)))
     assert t.rec.waiting and "waited for a person to merge" in t.rec.waiting.reason
-
-
-def test_the_pr_head_carries_a_ballet_check_run() -> None:
-    t = Ticket()
-    assert not t.of(SetCheckRun)  # no PR yet
-    t.open_pr(sha="c0")
-    run = t.one(SetCheckRun)
-    assert (run.name, run.head_sha, run.status, run.conclusion) == (
-        "Ballet",
-        "c0",
-        "in_progress",
-        None,
-    )
-    assert "stage `implement`" in run.summary
-    t.command("/ballet status")
-    assert not t.of(SetCheckRun)  # nothing moved
-    t.finish("done", sha="c1")
-    assert t.one(SetCheckRun).head_sha == "c1"
-    t.command("/ballet cancel")
-    assert (t.one(SetCheckRun).status, t.one(SetCheckRun).conclusion) == ("completed", "cancelled")
-
-
-def test_check_run_conclusions_for_done_and_failed() -> None:
-    t = Ticket()
-    t.open_pr()
-    t.finish("done")
-    t.finish("approve")
-    t.finish("pass")
-    t.feed(MergeResult(now=t.now(), result="merged"))
-    assert t.one(SetCheckRun).conclusion == "success"
-    t2 = Ticket(pipeline=make_pipeline((agent("a", next={"failed": "$failed"}),)))
-    t2.open_pr()
-    t2.finish("failed")
-    assert t2.one(SetCheckRun).conclusion == "failure"

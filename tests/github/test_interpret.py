@@ -123,6 +123,30 @@ async def test_check_run_is_created_once_then_updated(
     assert run["output"]["summary"] == "approved"
 
 
+async def test_each_name_and_head_has_its_own_check_run(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    old, new = "d" * 40, "e" * 40
+
+    def check(name: str, sha: str, conclusion: str | None = None) -> SetCheckRun:
+        status = "completed" if conclusion else "in_progress"
+        return SetCheckRun(repo=REPO, name=name, head_sha=sha, status=status, conclusion=conclusion)
+
+    await interpreter.apply(check("ballet/implement", old))
+    await interpreter.apply(check("ballet/implement", old, "neutral"))
+    await interpreter.apply(check("ballet/implement", new, "success"))
+    await interpreter.apply(check("ballet/review", new))
+    await interpreter.apply(check("ballet/signoff-security", new))
+    await interpreter.apply(check("ballet/review", new, "failure"))
+    runs = {(r["name"], r["head_sha"]): r for r in fake_github.check_runs.values()}
+    assert {key: (r["status"], r.get("conclusion")) for key, r in runs.items()} == {
+        ("ballet/implement", old): ("completed", "neutral"),
+        ("ballet/implement", new): ("completed", "success"),
+        ("ballet/review", new): ("completed", "failure"),
+        ("ballet/signoff-security", new): ("in_progress", None),
+    }
+
+
 async def test_labels_review_and_sessions(
     interpreter: Interpreter, fake_github: FakeGitHub, launcher: RecordingLauncher
 ) -> None:

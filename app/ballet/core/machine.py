@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ballet.core import check_runs, render, steps, verbs
 from ballet.core import handlers as h
-from ballet.core import render, steps, verbs
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
 from ballet.core.effects import (
     ALL_LABELS,
@@ -24,7 +24,6 @@ from ballet.core.effects import (
     Label,
     React,
     RemoveLabels,
-    SetCheckRun,
     SetLabels,
     UpsertTrackingComment,
 )
@@ -130,7 +129,7 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
     version = record.version if record is not None else 0
     tx.set(version=version + 1, updated_at=event.now)
     sync_labels(tx, record)
-    sync_check_run(tx, record)
+    tx.emit(*check_runs.check_run_effects(record, tx.rec))
     key = steps.tracking_key(tx.rec)
     target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"
     body = render.with_marker(render.tracking(tx.rec), key.render())
@@ -200,39 +199,6 @@ def sync_labels(tx: Tx, before: Record | None) -> None:
         tx.emit(SetLabels(repo=repo, number=number, labels=_ordered(new - old)))
     if old - new:
         tx.emit(RemoveLabels(repo=repo, number=number, labels=_ordered(old - new)))
-
-
-CHECK_RUN = "Ballet"
-
-
-def sync_check_run(tx: Tx, before: Record | None) -> None:
-    """The PR's head carries a "Ballet" check saying where the ticket is."""
-    rec = tx.rec
-    if rec.pr_number is None or rec.head_sha is None:
-        return
-    moved = before is None or (before.status, before.stage, before.head_sha) != (
-        rec.status,
-        rec.stage,
-        rec.head_sha,
-    )
-    if not moved:
-        return
-    finished: dict[Status, Literal["success", "failure", "cancelled"]] = {
-        "done": "success",
-        "failed": "failure",
-        "cancelled": "cancelled",
-    }
-    conclusion = finished.get(rec.status)
-    tx.emit(
-        SetCheckRun(
-            repo=rec.ticket.repo,
-            name=CHECK_RUN,
-            head_sha=rec.head_sha,
-            status="completed" if conclusion else "in_progress",
-            conclusion=conclusion,
-            summary=render.status(rec),
-        )
-    )
 
 
 def _ordered(labels: frozenset[Label]) -> tuple[Label, ...]:
