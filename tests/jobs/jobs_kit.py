@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from ballet.core.config import Budget, Policy, ResolvedPipeline, ResolvedStage, Runtime
+from ballet.core.config import Budget, Phase, Policy, ResolvedPipeline, ResolvedStage, Runtime
 from ballet.core.effects import StartSession
 from ballet.core.events import AnyEvent, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
@@ -92,7 +92,7 @@ def agent_runtime(script: Path, *args: str) -> Runtime:
     return Runtime(adapter="command", command=(sys.executable, str(script), *args))
 
 
-def pipeline(runtime: Runtime) -> ResolvedPipeline:
+def pipeline(runtime: Runtime, phases: tuple[Phase, ...] = ()) -> ResolvedPipeline:
     def agent(stage_id: str, **kw: Any) -> ResolvedStage:
         return ResolvedStage(
             id=stage_id,
@@ -117,7 +117,12 @@ def pipeline(runtime: Runtime) -> ResolvedPipeline:
         approvers=None,
         policy=Policy(),
         stages=(
-            agent("implement", skills=("implementer", "house-style"), next={"done": "review"}),
+            agent(
+                "implement",
+                skills=("implementer", "house-style"),
+                phases=phases,
+                next={"done": "review"},
+            ),
             agent("review", skills=("reviewer",), next={"approve": "$done"}),
         ),
         custom_skills={"house-style": HOUSE_STYLE},
@@ -138,7 +143,7 @@ class EngineTickets:
         self.refused: list[AnyEvent] = []
         self.starts: list[StartSession] = []
 
-    async def request(self, runtime: Runtime) -> StartSession:
+    async def request(self, runtime: Runtime, phases: tuple[Phase, ...] = ()) -> StartSession:
         event = TicketRequested(
             now=T0,
             repo=REPO,
@@ -147,7 +152,7 @@ class EngineTickets:
             title="Add a greeting",
             body=ISSUE_BODY,
             labels=("ballet",),
-            pipeline=pipeline(runtime),
+            pipeline=pipeline(runtime, phases),
             default_branch="main",
         )
         await self.store.remember_installation(REPO, INSTALLATION_ID)

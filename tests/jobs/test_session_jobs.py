@@ -10,6 +10,7 @@ import httpx
 import pytest
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
+from ballet.core.config import Runtime
 from ballet.core.events import SessionFinished
 from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.live_tickets import LIVE_TICKETS
@@ -21,6 +22,7 @@ from ballet.session_jobs import (
     build_runner_spec,
     run_stage_session,
 )
+from ballet.sessions import route
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from jobs_kit import HOUSE_STYLE, ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime, git
@@ -208,6 +210,28 @@ async def test_a_signoff_session_runs_as_its_role_with_the_role_instructions(
     assert spec.timeout_seconds == start.spec.timeout_minutes * 60
     assert (spec.ticket.body, spec.ticket.url) == (ISSUE_BODY, ISSUE_URL)
     assert spec.clone_url == origin.as_uri()
+
+
+async def test_a_codex_research_phase_runs_with_codex_own_model_not_opus(
+    session_jobs: SessionJobs, tickets: EngineTickets, origin: Path
+) -> None:
+    codex = Runtime(adapter="codex", model="gpt-5-codex")
+    start = await tickets.request(codex, phases=("research", "implement"))
+
+    spec = await build_runner_spec(session_jobs, start.spec)
+
+    # The engine passes only the stage's own overrides; the session side routes.
+    assert (spec.phase, spec.model, spec.effort) == ("research", None, None)
+    assert spec.runtime == codex
+    routed = route(
+        spec.runtime.adapter,
+        spec.phase,
+        stage_model=spec.model,
+        stage_effort=spec.effort,
+        runtime_model=spec.runtime.model,
+        runtime_effort=spec.runtime.effort,
+    )
+    assert routed == ("gpt-5-codex", "high")
 
 
 async def test_a_session_the_ticket_moved_on_from_while_queued_is_skipped(
