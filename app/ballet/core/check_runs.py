@@ -10,7 +10,8 @@ from the first phase to the last and completes once, when the stage's run
 ends (the last phase, or a phase whose outcome leaves the stage). A stage
 entered again (a new iteration) on the same head reuses its check run; on a
 new head it is a new one. The interpreter creates a check run once per
-(name, head) and updates it afterwards.
+(name, head) and updates it afterwards. There is no ticket-wide check: the
+tracking comment says where the ticket is, and the checks what each run said.
 """
 
 from __future__ import annotations
