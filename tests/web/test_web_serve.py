@@ -15,6 +15,8 @@ from pathlib import Path
 
 import httpx
 import redis
+from ballet.local_secret import with_local_webhook_secret
+from ballet.settings import Settings
 
 SECRET = "serve-test-secret-value"
 HANDLED = 'ballet_deliveries_handled_total{action="labeled",event="issues"} 1.0'
@@ -114,15 +116,21 @@ def test_web_and_worker_refuse_to_start_without_redis_url(tmp_path: Path) -> Non
         assert "REDIS_URL is not set" in done.stderr
 
 
-def test_serve_refuses_to_start_without_a_webhook_secret(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env["BALLET_DATA_DIR"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "ballet", "serve"], env=env, capture_output=True, text=True
+def test_serve_without_a_webhook_secret_generates_one_and_keeps_it(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    first, path = with_local_webhook_secret(settings)
+    assert path == tmp_path / "webhook-secret"
+    assert path.stat().st_mode & 0o777 == 0o600
+    secret = first.require_webhook_secrets()
+    assert len(secret[0]) == 64
+    again, _ = with_local_webhook_secret(Settings(data_dir=tmp_path))
+    assert again.require_webhook_secrets() == secret
+    # A configured secret wins and nothing is written.
+    configured, none = with_local_webhook_secret(
+        Settings(data_dir=tmp_path / "other", webhook_secret=SECRET)
     )
-    assert done.returncode == 2
-    assert "BALLET_WEBHOOK_SECRET is not set" in done.stderr
-    assert not (tmp_path / "valkey").exists()
+    assert none is None and configured.require_webhook_secrets() == (SECRET,)
+    assert not (tmp_path / "other").exists()
 
 
 def test_serve_on_a_taken_port_says_so_and_leaves_nothing_running(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import structlog
 
 from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
+from ballet.local_secret import with_local_webhook_secret
 from ballet.process import (
     Component,
     add_address_arguments,
@@ -48,8 +49,7 @@ def _queue_url(settings: Settings) -> Iterator[str]:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = prepare(args)
-        settings.require_webhook_secrets()
+        settings, secret_file = with_local_webhook_secret(prepare(args))
         if settings.redis_url is not None:
             redis_settings(settings.redis_url.get_secret_value())
     except (SettingsError, ValueError) as exc:
@@ -61,6 +61,11 @@ def run(args: argparse.Namespace) -> int:
                 WebServer(app, args.host, args.port),
                 WorkerGroup(settings, url, build_services),
             ]
+            if secret_file is not None:
+                log.warning(
+                    "no BALLET_WEBHOOK_SECRET set: using the generated secret in"
+                    f" {secret_file}; give the same secret to your GitHub App's webhook"
+                )
             log.info("ballet serving", url=f"http://{args.host}:{args.port}/webhooks")
             asyncio.run(run_until_signalled(components))
     except EmbeddedValkeyError as exc:
