@@ -2,7 +2,8 @@
 
 Research and plan get the runtime's strongest model and high effort; implement,
 verify and unphased stages get the runtime's defaults. The stage's own
-`model`/`effort` always win.
+`model`/`effort` always win. The engine passes only those overrides (it cannot
+know what "strongest" means for each CLI); this is the one place that routes.
 
 Strongest model per adapter (None: the CLI's own default, usually its flagship):
 - claude-code: `opus` (alias for the newest Opus), effort `high`
