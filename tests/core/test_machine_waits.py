@@ -10,7 +10,6 @@ from ballet.core.effects import (
     PostComment,
     PostReply,
     React,
-    SetCheckRun,
     UpsertTrackingComment,
 )
 from ballet.core.events import (
