@@ -415,3 +415,14 @@ async def test_events_of_pull_requests_that_are_no_ticket_cost_no_api_call(
         payload["installation"] = {"id": INSTALLATION_ID}
         await service.on_delivery(Delivery(id=f"d-{event}", event=event, payload=payload))
     assert repo.calls == []
+
+
+async def test_someone_elses_pr_that_fixes_a_ticket_issue_does_not_drive_the_ticket(
+    service: TicketService, repo: FakeGitHub, webhooks_dir: Path
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    payload = json.loads((webhooks_dir / "pull_request/closed.payload.json").read_text())
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["pull_request"] = {**payload["pull_request"], "merged": True, "body": "Fixes #1"}
+    await service.on_delivery(Delivery(id="d-other", event="pull_request", payload=payload))
+    assert tracking_record(repo, 101).status == "running"

@@ -42,6 +42,7 @@ from ballet.github.intents import (
     Intent,
     IssueCommands,
     StartTicket,
+    TicketTarget,
     ValidateConfigInPR,
 )
 from ballet.github.interpret import Interpreter, SessionLauncher
@@ -132,8 +133,20 @@ class TicketService:
             case InstallationChanged():
                 await self._installation(intent)
 
+    async def _ticket_for(self, target: TicketTarget, forge: Forge) -> str | None:
+        """The ticket a delivery is about. A pull request found only through the
+        issue its body closes must be the ticket's own: someone else's PR that
+        fixes a ticket's issue is not Ballet's to drive."""
+        key = await self._store.find_ticket(target)
+        if key is None or target.pr is None:
+            return key
+        record = await self._store.load(key, forge, pr_hint=target.pr)
+        if record is None or record.pr_number != target.pr:
+            return None
+        return key
+
     async def _for_ticket(self, intent: ForTicket, event_id: str) -> None:
-        key = await self._store.find_ticket(intent.target)
+        key = await self._ticket_for(intent.target, self._forges(intent.installation_id))
         if key is None:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
@@ -144,6 +157,13 @@ class TicketService:
             if verdict is None:
                 log.info("checks finished, others still running", ticket=key)
                 return
+            log.info(
+                "checks verdict",
+                ticket=key,
+                sha=verdict.head_sha,
+                conclusion=verdict.conclusion,
+                names=verdict.names,
+            )
             event = verdict
         await self.handle(
             key,
@@ -251,11 +271,11 @@ class TicketService:
     # -- commands, config checks, installations -------------------------------------------
 
     async def _commands(self, intent: IssueCommands) -> None:
-        key = await self._store.find_ticket(intent.target)
+        ctx = self._ctx(intent.installation_id)
+        key = await self._ticket_for(intent.target, ctx.forge)
         if key is None:
             log.info("commands on a pull request of no ticket", target=intent.target)
             return
-        ctx = self._ctx(intent.installation_id)
         if await self._store.load(key, ctx.forge, pr_hint=intent.target.pr) is None:
             _, number = split_key(key)
             label = repo_config.DEFAULT_TRIGGER_LABEL
