@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -53,6 +53,10 @@ class Sweep:
     ended: tuple[str, ...] = ()  # tickets that left the live set
 
 
+# How long after a stage run starts its session may still be on its way to the queue.
+LAUNCH_GRACE = timedelta(minutes=2)
+
+
 class Reconciler:
     def __init__(
         self,
@@ -81,7 +85,7 @@ class Reconciler:
                     await self._artifacts.forget(ticket)
                     ended.append(ticket)
                     continue
-                job_key = await self._crashed_session(record)
+                job_key = await self._crashed_session(record, now)
                 if job_key is not None and await self._report_crash(record, job_key, now):
                     crashed.append(job_key)
                 tick = ReconcileTick(now=now)
@@ -94,10 +98,14 @@ class Reconciler:
                 log.exception("could not reconcile ticket", ticket=ticket)
         return Sweep(tuple(ticked), tuple(crashed), tuple(ended))
 
-    async def _crashed_session(self, record: Record) -> str | None:
+    async def _crashed_session(self, record: Record, now: datetime) -> str | None:
         """The job key of the record's running session if its worker is gone."""
         run = record.open_run
         if record.status != "running" or run is None or run.job_key is None:
+            return None
+        if now - run.start < LAUNCH_GRACE:
+            # The record is saved before its StartSession is enqueued (and a
+            # retried outbox enqueues it later still): no job yet is no crash.
             return None
         job_key = run.job_key
         if await is_beating(self._redis, job_key):

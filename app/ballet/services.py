@@ -54,7 +54,9 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     deliveries = DeliveryQueue(redis, settings.delivery_dedupe_seconds)
     launcher = ArqSessionLauncher(redis)
     try:
-        edge = await build_edge(settings, redis, launcher, default_runtime=default_runtime(settings))
+        edge = await build_edge(
+            settings, redis, launcher, default_runtime=default_runtime(settings)
+        )
     except EdgeConfigError as exc:
         # Deliveries are still verified, queued and counted, so nothing is lost
         # while the App is being set up; they are handled once it is.

@@ -14,7 +14,7 @@ from ballet.core.report import Report
 from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from ballet.reconciler import Reconciler
+from ballet.reconciler import LAUNCH_GRACE, Reconciler
 from ballet.services import Services
 from ballet.session_jobs import (
     ArqSessionLauncher,
@@ -123,3 +123,28 @@ async def test_ended_tickets_leave_the_live_set_and_their_artifacts_go(
     assert await redis.smembers(LIVE_TICKETS) == set()
     assert await artifacts.of(TICKET) == ()
     assert await redis.zcard(EVENTS_QUEUE) == 0
+
+
+async def test_a_session_not_yet_enqueued_right_after_its_stage_started_is_no_crash(
+    session_jobs: SessionJobs, redis: ArqRedis, tickets: EngineTickets, agent_script: Path
+) -> None:
+    # The record is saved before the StartSession effect reaches the queue: a
+    # sweep in between sees a running stage with no job and no heartbeat.
+    start = await tickets.request(agent_runtime(agent_script))
+    await redis.sadd(LIVE_TICKETS, TICKET)
+    run_start = tickets.records[TICKET].history[-1].start
+    just_after = Reconciler(
+        session_jobs.redis,
+        session_jobs.tickets,
+        session_jobs.artifacts,
+        clock=lambda: run_start + LAUNCH_GRACE / 2,
+    )
+    assert (await just_after.sweep()).crashed == ()
+
+    much_later = Reconciler(
+        session_jobs.redis,
+        session_jobs.tickets,
+        session_jobs.artifacts,
+        clock=lambda: run_start + LAUNCH_GRACE * 2,
+    )
+    assert (await much_later.sweep()).crashed == (start.spec.job_key,)
