@@ -229,3 +229,50 @@ async def test_a_comment_deleted_by_a_person_is_posted_again(
     assert second.id != first.id
     (only,) = fake_github.comments_on(4)
     assert only.body.endswith("hello again")
+
+
+async def test_merge_waits_for_checks_and_refuses_red_ones(
+    forges: GitHubForges, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
+) -> None:
+    interpreter = Interpreter(
+        forges.for_installation(INSTALLATION_ID),
+        Memo(redis),
+        launcher,
+        clock=lambda: NOW,
+        own_app_id=APP_ID,
+    )
+    sha = "8" * 40
+    fake_github.prs[(REPO, 5)] = FakePR(5, "b", "main", sha, "t", "")
+    runs = fake_github.check_runs
+    runs[1] = {
+        "id": 1,
+        "name": "Ballet",
+        "head_sha": sha,
+        "status": "in_progress",
+        "conclusion": None,
+        "app": {"id": APP_ID},
+    }
+    runs[2] = {
+        "id": 2,
+        "name": "ci",
+        "head_sha": sha,
+        "status": "in_progress",
+        "conclusion": None,
+        "app": {"id": 999},
+    }
+    merge = MergePR(repo=REPO, number=5, sha=sha)
+
+    assert await interpreter.apply(merge) is None  # CI still runs: the merge waits
+    assert not fake_github.prs[(REPO, 5)].merged
+    assert await interpreter.resume_merge(REPO, 5) is None
+
+    runs[2].update(status="completed", conclusion="failure")
+    result = await interpreter.resume_merge(REPO, 5)
+    assert isinstance(result, MergeResult) and result.result == "checks_failed"
+    assert "ci" in result.detail and not fake_github.prs[(REPO, 5)].merged
+    assert await interpreter.resume_merge(REPO, 5) is None  # nothing waits any more
+
+    runs[2].update(conclusion="success")
+    result = await interpreter.apply(merge)
+    assert isinstance(result, MergeResult) and result.result == "merged"
+    assert fake_github.prs[(REPO, 5)].merged

@@ -63,11 +63,14 @@ class Interpreter:
         launcher: SessionLauncher,
         *,
         clock: Callable[[], datetime],
+        own_app_id: int | None = None,
     ) -> None:
         self._forge = forge
         self._memo = memo
         self._launcher = launcher
         self._clock = clock
+        # Ballet's own check runs (its stage runs) never gate its merges.
+        self._own_app_id = own_app_id
 
     async def apply(self, effect: AnyEffect) -> AnyEvent | None:
         """Carry out one effect; the event the engine must hear about it, if any."""
@@ -162,7 +165,38 @@ class Interpreter:
         run_id = await self._forge.create_check_run(effect.repo, spec)
         await self._memo.remember_check_run(effect.repo, effect.name, effect.head_sha, run_id)
 
-    async def _merge(self, effect: MergePR) -> AnyEvent:
+    async def _merge(self, effect: MergePR) -> AnyEvent | None:
+        """Merge once the head's checks are green; None while they still run.
+
+        The engine waits for the merge's result: the edge owns "wait for the
+        checks, then merge" (DESIGN section 4). A merge that must wait is kept
+        in the memo and resumed by `resume_merge` when checks finish.
+        """
+        repo, number = effect.repo, effect.number
+        pr = await self._forge.get_pr(repo, number)
+        if pr.merged or pr.state == "closed" or pr.mergeable is False:
+            return await self._merge_now(effect)  # merge_pr names the outcome
+        checks = await self._forge.checks_for_ref(repo, pr.head_sha)
+        if self._own_app_id is not None:
+            checks = checks.without_app(self._own_app_id)
+        if checks.failed:
+            await self._memo.forget_pending_merge(repo, number)
+            names = ", ".join(c.name for c in checks.failed)
+            detail = f"checks failed on {pr.head_sha[:12]}: {names}"
+            return MergeResult(now=self._clock(), result="checks_failed", detail=detail)
+        if checks.pending:
+            log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
+            await self._memo.remember_pending_merge(effect)
+            return None
+        return await self._merge_now(effect)
+
+    async def resume_merge(self, repo: str, number: int) -> AnyEvent | None:
+        """Try a merge that waited for checks again; None if none waits or checks still run."""
+        effect = await self._memo.pending_merge(repo, number)
+        return await self._merge(effect) if effect is not None else None
+
+    async def _merge_now(self, effect: MergePR) -> AnyEvent:
+        await self._memo.forget_pending_merge(effect.repo, effect.number)
         result = await self._forge.merge_pr(
             effect.repo, effect.number, method=effect.method, sha=effect.sha
         )

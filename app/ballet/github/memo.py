@@ -1,7 +1,8 @@
 """Ids of what Ballet created on GitHub, remembered in Redis to save API calls.
 
 A marker's comment id spares listing an issue's comments before every edit;
-a check run's id lets the next status update it instead of adding another.
+a check run's id lets the next status update it instead of adding another;
+a merge waiting for checks is kept until they finish.
 The memo is only a shortcut: a missing entry is rebuilt from GitHub (comments
 are found by their hidden marker), and a stale one is detected by the edit
 failing with 404, so losing Redis never duplicates a comment.
@@ -10,6 +11,8 @@ failing with 404, so losing Redis never duplicates a comment.
 from __future__ import annotations
 
 from redis.asyncio import Redis
+
+from ballet.core.effects import MergePR
 
 TTL_SECONDS = 90 * 24 * 3600
 
@@ -36,6 +39,21 @@ class Memo:
 
     async def forget_comment(self, repo: str, number: int, marker: str) -> None:
         await self._redis.delete(f"{self._prefix}:comment:{repo}#{number}:{marker}")
+
+    # A merge that waits for a head's checks to finish (see interpret.py).
+    async def pending_merge(self, repo: str, number: int) -> MergePR | None:
+        raw = await self._redis.get(f"{self._prefix}:merge:{repo}#{number}")
+        return MergePR.model_validate_json(raw) if raw is not None else None
+
+    async def remember_pending_merge(self, effect: MergePR) -> None:
+        await self._redis.set(
+            f"{self._prefix}:merge:{effect.repo}#{effect.number}",
+            effect.model_dump_json(),
+            ex=TTL_SECONDS,
+        )
+
+    async def forget_pending_merge(self, repo: str, number: int) -> None:
+        await self._redis.delete(f"{self._prefix}:merge:{repo}#{number}")
 
     async def check_run_id(self, repo: str, name: str, head_sha: str) -> int | None:
         return await self._get(f"check:{repo}:{name}:{head_sha}")

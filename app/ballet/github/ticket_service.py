@@ -102,7 +102,9 @@ class TicketService:
         forge = self._forges(installation_id)
         return _Ctx(
             forge,
-            Interpreter(forge, self._memo, self._launcher, clock=self._clock),
+            Interpreter(
+                forge, self._memo, self._launcher, clock=self._clock, own_app_id=self._app.app_id
+            ),
             installation_id,
         )
 
@@ -172,6 +174,20 @@ class TicketService:
             installation_id=intent.installation_id,
             pr_hint=intent.target.pr,
         )
+        if isinstance(event, ChecksCompleted):
+            await self._resume_merge(key, intent.installation_id, event_id)
+
+    async def _resume_merge(self, key: str, installation_id: int, event_id: str) -> None:
+        """Checks finished: a merge that waited for them goes ahead (or returns the work)."""
+        ctx = self._ctx(installation_id)
+        record = await self._store.load(key, ctx.forge)
+        if record is None or record.pr_number is None:
+            return
+        result = await ctx.interpreter.resume_merge(record.ticket.repo, record.pr_number)
+        if result is not None:
+            await self.handle(
+                key, result, event_id=f"{event_id}:merge", installation_id=installation_id
+            )
 
     # -- one event of one ticket -----------------------------------------------------
 
