@@ -325,3 +325,63 @@ def test_merge_wait_times_out_into_a_question() -> None:
     t.finish("pass")
     t.feed(ReconcileTick(now=at(1000)))
     assert t.rec.waiting and "waited for a person to merge" in t.rec.waiting.reason
+
+
+def merge_ticket() -> Ticket:
+    """An agent stage, then a merge: the head's CI decides whether Ballet merges."""
+    p = make_pipeline(
+        (
+            agent("a"),
+            platform("integrate", action="merge", next={"merged": "$done", "returned": "a"}),
+        )
+    )
+    t = Ticket(pipeline=p)
+    t.open_pr()
+    return t
+
+
+def test_red_checks_on_the_head_return_the_work_without_merging() -> None:
+    t = merge_ticket()
+    t.feed(HeadPushed(now=t.now(), sha="s1", pusher="ballet"))
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="failure", names=("ci",)))
+    t.finish("done", sha="s1")
+    assert not t.of(MergePR)
+    assert t.rec.history[-2].outcome == "returned"
+    assert "red checks on the head: ci: failure" in t.rec.history[-2].summary
+    assert t.session().stage == "a" and t.rec.iteration == 2
+
+
+def test_running_checks_hold_the_merge_until_they_pass() -> None:
+    t = merge_ticket()
+    t.feed(HeadPushed(now=t.now(), sha="s1", pusher="ballet"))
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.finish("done", sha="s1")
+    assert not t.of(MergePR)
+    assert t.rec.waiting and (t.rec.waiting.kind, t.rec.waiting.sha) == ("checks", "s1")
+    assert "to pass before merging" in t.rec.waiting.reason
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success", names=("ci",)))
+    assert t.one(MergePR).sha == "s1"
+    assert t.rec.waiting and t.rec.waiting.kind == "merge_result"
+    t.feed(MergeResult(now=t.now(), result="merged", sha="m1"))
+    assert t.rec.status == "done"
+
+
+def test_running_checks_that_fail_return_the_work() -> None:
+    t = merge_ticket()
+    t.feed(HeadPushed(now=t.now(), sha="s1", pusher="ballet"))
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.finish("done", sha="s1")
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="failure", names=("ci",)))
+    assert not t.of(MergePR)
+    assert t.rec.history[-2].outcome == "returned" and t.session().stage == "a"
+
+
+def test_a_merge_held_by_github_for_pending_checks_waits_for_them() -> None:
+    t = merge_ticket()
+    t.finish("done", sha="s1")
+    assert t.one(MergePR).sha == "s1"
+    t.feed(MergeResult(now=t.now(), result="checks_pending", detail="ci is in progress"))
+    assert t.rec.waiting and (t.rec.waiting.kind, t.rec.waiting.sha) == ("checks", "s1")
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success"))
+    assert t.one(MergePR).sha == "s1"

@@ -108,7 +108,7 @@ class HeadPushed(Event):
 
 class MergeResult(Event):
     kind: Literal["merge_result"] = "merge_result"
-    result: Literal["merged", "conflict", "checks_failed", "closed"]
+    result: Literal["merged", "conflict", "checks_failed", "checks_pending", "closed"]
     detail: str = ""
     sha: str | None = None  # the merge commit when merged
 

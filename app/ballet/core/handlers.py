@@ -226,8 +226,14 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
     tx.set(checks=seen)
     w = rec.waiting
     if rec.status == "waiting" and w is not None and w.kind == "checks":
-        assert seen.outcome is not None
-        steps.settle(tx, seen.outcome, seen.summary)
+        merging = rec.stage is not None and rec.pipeline.stage(rec.stage).action == "merge"
+        if merging and passed:
+            steps.merge_now(tx)
+        elif merging:
+            steps.settle(tx, "returned", f"red checks on the head: {seen.summary}")
+        else:
+            assert seen.outcome is not None
+            steps.settle(tx, seen.outcome, seen.summary)
 
 
 def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
@@ -243,6 +249,10 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     if ev.result == "merged":
         tx.set(head_sha=ev.sha or tx.rec.head_sha)
         steps.settle(tx, "merged", "merged by Ballet")
+        return
+    if ev.result == "checks_pending":
+        # GitHub holds the merge for required checks still running: wait for them.
+        steps.wait_checks_before_merge(tx)
         return
     words = {
         "conflict": "a merge conflict",

@@ -250,9 +250,13 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
     open_run(tx, stage_id)
     anyone: tuple[str, ...] = rec.pipeline.approvers or ()
     if stage.action == "merge" and rec.policy.merge == "auto":
-        assert rec.pr_number is not None
-        tx.emit(MergePR(repo=rec.ticket.repo, number=rec.pr_number, sha=rec.head_sha))
-        wait(tx, "merge_result", "the merge of the pull request", (), "")
+        seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
+        if seen is not None and seen.outcome == "fail":
+            settle(tx, "returned", f"red checks on the head: {seen.summary}")
+        elif seen is not None and seen.outcome is None:
+            wait_checks_before_merge(tx)
+        else:
+            merge_now(tx)
     elif stage.action == "merge" or stage.wait_for == "merge":
         wait(
             tx,
@@ -277,6 +281,20 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
             sha=rec.head_sha,
             started=started,
         )
+
+
+def merge_now(tx: Tx) -> None:
+    rec = tx.rec
+    assert rec.pr_number is not None
+    tx.emit(MergePR(repo=rec.ticket.repo, number=rec.pr_number, sha=rec.head_sha))
+    wait(tx, "merge_result", "the merge of the pull request", (), "")
+
+
+def wait_checks_before_merge(tx: Tx) -> None:
+    """The head's checks still run: merge when they pass, return the work when they fail."""
+    sha = tx.rec.head_sha
+    reason = f"checks on {sha or 'the head commit'} to pass before merging"
+    wait(tx, "checks", reason, (), "", sha=sha, started=True)
 
 
 def open_run(

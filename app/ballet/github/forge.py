@@ -20,7 +20,9 @@ Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
 WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
 
 MergeMethod = Literal["merge", "squash", "rebase"]
-MergeStatus = Literal["merged", "conflict", "checks_failed", "closed", "not_mergeable"]
+MergeStatus = Literal[
+    "merged", "conflict", "checks_failed", "checks_pending", "closed", "not_mergeable"
+]
 ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
 CheckConclusion = Literal[

@@ -293,6 +293,10 @@ class GitHubForge:
             if checks.failed:
                 names = ", ".join(c.name for c in checks.failed)
                 return MergeResult("checks_failed", f"checks failed: {names}")
+            if checks.pending:
+                # Branch protection holds the merge for required checks still running.
+                names = ", ".join(c.name for c in checks.pending)
+                return MergeResult("checks_pending", f"checks still running: {names}")
             return MergeResult("not_mergeable", str(exc))
         return MergeResult("merged", "", m.MergeData.model_validate(data).sha)
 
