@@ -42,9 +42,7 @@ async def test_human_stage_refuses_a_reader_and_takes_a_writer(stack: Stack) -> 
     assert view.record is not None and view.record.approval is not None
     assert view.record.approval.by == "carol"
     carol_comment = next(c for c in view.state["comments"] if c["id"] == taken["id"])
-    assert {"user": "ballet-sandbox[bot]", "content": "eyes"} in carol_comment["reactions"] or [
-        r["content"] for r in carol_comment["reactions"]
-    ] == ["eyes"]
+    assert [r["content"] for r in carol_comment["reactions"]] == ["eyes"]
 
 
 SIGNOFF = demo.BALLET_YML.replace(
@@ -73,16 +71,11 @@ async def test_signoff_asks_for_changes_then_signs_off_and_a_person_waives(
 
     record = view.record
     assert record is not None
-    runs = outcomes(view)
-    assert ("signoff-security", 1, "changes") in [
-        (r.stage, r.iteration, r.outcome) for r in record.history
-    ] or any(
-        run.role == "security" and run.iteration == 1 and run.outcome == "changes"
-        for run in record.history
-    )
-    assert any(run.role == "security" and run.outcome == "signed_off" for run in record.history)
+    security = [(r.iteration, r.outcome) for r in record.history if r.role == "security"]
+    assert security == [(1, "changes"), (2, "signed_off")]
     assert not any(run.role == "legal" for run in record.history)
     assert "legal" in record.signoffs_waived
-    assert max(r[1] for r in runs) == 2
+    assert [s.role for s in record.signoffs_given] == ["security"]
+    assert max(run.iteration for run in record.history) == 2
     announcements = [c["body"] for c in view.state["comments"] if "legal" in c["body"]]
     assert any("waiv" in body for body in announcements)
