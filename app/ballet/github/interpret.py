@@ -9,7 +9,9 @@ may be retried after a crash or a rate limit:
   (name, head) and updated afterwards.
 
 Results the engine must hear (the PR was opened, the merge came out one way
-or another) are returned as follow-up events.
+or another) are returned as follow-up events. A merge waits for the head's
+checks (other Apps' and CI's; Ballet's own never gate it): red checks return
+the work, running ones park the merge until they finish.
 """
 
 from __future__ import annotations

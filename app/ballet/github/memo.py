@@ -3,9 +3,11 @@
 A marker's comment id spares listing an issue's comments before every edit;
 a check run's id lets the next status update it instead of adding another;
 a merge waiting for checks is kept until they finish.
-The memo is only a shortcut: a missing entry is rebuilt from GitHub (comments
-are found by their hidden marker), and a stale one is detected by the edit
-failing with 404, so losing Redis never duplicates a comment.
+Ids are only a shortcut: a missing one is found again on GitHub (comments by
+their hidden marker), and a stale one is detected by the edit failing with
+404, so losing Redis never duplicates a comment. A waiting merge lost with
+Redis leaves the ticket waiting for its merge result until the reconciler's
+timeout raises it.
 """
 
 from __future__ import annotations
