@@ -60,6 +60,7 @@ class FakePR:
     state: str = "open"
     merged: bool = False
     mergeable: bool | None = True
+    behind: bool = False  # behind its base, under a protection that wants it up to date
     files: list[str] = field(default_factory=list)
 
 
@@ -276,7 +277,7 @@ class FakeGitHub:
             "merged": pr.merged,
             "draft": pr.draft,
             "mergeable": pr.mergeable,
-            "mergeable_state": "clean" if pr.mergeable else "dirty",
+            "mergeable_state": "behind" if pr.behind else "clean" if pr.mergeable else "dirty",
             "html_url": f"https://github.com/{repo}/pull/{pr.number}",
             "body": pr.body,
             "title": pr.title,
@@ -326,6 +327,11 @@ class FakeGitHub:
         return httpx.Response(200, json={"sha": "m" * 40, "merged": True, "message": "merged"})
 
     def _update_branch(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:
+        pr = self.prs[(repo, int(number))]
+        if not pr.mergeable:
+            return httpx.Response(422, json={"message": "merge conflict between base and head"})
+        pr.behind = False
+        pr.head_sha = hashlib.sha1(f"update-{pr.head_sha}".encode()).hexdigest()
         return httpx.Response(202, json={"message": "Updating pull request branch."})
 
     def _reviewers(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:

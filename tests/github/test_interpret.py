@@ -78,10 +78,11 @@ async def test_merge_outcomes(interpreter: Interpreter, fake_github: FakeGitHub)
     assert isinstance(result, MergeResult) and result.result == "conflict"
 
     pr.mergeable = True
+    assert pr.draft
     result = await interpreter.apply(merge)
     assert isinstance(result, MergeResult)
     assert (result.result, result.sha) == ("merged", "m" * 40)
-    assert pr.merged
+    assert pr.merged and not pr.draft
 
     other = FakePR(2, "b", "main", "c" * 40, "t", "", state="closed")
     fake_github.prs[(REPO, 2)] = other
@@ -276,3 +277,39 @@ async def test_merge_waits_for_checks_and_refuses_red_ones(
     result = await interpreter.apply(merge)
     assert isinstance(result, MergeResult) and result.result == "merged"
     assert fake_github.prs[(REPO, 5)].merged
+
+
+async def test_a_branch_behind_its_base_is_brought_up_to_date_before_merging(
+    forges: GitHubForges, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
+) -> None:
+    interpreter = Interpreter(
+        forges.for_installation(INSTALLATION_ID),
+        Memo(redis),
+        launcher,
+        clock=lambda: NOW,
+        own_app_id=APP_ID,
+    )
+    old = "7" * 40
+    pr = FakePR(6, "b", "main", old, "t", "", behind=True)
+    fake_github.prs[(REPO, 6)] = pr
+    assert await interpreter.apply(MergePR(repo=REPO, number=6, sha=old)) is None
+    assert pr.head_sha != old and not pr.behind and not pr.merged
+    assert ("PUT", f"{R}/pulls/6/update-branch") in fake_github.writes()
+    # CI on the new head finishes: the parked merge goes ahead, for the new head.
+    result = await interpreter.resume_merge(REPO, 6)
+    assert isinstance(result, MergeResult) and result.result == "merged"
+
+
+async def test_a_branch_that_cannot_be_brought_up_to_date_is_a_conflict(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    fake_github.prs[(REPO, 7)] = FakePR(7, "b", "main", "7" * 40, "t", "", behind=True)
+    fake_github.prs[(REPO, 7)].mergeable = None  # GitHub still computing
+    fake_github.fail_next(
+        "PUT",
+        rf"{R}/pulls/7/update-branch",
+        422,
+        {"message": "merge conflict between base and head"},
+    )
+    result = await interpreter.apply(MergePR(repo=REPO, number=7))
+    assert isinstance(result, MergeResult) and result.result == "conflict"

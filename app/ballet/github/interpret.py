@@ -178,6 +178,18 @@ class Interpreter:
         pr = await self._forge.get_pr(repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
             return await self._merge_now(effect)  # merge_pr names the outcome
+        if pr.mergeable_state == "behind":
+            # Branch protection wants the head up to date with the base: bring it
+            # up to date, then merge the new head once its checks pass.
+            if not await self._forge.update_branch(repo, number):
+                detail = f"{pr.head_ref} cannot be brought up to date with {pr.base_ref}"
+                return MergeResult(now=self._clock(), result="conflict", detail=detail)
+            log.info("branch brought up to date; merge waits for checks", repo=repo, pr=number)
+            await self._memo.remember_pending_merge(effect.model_copy(update={"sha": None}))
+            return None
+        if pr.draft:
+            # GitHub refuses to merge a draft; merging is the end of the review.
+            await self._forge.mark_ready_for_review(repo, number)
         checks = await self._forge.checks_for_ref(repo, pr.head_sha)
         if self._own_app_id is not None:
             checks = checks.without_app(self._own_app_id)
