@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import respx
+from area_fixtures import area_redis_url, rsa_private_key_pem
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges, ServerErrorRetry
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 from edge_fake_github import API, APP_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 
@@ -24,18 +22,12 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="session")
 def app_private_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
+    return rsa_private_key_pem()
 
 
 @pytest.fixture
 def github_redis_url(redis_url: str) -> str:
-    parts = urlsplit(redis_url)
-    return urlunsplit((parts.scheme, parts.netloc, f"/{REDIS_DB}", "", ""))
+    return area_redis_url(redis_url, REDIS_DB)
 
 
 @pytest.fixture

@@ -7,15 +7,15 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 import respx
+from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
 from ballet.github.store import RecordStore
-from ballet.queue import DeliveryQueue, connect
+from ballet.queue import DeliveryQueue
 from ballet.services import Services
 from ballet.session_jobs import ArqSessionLauncher, SessionJobs
 from ballet.sessions import SessionOptions, Workspaces
@@ -23,9 +23,8 @@ from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_source import GitHubTicketSource
 from ballet.worker import LoggingConsumer
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from jobs_kit import AGENT, API, APP_ID, EngineTickets, github_routes, make_origin
+from git_repos import make_origin
+from jobs_kit import AGENT, API, APP_ID, EngineTickets, github_routes
 
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 7
@@ -38,25 +37,18 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def jobs_redis_url(redis_url: str) -> str:
-    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+    return area_redis_url(redis_url, REDIS_DB)
 
 
 @pytest.fixture
 async def redis(jobs_redis_url: str) -> AsyncIterator[ArqRedis]:
-    pool = await connect(jobs_redis_url)
-    await pool.flushdb()
-    yield pool
-    await pool.aclose(close_connection_pool=True)
+    async with emptied_pool(jobs_redis_url) as pool:
+        yield pool
 
 
 @pytest.fixture(scope="session")
 def app_private_key() -> str:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
+    return rsa_private_key_pem()
 
 
 @pytest.fixture
@@ -67,7 +59,7 @@ def github() -> Iterator[dict[str, Any]]:
 
 @pytest.fixture
 def origin(tmp_path: Path) -> Path:
-    return make_origin(tmp_path)
+    return make_origin(tmp_path, {"README.md": "# demo\n"})
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ a scripted agent, and GitHub's token and issue endpoints on respx."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,15 +26,6 @@ ISSUE_BODY = "Please greet.\n\n## Acceptance criteria\n\n- [ ] says hello\n"
 ISSUE_URL = f"https://github.com/{REPO}/issues/{ISSUE}"
 HOUSE_STYLE = "Write like the house: short sentences."
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Test",
-    "GIT_AUTHOR_EMAIL": "test@example.com",
-    "GIT_COMMITTER_NAME": "Test",
-    "GIT_COMMITTER_EMAIL": "test@example.com",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
 
 # The scripted agent: commits a file, reports what its context held, and (when
 # AGENT_HANG names a file) writes its pid there and hangs with a child process.
@@ -66,26 +55,6 @@ outcome = {"implement": "done", "review": "approve"}.get(stage, "done")
 report = {"outcome": outcome, "summary": f"{stage} finished", "details": json.dumps(seen)}
 Path(os.environ["BALLET_REPORT"]).write_text(json.dumps(report))
 """
-
-
-def git(*args: str, cwd: Path | None = None) -> str:
-    env = {"PATH": os.environ["PATH"], "HOME": "/nonexistent", **GIT_ENV}
-    done = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-def make_origin(root: Path) -> Path:
-    """A bare repository whose `main` holds a README: the ticket's "GitHub" remote."""
-    work, bare = root / "origin-work", root / "origin.git"
-    work.mkdir(parents=True)
-    git("init", "-q", "-b", "main", str(work))
-    (work / "README.md").write_text("# demo\n")
-    git("add", "-A", cwd=work)
-    git("commit", "-q", "-m", "initial", cwd=work)
-    git("clone", "-q", "--bare", str(work), str(bare))
-    return bare
 
 
 def agent_runtime(script: Path, *args: str) -> Runtime:

@@ -15,7 +15,8 @@ from ballet.services import Services
 from ballet.session_jobs import ArqSessionLauncher
 from ballet.sessions.process import group_alive
 from ballet.settings import Settings
-from jobs_kit import REPO, EngineTickets, agent_runtime, git
+from git_repos import git
+from jobs_kit import REPO, EngineTickets, agent_runtime
 from jobs_running import eventually, queued_finish, run_sessions, sessions_spec, worker_group
 
 pytestmark = pytest.mark.anyio

@@ -25,7 +25,8 @@ from ballet.session_jobs import (
 from ballet.sessions import route
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
-from jobs_kit import HOUSE_STYLE, ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime, git
+from git_repos import git
+from jobs_kit import HOUSE_STYLE, ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime
 from jobs_running import queued_finish, run_events, run_sessions
 
 pytestmark = pytest.mark.anyio

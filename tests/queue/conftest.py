@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from area_fixtures import area_redis_url, emptied_pool
 from arq.connections import ArqRedis
-from ballet.queue import connect
 from ballet.settings import Settings
 
 # This area's own Redis database, emptied before each test; other areas use others.
@@ -23,7 +22,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def queue_redis_url(redis_url: str) -> str:
-    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+    return area_redis_url(redis_url, REDIS_DB)
 
 
 @pytest.fixture
@@ -38,7 +37,5 @@ def settings(queue_redis_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def redis(queue_redis_url: str) -> AsyncIterator[ArqRedis]:
-    pool = await connect(queue_redis_url)
-    await pool.flushdb()
-    yield pool
-    await pool.aclose(close_connection_pool=True)
+    async with emptied_pool(queue_redis_url) as pool:
+        yield pool

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import subprocess
@@ -19,6 +17,7 @@ from ballet.settings import Settings
 from ballet.web import create_app
 from ballet.worker import MAX_DELIVERY_TRIES, WorkerGroup
 from recording_consumer import RecordingConsumer, services_with
+from webhook_signing import delivery_headers
 
 pytestmark = pytest.mark.anyio
 
@@ -36,12 +35,9 @@ async def test_a_delivery_posted_20_times_is_handled_once(
     settings: Settings, redis: ArqRedis, webhooks_dir: Path
 ) -> None:
     body = (webhooks_dir / "issues" / "labeled.payload.json").read_bytes()
-    signature = "sha256=" + hmac.new(b"queue-secret", body, hashlib.sha256).hexdigest()
-    headers = {
-        "X-GitHub-Event": "issues",
-        "X-GitHub-Delivery": "72d3162e-cc78-11e3-81ab-4c9367dc0958",
-        "X-Hub-Signature-256": signature,
-    }
+    headers = delivery_headers(
+        "issues", body, "72d3162e-cc78-11e3-81ab-4c9367dc0958", secret="queue-secret"
+    )
     app = create_app(settings)
     async with (
         app.router.lifespan_context(app),

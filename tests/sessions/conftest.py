@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from ballet.core.config import Runtime
 from ballet.sessions import SessionSpec, StageInfo, TicketInfo, Workspaces
-from session_helpers import SECRETS, MakeSpec, WriteScript, make_origin
+from git_repos import make_origin
+from session_helpers import SECRETS, MakeSpec, WriteScript
 
 
 @pytest.fixture

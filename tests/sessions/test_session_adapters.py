@@ -11,8 +11,9 @@ import pytest
 from ballet.core.config import Adapter, Runtime
 from ballet.core.report import Usage
 from ballet.sessions import SessionResult, SessionSpec, Workspaces, anonymous, run_session
+from git_repos import git, remote_refs
 from session_fake_clis import fake_cli
-from session_helpers import MakeSpec, WriteScript, git, remote_refs
+from session_helpers import MakeSpec, WriteScript
 
 CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
     (

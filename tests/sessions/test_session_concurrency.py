@@ -14,7 +14,8 @@ from ballet.sessions import (
     anonymous,
     run_session,
 )
-from session_helpers import MakeSpec, WriteScript, alive, git, remote_refs
+from git_repos import git, remote_refs
+from session_helpers import MakeSpec, WriteScript, alive
 
 COMMIT_AND_REPORT = """
 import json, os, subprocess

@@ -6,8 +6,9 @@ import asyncio
 from pathlib import Path
 
 from ballet.sessions import SessionResult, SessionSpec, Workspaces, run_session, static_token
+from git_repos import remote_refs
 from session_git_http import serve_git
-from session_helpers import MakeSpec, WriteScript, remote_refs
+from session_helpers import MakeSpec, WriteScript
 
 TOKEN = "ghs_http_token_never_on_disk"
 COMMIT_AND_REPORT = """

@@ -19,7 +19,8 @@ from ballet.sessions import (
     run_session,
     static_token,
 )
-from session_helpers import SECRETS, MakeSpec, WriteScript, git, remote_refs
+from git_repos import git, remote_refs
+from session_helpers import SECRETS, MakeSpec, WriteScript
 
 FAST = SessionOptions(grace_seconds=0.5)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from ballet.sessions import GitIdentity, WorkspaceError, Workspaces
-from session_helpers import git, make_origin
+from git_repos import git, make_origin
 
 TOKEN = "ghs_installation_token_never_on_disk"
 

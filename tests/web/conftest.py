@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import pytest
+from area_fixtures import area_redis_url, emptied_pool
 from arq.connections import ArqRedis
-from ballet.queue import connect
 from ballet.settings import Settings
 from ballet.web import create_app
-from web_signing import SECRET
+from webhook_signing import SECRET
 
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 2
@@ -26,7 +25,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def web_redis_url(redis_url: str) -> str:
-    return urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+    return area_redis_url(redis_url, REDIS_DB)
 
 
 @pytest.fixture
@@ -36,10 +35,8 @@ def settings(web_redis_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def redis(web_redis_url: str) -> AsyncIterator[ArqRedis]:
-    pool = await connect(web_redis_url)
-    await pool.flushdb()
-    yield pool
-    await pool.aclose(close_connection_pool=True)
+    async with emptied_pool(web_redis_url) as pool:
+        yield pool
 
 
 @pytest.fixture

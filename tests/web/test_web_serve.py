@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
 import signal
 import socket
@@ -17,6 +15,7 @@ import httpx
 import redis
 from ballet.local_secret import with_local_webhook_secret
 from ballet.settings import Settings
+from webhook_signing import delivery_headers
 
 SECRET = "serve-test-secret-value"
 HANDLED = 'ballet_deliveries_handled_total{action="labeled",event="issues"} 1.0'
@@ -80,12 +79,7 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
         assert valkeys, "no embedded Valkey process"
 
         body = (webhooks_dir / "issues" / "labeled.payload.json").read_bytes()
-        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        headers = {
-            "X-GitHub-Event": "issues",
-            "X-GitHub-Delivery": "serve-1",
-            "X-Hub-Signature-256": signature,
-        }
+        headers = delivery_headers("issues", body, "serve-1", secret=SECRET)
         answer = httpx.post(f"{base}/webhooks", content=body, headers=headers)
         assert answer.status_code == 202, answer.text
         wait_for(lambda: HANDLED in httpx.get(f"{base}/metrics").text, "handling", log)
@@ -172,12 +166,7 @@ def test_web_alone_enqueues_on_the_given_redis_and_stops_on_sigterm(
     try:
         wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "readyz", log)
         body = b'{"action": "opened"}'
-        signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-        headers = {
-            "X-GitHub-Event": "issues",
-            "X-GitHub-Delivery": "web-1",
-            "X-Hub-Signature-256": signature,
-        }
+        headers = delivery_headers("issues", body, "web-1", secret=SECRET)
         assert httpx.post(f"{base}/webhooks", content=body, headers=headers).status_code == 202
         assert queue.zrange("ballet:events", 0, -1) == [b"web-1"]
         process.send_signal(signal.SIGTERM)

@@ -12,7 +12,7 @@ from ballet.github.payloads import HANDLED_EVENTS
 from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE
 from ballet.settings import Settings
 from ballet.web import create_app
-from web_signing import SECRET, delivery_headers
+from webhook_signing import SECRET, delivery_headers
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""Signing webhook deliveries the way GitHub does, for the web area's tests."""
+"""Signing webhook deliveries the way GitHub does, for every area that posts them."""
 
 from __future__ import annotations
 
