@@ -11,7 +11,6 @@ from ballet.core import render, routing, steps
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
-    PostReportComment,
     UpsertTrackingComment,
 )
 from ballet.core.events import (
@@ -92,15 +91,7 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     assert done is not None
     add_required_roles(tx, rep)
     next_step = route_session(tx, rep, ev.handoff, run.role, run.phase)
-    body = render.report(tx.rec, done, rep, ev.handoff, next_step)
-    tx.emit(
-        PostReportComment(
-            repo=rec.ticket.repo,
-            number=tx.number,
-            marker=key,
-            body=render.with_marker(body, key.render()),
-        )
-    )
+    steps.post_report(tx, key, done, rep, ev.handoff, next_step)
 
 
 def add_required_roles(tx: Tx, rep: Report) -> None:

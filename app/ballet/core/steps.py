@@ -26,7 +26,7 @@ from ballet.core.effects import (
     StartSession,
 )
 from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
-from ballet.core.report import Report
+from ballet.core.report import Handoff, Report
 from ballet.core.routing import DONE, FAILED, QUESTION
 
 
@@ -147,12 +147,22 @@ def settle(tx: Tx, outcome: str, summary: str) -> None:
     assert done is not None, "a waiting stage has an open run"
     target, why = routing.next_target(rec.pipeline, stage, outcome)
     go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}")
-    body = render.report(
-        tx.rec, done, Report(outcome=outcome, summary=summary), None, f"`{target}`"
-    )
+    post_report(tx, key, done, Report(outcome=outcome, summary=summary), None, f"`{target}`")
+
+
+def post_report(
+    tx: Tx,
+    key: MarkerKey,
+    run: StageRun,
+    report: Report,
+    handoff: Handoff | None,
+    next_step: str,
+) -> None:
+    """Post a closed run's report; call it after routing, so it shows where the ticket went."""
+    body = render.report(tx.rec, run, report, handoff, next_step)
     tx.emit(
         PostReportComment(
-            repo=rec.ticket.repo,
+            repo=tx.rec.ticket.repo,
             number=tx.number,
             marker=key,
             body=render.with_marker(body, key.render()),
