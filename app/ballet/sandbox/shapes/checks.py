@@ -55,25 +55,12 @@ def _branch_sha(repo: Repo, branch: str) -> str:
 
 
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: CommitInfo) -> JSON:
-    api = f"{repo_api(sb, repo)}/check-suites/{suite.id}"
     return {
-        "id": suite.id,
-        "node_id": node_id("CheckSuite", suite.id),
-        "head_branch": suite.head_branch,
-        "head_sha": suite.head_sha,
-        "status": suite.status,
-        "conclusion": suite.conclusion,
-        "url": api,
-        "before": suite.before,
-        "after": suite.head_sha,
-        "pull_requests": pull_refs(sb, repo, suite.head_sha),
-        "app": suite_app(sb, suite),
+        **_suite_fields(sb, repo, suite),
         "repository": repository(sb, repo),
-        "created_at": iso(suite.created_at),
-        "updated_at": iso(suite.updated_at),
         "head_commit": simple_commit(head),
         "latest_check_runs_count": runs,
-        "check_runs_url": f"{api}/check-runs",
+        "check_runs_url": f"{repo_api(sb, repo)}/check-suites/{suite.id}/check-runs",
         "rerequestable": True,
         "runs_rerequestable": True,
     }
@@ -111,6 +98,11 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
 
 def _suite_ref(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
     """The suite as a check run carries it (webhooks show all of this, REST only the id)."""
+    return {**_suite_fields(sb, repo, suite), "deployment": None}
+
+
+def _suite_fields(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
+    """What a suite and a check run's copy of it both show."""
     return {
         "id": suite.id,
         "node_id": node_id("CheckSuite", suite.id),
@@ -123,7 +115,6 @@ def _suite_ref(sb: Sandbox, repo: Repo, suite: CheckSuite) -> JSON:
         "after": suite.head_sha,
         "pull_requests": pull_refs(sb, repo, suite.head_sha),
         "app": suite_app(sb, suite),
-        "deployment": None,
         "created_at": iso(suite.created_at),
         "updated_at": iso(suite.updated_at),
     }
