@@ -97,6 +97,7 @@ class FakeGitHub:
             ("POST", _p(r"/app/installations/(\d+)/access_tokens"), self._token),
             ("GET", _p(r"/app"), self._app),
             ("GET", _p(r"/repos/([^/]+/[^/]+)"), self._repo),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/installation"), self._installation),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/contents/(.*)"), self._contents),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)"), self._get_ref),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/refs"), self._create_ref),
@@ -207,6 +208,12 @@ class FakeGitHub:
         return httpx.Response(
             200, json={"id": APP_ID, "slug": self.bot_login.removesuffix("[bot]")}
         )
+
+    def _installation(self, request: httpx.Request, repo: str) -> httpx.Response:
+        assert request.headers["authorization"].startswith("Bearer ")
+        if repo not in self.repos:
+            return _not_found()
+        return httpx.Response(200, json={"id": INSTALLATION_ID, "account": {"login": "x"}})
 
     def _repo(self, request: httpx.Request, repo: str) -> httpx.Response:
         r = self.repos.get(repo)

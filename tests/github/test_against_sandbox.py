@@ -81,6 +81,8 @@ async def test_adapter_speaks_the_sandbox(
     assert remote.url == f"{sandbox.api_url}/{REPO}.git"
     identity = await sandbox_forges.app_identity()
     assert identity.app_id == sandbox.sandbox.app.app_id
+    assert await sandbox_forges.installation_of(REPO) == installation_id
+    assert await sandbox_forges.installation_of("octo/absent") is None
 
 
 async def test_labelled_issue_starts_a_ticket_on_the_sandbox(

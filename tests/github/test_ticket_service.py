@@ -52,6 +52,7 @@ def service(forges: GitHubForges, redis: Redis, launcher: RecordingLauncher) -> 
         default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
         clock=lambda: NOW,
         live_tickets=LiveTickets(redis),
+        find_installation=forges.installation_of,
     )
 
 
@@ -426,3 +427,26 @@ async def test_someone_elses_pr_that_fixes_a_ticket_issue_does_not_drive_the_tic
     payload["pull_request"] = {**payload["pull_request"], "merged": True, "body": "Fixes #1"}
     await service.on_delivery(Delivery(id="d-other", event="pull_request", payload=payload))
     assert tracking_record(repo, 101).status == "running"
+
+
+async def test_a_session_result_after_redis_was_lost_finds_installation_and_record(
+    service: TicketService,
+    redis: Redis,
+    repo: FakeGitHub,
+    launcher: RecordingLauncher,
+    webhooks_dir: Path,
+) -> None:
+    await service.on_delivery(labeled(webhooks_dir))
+    (spec,) = [s.spec for s in launcher.launched]
+    await redis.flushdb()
+    finished = SessionFinished(
+        now=NOW,
+        job_key=spec.job_key,
+        stage=spec.stage,
+        iteration=spec.iteration,
+        attempt=spec.attempt,
+        report=Report(outcome="done", summary="Done despite the outage."),
+    )
+    assert await service.handle(f"{REPO}#1", finished, event_id=spec.job_key)
+    assert ("GET", f"{R}/installation") in repo.calls
+    assert tracking_record(repo, 101).stage == "review"

@@ -72,5 +72,6 @@ async def build_edge(
         default_runtime=default_runtime,
         clock=lambda: datetime.now(UTC),
         live_tickets=LiveTickets(redis),
+        find_installation=forges.installation_of,
     )
     return GitHubEdge(forges=forges, store=store, service=service)

@@ -79,6 +79,14 @@ class GitHubForges:
         app = m.AppData.model_validate(await self._clients.app().json("GET", "/app"))
         return AppIdentity(app_id=app.id, slug=app.slug)
 
+    async def installation_of(self, repo: str) -> int | None:
+        """The App's installation on `repo` (asked with the App JWT), or None if not installed."""
+        try:
+            data = await self._clients.app().json("GET", f"/repos/{repo}/installation")
+        except NotFound:
+            return None
+        return m.InstallationData.model_validate(data).id
+
     def for_installation(self, installation_id: int) -> GitHubForge:
         return GitHubForge(
             self._clients.installation(installation_id), self._clients.credentials.api_url

@@ -20,6 +20,10 @@ class AppData(Lenient):
     slug: str
 
 
+class InstallationData(Lenient):
+    id: int
+
+
 class Repository(Lenient):
     default_branch: str
 

@@ -15,7 +15,7 @@ the outbox makes the retried job resume where this one stopped.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -88,8 +88,10 @@ class TicketService:
         default_runtime: Runtime | None,
         clock: Callable[[], datetime],
         live_tickets: LiveTickets,
+        find_installation: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self._forges = forges
+        self._find_installation = find_installation
         self._store = store
         self._live = live_tickets
         self._memo = memo
@@ -202,7 +204,7 @@ class TicketService:
     ) -> bool:
         """Apply `event` to ticket `key` and carry out the effects; False when it did not apply."""
         repo, _ = split_key(key)
-        installation = installation_id or await self._store.installation_of(repo)
+        installation = installation_id or await self._installation_of(repo)
         if installation is None:
             raise ForgeError(f"no App installation is known for {repo}; is Ballet installed there?")
         ctx = self._ctx(installation)
@@ -211,6 +213,17 @@ class TicketService:
             applied = await self._apply(key, event, event_id, ctx, pr_hint)
             await self._drain(key, ctx)
         return applied
+
+    async def _installation_of(self, repo: str) -> int | None:
+        """Which installation serves `repo`: remembered in Redis, else asked of GitHub
+        (Redis was lost, or the repository came before its installation event)."""
+        known = await self._store.installation_of(repo)
+        if known is not None or self._find_installation is None:
+            return known
+        found = await self._find_installation(repo)
+        if found is not None:
+            await self._store.remember_installation(repo, found)
+        return found
 
     async def _apply(
         self, key: str, event: AnyEvent, event_id: str | None, ctx: _Ctx, pr_hint: int | None
