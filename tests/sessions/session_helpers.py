@@ -1,4 +1,5 @@
-"""Helpers for session tests: the secrets that must not leak, fixture types, live pids."""
+"""Helpers for session tests: the secrets that must not leak, a committing agent,
+fixture types, live pids."""
 
 from __future__ import annotations
 
@@ -14,6 +15,15 @@ SECRETS = {
     "REDIS_URL": "redis://:do-not-leak@localhost:6379",
     "GITHUB_TOKEN": "ghs_do_not_leak",
 }
+
+# An agent that commits `greeting.txt` on the ticket branch and reports `done`.
+COMMIT_AND_REPORT = """
+import json, os, subprocess
+open("greeting.txt", "w").write("hello\\n")
+subprocess.run(["git", "add", "greeting.txt"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "Greet"], check=True)
+json.dump({"outcome": "done", "summary": "greeted"}, open(os.environ["BALLET_REPORT"], "w"))
+"""
 
 MakeSpec = Callable[..., SessionSpec]  # the `make_spec` fixture
 WriteScript = Callable[[str, str], Path]  # the `write_script` fixture

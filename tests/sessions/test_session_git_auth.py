@@ -8,16 +8,9 @@ from pathlib import Path
 from ballet.sessions import SessionResult, SessionSpec, Workspaces, run_session, static_token
 from git_repos import remote_refs
 from session_git_http import serve_git
-from session_helpers import MakeSpec, WriteScript
+from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript
 
 TOKEN = "ghs_http_token_never_on_disk"
-COMMIT_AND_REPORT = """
-import json, os, subprocess
-open("greeting.txt", "w").write("hello\\n")
-subprocess.run(["git", "add", "greeting.txt"], check=True)
-subprocess.run(["git", "commit", "-q", "-m", "Greet"], check=True)
-json.dump({"outcome": "done", "summary": "greeted"}, open(os.environ["BALLET_REPORT"], "w"))
-"""
 
 
 def run(

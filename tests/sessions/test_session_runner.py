@@ -20,21 +20,13 @@ from ballet.sessions import (
     static_token,
 )
 from git_repos import git, remote_refs
-from session_helpers import SECRETS, MakeSpec, WriteScript
+from session_helpers import COMMIT_AND_REPORT, SECRETS, MakeSpec, WriteScript
 
 FAST = SessionOptions(grace_seconds=0.5)
 
 REPORT_DONE = """
 import json, os
 json.dump({"outcome": "done", "summary": "did it"}, open(os.environ["BALLET_REPORT"], "w"))
-"""
-
-COMMIT_AND_REPORT = """
-import json, os, subprocess
-open("greeting.txt", "w").write("hello\\n")
-subprocess.run(["git", "add", "greeting.txt"], check=True)
-subprocess.run(["git", "commit", "-q", "-m", "Greet"], check=True)
-json.dump({"outcome": "done", "summary": "greeted"}, open(os.environ["BALLET_REPORT"], "w"))
 """
 
 
