@@ -83,7 +83,8 @@ def test_happy_path_to_merge() -> None:
     assert t.rec.stage == "integrate" and t.rec.waiting and t.rec.waiting.kind == "merge_result"
     assert t.one(MergePR).sha == "c1"
     t.feed(MergeResult(now=t.now(), result="merged", sha="m1"))
-    assert t.rec.status == "done" and t.rec.head_sha == "m1"
+    assert t.rec.status == "done" and t.rec.head_sha == "c1"  # the PR's head, not "m1"
+    assert t.rec.history[-1].summary == "merged by Ballet as m1"
     assert t.one(SetLabels).labels == ("ballet:done",)
     assert t.one(RemoveLabels).labels == ("ballet:waiting",)
     assert [r.outcome for r in t.rec.history] == ["done", "approve", "pass", "merged"]

@@ -238,8 +238,10 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
 def merge_result(tx: Tx, ev: MergeResult) -> None:
     _waiting_for(tx.rec, "merge_result")
     if ev.result == "merged":
-        tx.set(head_sha=ev.sha or tx.rec.head_sha)
-        steps.settle(tx, "merged", "merged by Ballet")
+        # The head stays the PR's: the merge commit is the base's, and moving the head
+        # there would leave the integrate check on the merged PR as superseded.
+        merge = f" as {ev.sha[:12]}" if ev.sha else ""
+        steps.settle(tx, "merged", f"merged by Ballet{merge}")
         return
     if ev.result == "checks_pending":
         # GitHub holds the merge for required checks still running: wait for them.
