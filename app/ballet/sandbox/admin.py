@@ -210,6 +210,7 @@ async def repo_state(request: Request) -> JSONResponse:
                     "status": r.status,
                     "conclusion": r.conclusion,
                     "output": r.output,
+                    "annotations": r.annotations,
                 }
                 for r in repo.runs.values()
             ],

@@ -66,7 +66,8 @@ def _apply_run_fields(run: CheckRun, data: dict[str, Any]) -> None:
     output = field(data, "output", dict)
     if output is not None:
         run.output = {k: output.get(k) for k in ("title", "summary", "text")}
-        run.output["annotations_count"] = len(output.get("annotations") or [])
+        run.annotations.extend(output.get("annotations") or [])
+        run.output["annotations_count"] = len(run.annotations)
 
 
 def _require_app(request: Request) -> tuple[Sandbox, Repo]:

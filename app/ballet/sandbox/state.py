@@ -126,6 +126,8 @@ class CheckRun:
     details_url: str | None = None
     external_id: str | None = None
     output: dict[str, Any] = field(default_factory=dict)
+    # GitHub adds each update's annotations to the run's; they are read apart from `output`.
+    annotations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
