@@ -1,15 +1,25 @@
-"""What end-to-end scenarios share: filing tickets, commenting, and pipeline files."""
+"""What end-to-end scenarios share: filing tickets, commenting, and what a person sees.
+
+The `assert_*` helpers check a ticket the way a person would on GitHub: the
+issue's labels, the pull request's life (draft → ready → merged), the check
+runs on its head, the report comments and the tracking comment's record.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+from ballet.core.check_runs import conclusion_of, name_of
+from ballet.core.record import decode_record
+from ballet.core.render import find_marker
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, wait_until
 
 MARKER = "<!-- ballet:marker "
+STATE = "ballet:state"
 
 
 async def new_repo(stack: Stack, name: str, ballet_yml: str = demo.BALLET_YML) -> str:
@@ -69,6 +79,15 @@ def waiting_for(kind: str) -> Any:
     return done
 
 
+def replied_to(comment_id: int) -> Any:
+    """Done once Ballet has posted its reply to the comment `comment_id`."""
+
+    def done(view: View) -> bool:
+        return any(":reply:" in k and f":{comment_id}:" in k for k in markers(view))
+
+    return done
+
+
 def outcomes(view: View) -> list[tuple[str, int, str | None]]:
     assert view.record is not None
     return [(run.stage, run.iteration, run.outcome) for run in view.record.history]
@@ -76,6 +95,96 @@ def outcomes(view: View) -> list[tuple[str, int, str | None]]:
 
 def ballet_comments(view: View, number: int) -> list[str]:
     return [c["body"] for c in view.comments_on(number) if MARKER in c["body"]]
+
+
+def markers(view: View) -> list[str]:
+    """The marker of every comment Ballet wrote in the repository."""
+    found = (find_marker(c["body"]) for c in view.state["comments"])
+    return [m for m in found if m is not None]
+
+
+def replies_to(view: View, comment_id: int) -> list[str]:
+    return [
+        c["body"]
+        for c in view.state["comments"]
+        if ":reply:" in (find_marker(c["body"]) or "")
+        and f":{comment_id}:" in (find_marker(c["body"]) or "")
+    ]
+
+
+def ballet_labels(view: View, number: int) -> set[str]:
+    return {label for label in view.issue(number)["labels"] if label.startswith("ballet:")}
+
+
+def ballet_checks(view: View, sha: str) -> dict[str, tuple[str, str | None]]:
+    """Ballet's check runs on `sha`: name → (status, conclusion); one run per name."""
+    runs = [r for r in view.state["check_runs"] if r["head_sha"] == sha]
+    ours = [r for r in runs if r["name"].startswith("ballet/")]
+    twice = [name for name, n in Counter(r["name"] for r in ours).items() if n > 1]
+    assert not twice, f"more than one check run per name on {sha}: {twice}"
+    return {r["name"]: (r["status"], r["conclusion"]) for r in ours}
+
+
+async def pull_request_actions(
+    stack: Stack, repo: str, number: int
+) -> list[tuple[str, bool, bool]]:
+    """(action, draft, merged) of each `pull_request` webhook about PR `number`, in order."""
+    seen: list[tuple[str, bool, bool]] = []
+    async with stack.admin() as admin:
+        deliveries = (await admin.get("/_sandbox/deliveries")).json()
+        for d in deliveries:
+            if d["event"] != "pull_request" or d["redelivery"]:
+                continue
+            payload = (await admin.get(f"/_sandbox/deliveries/{d['id']}")).json()["payload"]
+            pr = payload["pull_request"]
+            if payload["repository"]["full_name"] == repo and pr["number"] == number:
+                seen.append((payload["action"], bool(pr["draft"]), bool(pr["merged"])))
+    return seen
+
+
+def assert_tracking(view: View, number: int) -> None:
+    """One tracking comment holds the record; its hidden block decodes to the ticket."""
+    assert view.record is not None
+    tracking = [c for c in view.state["comments"] if STATE in c["body"]]
+    assert len(tracking) == 1, [c["issue"] for c in tracking]
+    body = tracking[0]["body"]
+    assert decode_record(body) == view.record
+    assert view.record.ticket.number == number
+    where = view.record.pr_number or number
+    assert tracking[0]["issue"] == where
+    assert "**Status:** " in body and f"#{number}" in body
+
+
+def assert_reports(view: View) -> None:
+    """Each finished run has exactly one report comment, and no report is orphaned."""
+    assert view.record is not None
+    refs = [run.report_ref for run in view.record.history if run.report_ref is not None]
+    reports = [m for m in markers(view) if ":report:" in m]
+    assert Counter(reports) == Counter(refs), (reports, refs)
+
+
+async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int) -> None:
+    """What a person sees once a ticket is merged: done label, merged PR, green checks."""
+    record, pull = view.record, view.pull
+    assert record is not None and pull is not None
+    assert record.status == "done" and pull["merged"] and not pull["draft"]
+    assert ballet_labels(view, number) == {"ballet:done"}
+    # The PR was opened as a draft, marked ready, then merged — in that order.
+    actions = await pull_request_actions(stack, repo, pull["number"])
+    assert actions[0] == ("opened", True, False), actions
+    assert ("ready_for_review", False, False) in actions, actions
+    assert actions[-1] == ("closed", False, True), actions
+    assert record.branch == pull["head"] and record.head_sha == pull["head_sha"]
+    assert view.state["branches"]["main"] == pull["merge_commit_sha"]
+    # The last iteration's runs show as green checks on the merged head; nothing still runs.
+    last = [r for r in record.history if r.iteration == record.iteration and r.end is not None]
+    expected = {name_of(r): ("completed", conclusion_of(r.outcome)) for r in last}
+    assert ballet_checks(view, pull["head_sha"]) == expected
+    assert all(c == ("completed", "success") for c in expected.values()), expected
+    ours = [r for r in view.state["check_runs"] if r["name"].startswith("ballet/")]
+    assert all(r["status"] == "completed" for r in ours), ours
+    assert_tracking(view, number)
+    assert_reports(view)
 
 
 __all__ = ["merged", "status_is", "wait_until", "waiting_for"]
