@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 
 def git_url(api_url: str, repo: str) -> str:
@@ -20,9 +20,3 @@ def git_url(api_url: str, repo: str) -> str:
         path = path.removesuffix("/api/v3")
     return urlunsplit((parts.scheme, host, f"{path}/{repo}.git", "", ""))
 
-
-def with_token(url: str, token: str) -> str:
-    """The git URL carrying an installation token, as GitHub documents for Apps."""
-    parts = urlsplit(url)
-    netloc = f"x-access-token:{quote(token, safe='')}@{parts.netloc}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
