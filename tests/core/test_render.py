@@ -77,7 +77,6 @@ def test_forge_waits_say_no_one_needs_to_act() -> None:
 
 
 def test_report_comment_has_every_part() -> None:
-    t = Ticket()
     run = StageRun(stage="implement", iteration=2, attempt=1, phase="plan", start=at(0), end=at(3))
     rep = Report(
         outcome="done",
@@ -89,7 +88,6 @@ def test_report_comment_has_every_part() -> None:
         usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.5),
     )
     body = render.report(
-        t.rec,
         run,
         rep,
         Handoff(summary="plan", decisions=("d",), constraints=("c",), open_questions=("q",)),
@@ -106,9 +104,8 @@ def test_report_comment_has_every_part() -> None:
 
 
 def test_minimal_report_and_signoff_title() -> None:
-    t = Ticket()
     run = StageRun(stage="integrate", iteration=1, attempt=1, role="security", start=at(0))
-    body = render.report(t.rec, run, Report(outcome="signed_off", summary="fine"), None, "x")
+    body = render.report(run, Report(outcome="signed_off", summary="fine"), None, "x")
     assert body.startswith("### integrate · sign-off security — `signed_off`")
     assert "<details>" not in body and "Decisions" not in body
 

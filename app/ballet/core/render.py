@@ -140,7 +140,7 @@ def pointer(rec: Record) -> str:
     return f"Ballet tracks this ticket on #{rec.pr_number}."
 
 
-def report(rec: Record, run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) -> str:
+def report(run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) -> str:
     title = run.stage + (f" · {run.phase}" if run.phase else "")
     title += f" · sign-off {run.role}" if run.role else ""
     u = rep.usage

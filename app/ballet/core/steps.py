@@ -159,7 +159,7 @@ def post_report(
     next_step: str,
 ) -> None:
     """Post a closed run's report; call it after routing, so it shows where the ticket went."""
-    body = render.report(tx.rec, run, report, handoff, next_step)
+    body = render.report(run, report, handoff, next_step)
     tx.emit(
         PostReportComment(
             repo=tx.rec.ticket.repo,
