@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
         try:
             start_http_server(args.metrics_port)
         except OSError as exc:
-            return fail(f"cannot serve metrics on port {args.metrics_port}: {exc.strerror}", 1)
+            return fail(
+                f"cannot serve metrics on port {args.metrics_port}: {exc.strerror};"
+                " choose a free port with --metrics-port",
+                1,
+            )
     group = WorkerGroup(settings, url, build_services, burst=args.burst)
     try:
         asyncio.run(run_until_signalled([group]))

@@ -41,9 +41,19 @@ async def receive_webhook(request: Request) -> JSONResponse:
     try:
         body = await read_limited(request, state.max_body_bytes)
     except BodyTooLarge:
-        return _refuse(413, "too_large", f"bodies over {state.max_body_bytes} bytes are refused")
+        return _refuse(
+            413,
+            "too_large",
+            f"bodies over {state.max_body_bytes} bytes are refused: GitHub sends at most 25 MB;"
+            " raise BALLET_MAX_WEBHOOK_BYTES only for a sender you trust",
+        )
     except BadContentLength:
-        return _refuse(400, "malformed", "the Content-Length header is not a number")
+        return _refuse(
+            400,
+            "malformed",
+            "the Content-Length header is not a number:"
+            " send the body's length in bytes, or omit it",
+        )
 
     if not signature_valid(state.secrets, body, request.headers.get("x-hub-signature-256")):
         return _refuse(
@@ -59,7 +69,8 @@ async def receive_webhook(request: Request) -> JSONResponse:
         return _refuse(
             400,
             "missing_header",
-            "X-GitHub-Event and X-GitHub-Delivery must name the event and the delivery",
+            "X-GitHub-Event and X-GitHub-Delivery must name the event and the delivery:"
+            " only GitHub's webhook deliveries (which carry both) are accepted here",
         )
 
     try:
