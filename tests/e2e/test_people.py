@@ -6,7 +6,18 @@ import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import comment, merged, new_repo, outcomes, ticket, wait_until, waiting_for
+from scenarios import (
+    assert_merged_cleanly,
+    ballet_checks,
+    ballet_labels,
+    comment,
+    merged,
+    new_repo,
+    outcomes,
+    ticket,
+    wait_until,
+    waiting_for,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -24,6 +35,11 @@ async def test_human_stage_refuses_a_reader_and_takes_a_writer(stack: Stack) -> 
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
     pr = view.record.pr_number
+    assert ballet_labels(view, number) == {"ballet:waiting", "ballet:question"}
+    assert ballet_checks(view, view.record.head_sha or "")["ballet/approval"] == (
+        "in_progress",
+        None,
+    )
 
     refused = await comment(stack, repo, pr, "bob", "/ballet approve")  # bob can only read
 
@@ -43,6 +59,7 @@ async def test_human_stage_refuses_a_reader_and_takes_a_writer(stack: Stack) -> 
     assert view.record.approval.by == "carol"
     carol_comment = next(c for c in view.state["comments"] if c["id"] == taken["id"])
     assert [r["content"] for r in carol_comment["reactions"]] == ["eyes"]
+    await assert_merged_cleanly(stack, view, repo, number)
 
 
 SIGNOFF = demo.BALLET_YML.replace(
@@ -79,3 +96,6 @@ async def test_signoff_asks_for_changes_then_signs_off_and_a_person_waives(
     assert max(run.iteration for run in record.history) == 2
     announcements = [c["body"] for c in view.state["comments"] if "legal" in c["body"]]
     assert any("waiv" in body for body in announcements)
+    await assert_merged_cleanly(stack, view, repo, number)
+    assert view.pull is not None
+    assert "ballet/signoff-legal" not in ballet_checks(view, view.pull["head_sha"])

@@ -6,7 +6,9 @@ import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from scenarios import (
+    assert_merged_cleanly,
     ballet_comments,
+    ballet_labels,
     comment,
     merged,
     new_repo,
@@ -37,6 +39,14 @@ async def test_review_requesting_changes_once_gives_two_iterations(stack: Stack)
     on_pr = ballet_comments(view, view.record.pr_number)
     assert any(":report:review:1:1" in body and "changes_requested" in body for body in on_pr)
     assert any(":report:review:2:1" in body and "approve" in body for body in on_pr)
+    await assert_merged_cleanly(stack, view, repo, number)
+    # The first review's verdict stays red on the head it judged.
+    first_head = {
+        r["head_sha"]
+        for r in view.state["check_runs"]
+        if r["name"] == "ballet/review" and r["conclusion"] == "failure"
+    }
+    assert len(first_head) == 1 and first_head != {view.record.head_sha}
 
 
 LIMIT_2 = demo.BALLET_YML.replace("iteration_limit: 3", "iteration_limit: 2")
@@ -54,7 +64,7 @@ async def test_iteration_limit_raises_a_question_answered_then_merged(stack: Sta
 
     record = view.record
     assert record is not None and record.iteration == 2
-    assert "ballet:question" in view.issue(number)["labels"]
+    assert ballet_labels(view, number) == {"ballet:waiting", "ballet:question"}
     asks = [c for c in view.state["comments"] if f"@{demo.AUTHOR}" in c["body"]]
     assert asks, "the question mentions the person who started the ticket"
 
@@ -64,3 +74,4 @@ async def test_iteration_limit_raises_a_question_answered_then_merged(stack: Sta
     assert view.record is not None
     assert [qa.answer for qa in view.record.questions] == ["Ship it as it is."]
     assert max(run.iteration for run in view.record.history) == 2
+    await assert_merged_cleanly(stack, view, repo, number)

@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
-from scenarios import comment, merged, new_repo, outcomes, status_is, ticket, wait_until
+from scenarios import (
+    assert_merged_cleanly,
+    assert_tracking,
+    ballet_checks,
+    ballet_labels,
+    comment,
+    merged,
+    new_repo,
+    outcomes,
+    status_is,
+    ticket,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -18,10 +30,13 @@ async def test_pause_then_resume_then_merged(stack: Stack) -> None:
     await comment(stack, repo, number, demo.AUTHOR, "/ballet pause")
     view = await wait_until(stack, repo, number, status_is("paused"), timeout=30)
     assert view.record is not None
+    assert ballet_labels(view, number) == set()
 
     await comment(stack, repo, number, demo.AUTHOR, "/ballet resume")
     view = await wait_until(stack, repo, number, merged, timeout=120)
     assert [s for s, _, o in outcomes(view) if o == "merged"] == ["integrate"]
+    assert ("implement", 1, "paused") in outcomes(view)
+    await assert_merged_cleanly(stack, view, repo, number)
 
 
 async def test_cancel_stops_the_ticket(stack: Stack) -> None:
@@ -32,8 +47,15 @@ async def test_cancel_stops_the_ticket(stack: Stack) -> None:
     await comment(stack, repo, number, "carol", "/ballet cancel")
     view = await wait_until(stack, repo, number, status_is("cancelled"), timeout=30)
 
-    assert view.pull is None or not view.pull["merged"]
-    assert "ballet:running" not in view.issue(number)["labels"]
+    assert ballet_labels(view, number) == set()
+    assert view.record is not None and view.record.ended_by == "carol"
+    assert outcomes(view) == [("implement", 1, "cancelled")]
+    assert_tracking(view, number)
+    # The draft PR stays open for a person to pick up; its running check was cancelled.
+    pull = view.pull
+    assert pull is not None and pull["draft"] and not pull["merged"]
+    assert view.issue(pull["number"])["state"] == "open"
+    assert ballet_checks(view, pull["head_sha"]) == {"ballet/implement": ("completed", "cancelled")}
 
 
 async def test_a_crashed_session_is_retried_by_command(stack: Stack) -> None:
@@ -56,6 +78,7 @@ async def test_a_crashed_session_is_retried_by_command(stack: Stack) -> None:
     await comment(stack, repo, number, demo.AUTHOR, "/ballet retry")
     view = await wait_until(stack, repo, number, merged, timeout=120)
     assert ("implement", 1, "done") in outcomes(view)
+    await assert_merged_cleanly(stack, view, repo, number)
 
 
 PHASED = demo.BALLET_YML.replace(
@@ -73,6 +96,8 @@ async def test_phased_implement_runs_one_session_per_phase(stack: Stack) -> None
     assert view.record is not None
     phases = [run.phase for run in view.record.history if run.stage == "implement"]
     assert phases == ["research", "plan", "implement", "verify"]
+    # The phases share one check run; it completes once, with the last phase.
+    await assert_merged_cleanly(stack, view, repo, number)
 
 
 async def test_red_ci_on_merge_returns_the_ticket_to_implement(stack: Stack) -> None:
@@ -87,3 +112,8 @@ async def test_red_ci_on_merge_returns_the_ticket_to_implement(stack: Stack) -> 
     assert view.record is not None
     returned = next(r for r in view.record.history if r.outcome == "returned")
     assert "check" in returned.summary.lower()
+    await assert_merged_cleanly(stack, view, repo, number)
+    # The red head keeps its red CI and the integrate check that returned the work.
+    red = [r for r in view.state["check_runs"] if r["conclusion"] == "failure"]
+    assert {r["name"] for r in red} == {"ci", "ballet/integrate"}
+    assert len({r["head_sha"] for r in red}) == 1

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
-from scenarios import merged, new_repo, outcomes, status_is, ticket, wait_until
+from scenarios import (
+    assert_merged_cleanly,
+    assert_tracking,
+    ballet_labels,
+    merged,
+    new_repo,
+    outcomes,
+    status_is,
+    ticket,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -37,6 +47,7 @@ async def test_docs_ticket_runs_the_shorter_pipeline(stack: Stack) -> None:
     assert view.record is not None
     assert view.record.ticket_type == "docs" and view.record.pipeline.name == "docs"
     assert outcomes(view) == [("implement", 1, "done"), ("integrate", 1, "merged")]
+    await assert_merged_cleanly(stack, view, repo, number)
 
 
 async def test_spike_ends_with_a_knowledge_report_on_the_issue(stack: Stack) -> None:
@@ -51,3 +62,8 @@ async def test_spike_ends_with_a_knowledge_report_on_the_issue(stack: Stack) -> 
     # No branch, no pull request: a spike changes no code.
     assert set(view.state["branches"]) == {"main"}
     assert view.state["pulls"] == []
+    assert ballet_labels(view, number) == {"ballet:done"}
+    assert view.state["check_runs"] == [] or all(
+        not r["name"].startswith("ballet/") for r in view.state["check_runs"]
+    )
+    assert_tracking(view, number)
