@@ -161,19 +161,25 @@ def command(tx: Tx, ev: CommandIssued) -> None:
 def may_give(rec: Record, ev: CommandIssued, rule: CommandRule) -> str | None:
     """Why this person may not give this command now, or None."""
     if rec.status not in rule.when:
-        return f"it does nothing while the ticket is {rec.status}."
+        return (
+            f"it does nothing while the ticket is {rec.status};"
+            " `/ballet status` shows where it stands and which command acts on it."
+        )
     if ev.author_is_bot and not rule.bots:
-        return "bots cannot give this command."
+        return "bots cannot give this command; a person has to."
     if rule.who == "anyone":
         return None
     approvers = rec.pipeline.approvers
     if rule.who == "approver" and approvers is not None:
         if ev.author.lower() in (a.lower() for a in approvers):
             return None
-        return f"only the pipeline's approvers may ({', '.join(approvers)})."
+        return f"only the pipeline's approvers may ({', '.join(approvers)}); ask one of them."
     if ev.permission in WRITE:
         return None
-    return f"it needs write permission on the repository (you have {ev.permission})."
+    return (
+        f"it needs write permission on the repository (you have {ev.permission});"
+        " ask someone with write access to give it."
+    )
 
 
 def labels_for(rec: Record | None) -> frozenset[Label]:
