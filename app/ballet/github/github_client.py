@@ -17,12 +17,10 @@ What githubkit gives us, set up here:
 from __future__ import annotations
 
 import random
-import ssl
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-import certifi
 import httpx
 from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
 from githubkit.cache import AsyncRedisCacheStrategy
@@ -127,9 +125,8 @@ class GitHubClients:
         self._spacing = write_spacing_seconds
         self._retry = retry or ServerErrorRetry()
         # Loading CA certificates takes tens of milliseconds: once per process.
-        self._pool = transport or httpx.AsyncHTTPTransport(
-            verify=ssl.create_default_context(cafile=certifi.where())
-        )
+        # httpx's own context honours SSL_CERT_FILE / SSL_CERT_DIR (a GHES CA).
+        self._pool = transport or httpx.AsyncHTTPTransport(verify=httpx.create_ssl_context())
         self._transport = _KeptOpenTransport(self._pool)
         self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
 
