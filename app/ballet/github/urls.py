@@ -19,4 +19,3 @@ def git_url(api_url: str, repo: str) -> str:
     elif path.endswith("/api/v3"):
         path = path.removesuffix("/api/v3")
     return urlunsplit((parts.scheme, host, f"{path}/{repo}.git", "", ""))
-
