@@ -7,11 +7,11 @@ the job or its result exists, and a launch marker outlives both), and a
 CancelSession aborts that job, which cancels its task and with it kills the
 session's process group (`sessions.process` SIGKILLs the group on cancel).
 
-The job fills in what the engine does not carry (the issue's body, labels
-and URL, skill texts, answered questions, earlier reports, the clone URL and
-a git token), runs the session while beating a heartbeat key the reconciler
-watches, keeps its report and handoff as the ticket's artifacts and sends a
-SessionFinished to the ticket pipeline through the events queue.
+The job fills in what the engine does not carry (`runner_specs`; the git
+token is asked for when git needs it), runs the session while beating a
+heartbeat key the reconciler watches, keeps its report and handoff as the
+ticket's artifacts and sends a SessionFinished to the ticket pipeline
+through the events queue.
 """
 
 from __future__ import annotations
@@ -38,16 +38,8 @@ from ballet.github.store import RecordStore
 from ballet.heartbeats import beating, crashed_summary, forget_last_beat, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
-from ballet.sessions import (
-    Answer,
-    SessionOptions,
-    SessionResult,
-    StageInfo,
-    TicketInfo,
-    Workspaces,
-    run_session,
-)
-from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
+from ballet.sessions import SessionOptions, SessionResult, Workspaces, run_session
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_events import send_ticket_event
@@ -63,10 +55,6 @@ LAUNCHED_PREFIX = "ballet:session-launched:"
 # A session is never started twice: far longer than any redelivery of its effect.
 KEEP_SECONDS = 30 * 24 * 3600
 SESSION_RETRY_SECONDS = 30.0
-
-
-def ticket_of(spec: SessionSpec) -> str:
-    return f"{spec.repo}#{spec.issue}"
 
 
 def finished_event_id(job_key: str) -> str:
@@ -240,65 +228,6 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         # A bug or a lost disk must still end the stage with a report, not a silent job.
         log.exception("session could not run", job_key=spec.job_key)
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
-
-
-class StaleSession(Exception):
-    """The ticket no longer runs this session (cancelled or moved on while it was queued)."""
-
-
-def runner_stage_id(spec: SessionSpec) -> str:
-    """The stage a session reports as: a sign-off session is the role's, not the stage's."""
-    return f"signoff-{spec.role}" if spec.kind == "signoff" and spec.role else spec.stage
-
-
-async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
-    """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
-    ticket = ticket_of(spec)
-    record = await jobs.tickets.record(ticket)
-    run = record.open_run if record else None
-    if record is not None and (run is None or run.job_key != spec.job_key):
-        raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
-    issue = await jobs.tickets.issue(spec.repo, spec.issue)
-    custom = record.pipeline.custom_skills if record else {}
-    texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
-    answers = tuple(
-        Answer(question=q.question, answer=q.answer, author=q.answered_by)
-        for q in (record.questions if record else ())
-        if q.answer is not None
-    )
-    if record is None:  # the record went missing: keep the engine's answers, unattributed
-        answers = tuple(Answer(question="", answer=a) for a in spec.answers)
-    return RunnerSpec(
-        ticket=TicketInfo(
-            repo=spec.repo,
-            number=spec.issue,
-            title=spec.title,
-            body=issue.body,
-            labels=issue.labels,
-            author=spec.author,
-            url=issue.url,
-        ),
-        stage=StageInfo(
-            id=runner_stage_id(spec), skills=spec.skills, instructions=spec.instructions
-        ),
-        skill_texts={name: texts[name] for name in spec.skills if name in texts},
-        iteration=spec.iteration,
-        attempt=spec.attempt,
-        phase=spec.phase,
-        runtime=spec.runtime_config,
-        model=spec.model,
-        effort=spec.effort,
-        timeout_seconds=spec.timeout_minutes * 60,
-        pipeline_name=spec.pipeline,
-        pipeline_version=spec.pipeline_version,
-        branch=spec.branch,
-        base=spec.base,
-        pr_number=spec.pr_number,
-        earlier_reports=await jobs.artifacts.earlier_reports(ticket),
-        answers=answers,
-        handoff=spec.handoff,
-        clone_url=await jobs.tickets.clone_url(spec.repo),
-    )
 
 
 def crashed_result(since: datetime | None) -> SessionResult:

@@ -15,13 +15,9 @@ from ballet.core.events import SessionFinished
 from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import SESSIONS_QUEUE
+from ballet.runner_specs import build_runner_spec
 from ballet.services import Services
-from ballet.session_jobs import (
-    ArqSessionLauncher,
-    SessionJobs,
-    build_runner_spec,
-    run_stage_session,
-)
+from ballet.session_jobs import ArqSessionLauncher, SessionJobs, run_stage_session
 from ballet.sessions import route
 from ballet.settings import Settings
 from ballet.skills import builtin_skills

@@ -1,0 +1,81 @@
+"""The runner's spec of a stage session: the engine's `SessionSpec` plus what only
+GitHub, the record store and Redis know (the issue's body, labels and URL, skill
+texts, answered questions, earlier reports, the clone URL).
+
+Built when the session job starts, not when the engine launches it, so a
+session queued behind busy slots sees the ticket as it is when it runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ballet.core.effects import SessionSpec
+from ballet.sessions import Answer, StageInfo, TicketInfo
+from ballet.sessions import SessionSpec as RunnerSpec
+
+if TYPE_CHECKING:
+    from ballet.session_jobs import SessionJobs
+
+
+def ticket_of(spec: SessionSpec) -> str:
+    return f"{spec.repo}#{spec.issue}"
+
+
+class StaleSession(Exception):
+    """The ticket no longer runs this session (cancelled or moved on while it was queued)."""
+
+
+def runner_stage_id(spec: SessionSpec) -> str:
+    """The stage a session reports as: a sign-off session is the role's, not the stage's."""
+    return f"signoff-{spec.role}" if spec.kind == "signoff" and spec.role else spec.stage
+
+
+async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
+    """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
+    ticket = ticket_of(spec)
+    record = await jobs.tickets.record(ticket)
+    run = record.open_run if record else None
+    if record is not None and (run is None or run.job_key != spec.job_key):
+        raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
+    issue = await jobs.tickets.issue(spec.repo, spec.issue)
+    custom = record.pipeline.custom_skills if record else {}
+    texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
+    answers = tuple(
+        Answer(question=q.question, answer=q.answer, author=q.answered_by)
+        for q in (record.questions if record else ())
+        if q.answer is not None
+    )
+    if record is None:  # the record went missing: keep the engine's answers, unattributed
+        answers = tuple(Answer(question="", answer=a) for a in spec.answers)
+    return RunnerSpec(
+        ticket=TicketInfo(
+            repo=spec.repo,
+            number=spec.issue,
+            title=spec.title,
+            body=issue.body,
+            labels=issue.labels,
+            author=spec.author,
+            url=issue.url,
+        ),
+        stage=StageInfo(
+            id=runner_stage_id(spec), skills=spec.skills, instructions=spec.instructions
+        ),
+        skill_texts={name: texts[name] for name in spec.skills if name in texts},
+        iteration=spec.iteration,
+        attempt=spec.attempt,
+        phase=spec.phase,
+        runtime=spec.runtime_config,
+        model=spec.model,
+        effort=spec.effort,
+        timeout_seconds=spec.timeout_minutes * 60,
+        pipeline_name=spec.pipeline,
+        pipeline_version=spec.pipeline_version,
+        branch=spec.branch,
+        base=spec.base,
+        pr_number=spec.pr_number,
+        earlier_reports=await jobs.artifacts.earlier_reports(ticket),
+        answers=answers,
+        handoff=spec.handoff,
+        clone_url=await jobs.tickets.clone_url(spec.repo),
+    )
