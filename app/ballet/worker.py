@@ -26,6 +26,7 @@ from arq.typing import WorkerCoroutine
 from arq.worker import Function, Worker
 
 from ballet import metrics
+from ballet.github.forge import RateLimited
 from ballet.github.payloads import Envelope, parse_delivery
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, DeliveryJob, connect, redis_settings
 from ballet.reconciler import RECONCILE_CRON
@@ -88,6 +89,15 @@ async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
     )
     try:
         await services.consumer.on_delivery(delivery)
+    except RateLimited as exc:
+        # GitHub says when to come back: defer the job to then rather than
+        # sleeping in it or burning retries on a backoff that is too short.
+        log.warning(
+            "delivery deferred: GitHub rate limit",
+            delivery_id=delivery_id,
+            retry_after_seconds=exc.retry_after_seconds,
+        )
+        raise Retry(defer=exc.retry_after_seconds) from exc
     except Exception as exc:
         metrics.DELIVERIES_FAILED.labels(event).inc()
         job_try: int = ctx.get("job_try", 1)

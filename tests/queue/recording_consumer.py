@@ -12,15 +12,16 @@ from ballet.worker import Delivery
 class RecordingConsumer:
     """Records every delivery; fails the first `failures` times it is called."""
 
-    def __init__(self, failures: int = 0) -> None:
+    def __init__(self, failures: int = 0, error: Exception | None = None) -> None:
         self.failures = failures
+        self.error = error
         self.calls = 0
         self.handled: list[Delivery] = []
 
     async def on_delivery(self, delivery: Delivery) -> None:
         self.calls += 1
         if self.calls <= self.failures:
-            raise RuntimeError(f"consumer failure {self.calls}")
+            raise self.error or RuntimeError(f"consumer failure {self.calls}")
         self.handled.append(delivery)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from arq.connections import ArqRedis
+from ballet.github.forge import RateLimited
 from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE, DeliveryJob, DeliveryQueue
 from ballet.settings import Settings
 from ballet.web import create_app
@@ -100,6 +102,28 @@ async def test_a_delivery_that_keeps_failing_can_be_redelivered(
     consumer.failures = 0
     await run_burst(settings, consumer)
     assert [d.id for d in consumer.handled] == ["doomed"]
+
+
+async def test_a_rate_limited_delivery_is_deferred_until_github_allows(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    await DeliveryQueue(redis, settings.delivery_dedupe_seconds).enqueue(job("limited"))
+    consumer = RecordingConsumer(failures=1, error=RateLimited(3600, reason="secondary rate limit"))
+    group = WorkerGroup(settings, settings.require_redis_url(), services_with(consumer))
+    running = asyncio.create_task(group.run())
+    try:
+        for _ in range(200):
+            if consumer.calls and await redis.zscore(EVENTS_QUEUE, "limited"):
+                break
+            await asyncio.sleep(0.05)
+        score = await redis.zscore(EVENTS_QUEUE, "limited")
+    finally:
+        group.stop()
+        await running
+    assert consumer.calls == 1 and consumer.handled == []
+    # arq scores a job by when it may run (ms): an hour from now, not a backoff.
+    assert score is not None and score / 1000 > time.time() + 3000
+    assert await redis.exists(DELIVERY_MARKER_PREFIX + "limited")
 
 
 async def test_the_marker_and_the_job_are_written_together(
