@@ -35,12 +35,16 @@ SMALL_FILE_BYTES = 1_024
 ASSETS = 20  # files rewritten by every commit: the history grows, the tree does not
 ASSET_BYTES = 50 * 1024
 COMMITS = 110  # 110 × 20 × 50 KiB ≈ 110 MiB of history
-ENV = {
-    "PATH": os.environ["PATH"],
-    "HOME": "/nonexistent",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+
+
+def git_env() -> dict[str, str]:
+    """git without the machine's configuration, so every machine measures the same git."""
+    return {
+        "PATH": os.environ["PATH"],
+        "HOME": "/nonexistent",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
 
 
 def fast_import_stream() -> Iterator[bytes]:
@@ -71,7 +75,7 @@ def build_origin() -> None:
     partial.mkdir(parents=True)
     git("init", "-q", "--bare", "-b", "main", str(partial))
     with subprocess.Popen(
-        ["git", "fast-import", "--quiet"], cwd=partial, env=ENV, stdin=subprocess.PIPE
+        ["git", "fast-import", "--quiet"], cwd=partial, env=git_env(), stdin=subprocess.PIPE
     ) as importer:
         assert importer.stdin is not None
         for chunk in fast_import_stream():
@@ -85,7 +89,7 @@ def build_origin() -> None:
 
 def git(*args: str, cwd: Path | None = None) -> str:
     done = subprocess.run(
-        ["git", *args], cwd=cwd, env=ENV, check=True, capture_output=True, text=True
+        ["git", *args], cwd=cwd, env=git_env(), check=True, capture_output=True, text=True
     )
     return done.stdout
 
