@@ -11,7 +11,10 @@ from ballet.sessions.capture import DEFAULT_HEAD_BYTES, DEFAULT_TAIL_BYTES
 from ballet.sessions.process import run_process
 from session_helpers import alive
 
-ENV = {"PATH": os.environ["PATH"]}
+
+def path_only() -> dict[str, str]:
+    """A session-like environment: PATH and nothing else (read per test, not at import)."""
+    return {"PATH": os.environ["PATH"]}
 
 
 def python(code: str) -> list[str]:
@@ -33,7 +36,7 @@ def test_timeout_kills_the_process_and_the_children_it_spawned(tmp_path: Path) -
         run_process(
             [*python(SPAWN_CHILD), str(pid_file)],
             cwd=tmp_path,
-            env=ENV,
+            env=path_only(),
             timeout_seconds=1,
             grace_seconds=0.5,
         )
@@ -55,7 +58,7 @@ def test_children_left_behind_by_a_finished_process_are_killed(tmp_path: Path) -
         run_process(
             [*python(code), str(pid_file)],
             cwd=tmp_path,
-            env=ENV,
+            env=path_only(),
             timeout_seconds=30,
             grace_seconds=0.5,
         )
@@ -80,7 +83,9 @@ def test_a_hundred_megabytes_of_output_stay_bounded(tmp_path: Path) -> None:
         lines += 1
 
     outcome = asyncio.run(
-        run_process(python(code), cwd=tmp_path, env=ENV, timeout_seconds=120, on_stdout_line=count)
+        run_process(
+            python(code), cwd=tmp_path, env=path_only(), timeout_seconds=120, on_stdout_line=count
+        )
     )
     assert outcome.exit_code == 0
     assert outcome.stdout.total_bytes == 100 * 1024 * 1024 + 11
@@ -109,7 +114,7 @@ def test_the_heartbeat_runs_while_the_process_runs(tmp_path: Path) -> None:
         run_process(
             [*python(code), str(beat_file)],
             cwd=tmp_path,
-            env=ENV,
+            env=path_only(),
             timeout_seconds=60,
             heartbeat=heartbeat,
             heartbeat_seconds=0.05,
@@ -136,7 +141,7 @@ def test_a_failing_heartbeat_does_not_end_the_session(tmp_path: Path) -> None:
         run_process(
             [*python(code), str(beat_file)],
             cwd=tmp_path,
-            env=ENV,
+            env=path_only(),
             timeout_seconds=60,
             heartbeat=heartbeat,
             heartbeat_seconds=0.05,
