@@ -142,7 +142,10 @@ async def demo(data: Path, *, timeout: float, out: TextIO) -> int:
                 stack, full_name, number, settled, timeout=timeout, on_view=progress
             )
         except TimeoutError as exc:
-            progress.say(f"gave up: {exc}")
+            progress.say(
+                f"gave up: {exc}; run again with a longer --timeout,"
+                " or with --log-level info to see what Ballet did"
+            )
             return 1
         record = view.record
         assert record is not None
