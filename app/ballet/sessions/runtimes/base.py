@@ -44,6 +44,30 @@ class UsageMeter:
         return None
 
 
+class EventMeter(UsageMeter):
+    """Usage from a CLI's JSONL events of one `type`: `read` folds each into the total.
+
+    Some CLIs report a run's whole usage in a final event (`read` returns it and
+    ignores `before`), others a turn's or a step's share (`read` adds it).
+    """
+
+    event_type: str
+
+    def __init__(self) -> None:
+        self._usage: Usage | None = None
+
+    def feed_line(self, line: bytes) -> None:
+        event = json_object(line)
+        if event and event.get("type") == self.event_type:
+            self._usage = self.read(event, self._usage or Usage())
+
+    def read(self, event: dict[str, Any], before: Usage) -> Usage:
+        raise NotImplementedError
+
+    def usage(self) -> Usage | None:
+        return self._usage
+
+
 class RuntimeAdapter:
     name: Adapter
     executable: str

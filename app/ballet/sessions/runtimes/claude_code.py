@@ -8,13 +8,15 @@ is already isolated by Ballet (fresh clone, fresh HOME, filtered environment).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ballet.core.report import Usage
 from ballet.sessions.runtimes.base import (
+    EventMeter,
     Invocation,
     RuntimeAdapter,
     UsageMeter,
     flag,
-    json_object,
     mapping,
     number,
     tokens,
@@ -47,16 +49,12 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         return ClaudeMeter()
 
 
-class ClaudeMeter(UsageMeter):
-    def __init__(self) -> None:
-        self._usage: Usage | None = None
+class ClaudeMeter(EventMeter):
+    event_type = "result"
 
-    def feed_line(self, line: bytes) -> None:
-        event = json_object(line)
-        if not event or event.get("type") != "result":
-            return
+    def read(self, event: dict[str, Any], before: Usage) -> Usage:
         usage = mapping(event.get("usage"))
-        self._usage = Usage(
+        return Usage(
             input_tokens=sum(
                 tokens(usage.get(key))
                 for key in (
@@ -68,6 +66,3 @@ class ClaudeMeter(UsageMeter):
             output_tokens=tokens(usage.get("output_tokens")),
             cost_usd=number(event.get("total_cost_usd")),
         )
-
-    def usage(self) -> Usage | None:
-        return self._usage

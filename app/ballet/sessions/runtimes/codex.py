@@ -10,12 +10,14 @@ boundary instead.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ballet.core.report import Usage
 from ballet.sessions.runtimes.base import (
+    EventMeter,
     Invocation,
     RuntimeAdapter,
     UsageMeter,
-    json_object,
     mapping,
     tokens,
 )
@@ -48,20 +50,12 @@ class CodexAdapter(RuntimeAdapter):
         return CodexMeter()
 
 
-class CodexMeter(UsageMeter):
-    def __init__(self) -> None:
-        self._usage: Usage | None = None
+class CodexMeter(EventMeter):
+    event_type = "turn.completed"
 
-    def feed_line(self, line: bytes) -> None:
-        event = json_object(line)
-        if not event or event.get("type") != "turn.completed":
-            return
+    def read(self, event: dict[str, Any], before: Usage) -> Usage:
         usage = mapping(event.get("usage"))
-        before = self._usage or Usage()
-        self._usage = Usage(
+        return Usage(
             input_tokens=before.input_tokens + tokens(usage.get("input_tokens")),
             output_tokens=before.output_tokens + tokens(usage.get("output_tokens")),
         )
-
-    def usage(self) -> Usage | None:
-        return self._usage

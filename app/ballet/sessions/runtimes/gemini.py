@@ -8,13 +8,15 @@ has no effort flag (effort is ignored). Usage comes from the `result` event's
 
 from __future__ import annotations
 
+from typing import Any
+
 from ballet.core.report import Usage
 from ballet.sessions.runtimes.base import (
+    EventMeter,
     Invocation,
     RuntimeAdapter,
     UsageMeter,
     flag,
-    json_object,
     mapping,
     tokens,
 )
@@ -45,19 +47,12 @@ class GeminiAdapter(RuntimeAdapter):
         return GeminiMeter()
 
 
-class GeminiMeter(UsageMeter):
-    def __init__(self) -> None:
-        self._usage: Usage | None = None
+class GeminiMeter(EventMeter):
+    event_type = "result"
 
-    def feed_line(self, line: bytes) -> None:
-        event = json_object(line)
-        if not event or event.get("type") != "result":
-            return
+    def read(self, event: dict[str, Any], before: Usage) -> Usage:
         stats = mapping(event.get("stats"))
-        self._usage = Usage(
+        return Usage(
             input_tokens=tokens(stats.get("input_tokens")),
             output_tokens=tokens(stats.get("output_tokens")),
         )
-
-    def usage(self) -> Usage | None:
-        return self._usage

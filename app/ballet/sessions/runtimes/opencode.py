@@ -7,13 +7,15 @@ writes; output plus reasoning) and `part.cost`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ballet.core.report import Usage
 from ballet.sessions.runtimes.base import (
+    EventMeter,
     Invocation,
     RuntimeAdapter,
     UsageMeter,
     flag,
-    json_object,
     mapping,
     number,
     tokens,
@@ -42,19 +44,14 @@ class OpencodeAdapter(RuntimeAdapter):
         return OpencodeMeter()
 
 
-class OpencodeMeter(UsageMeter):
-    def __init__(self) -> None:
-        self._usage: Usage | None = None
+class OpencodeMeter(EventMeter):
+    event_type = "step_finish"
 
-    def feed_line(self, line: bytes) -> None:
-        event = json_object(line)
-        if not event or event.get("type") != "step_finish":
-            return
+    def read(self, event: dict[str, Any], before: Usage) -> Usage:
         part = mapping(event.get("part"))
         counts = mapping(part.get("tokens"))
         cache = mapping(counts.get("cache"))
-        before = self._usage or Usage()
-        self._usage = Usage(
+        return Usage(
             input_tokens=before.input_tokens
             + tokens(counts.get("input"))
             + tokens(cache.get("read"))
@@ -64,6 +61,3 @@ class OpencodeMeter(UsageMeter):
             + tokens(counts.get("reasoning")),
             cost_usd=before.cost_usd + number(part.get("cost")),
         )
-
-    def usage(self) -> Usage | None:
-        return self._usage
