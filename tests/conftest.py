@@ -15,6 +15,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 WEBHOOKS_DIR = REPO_ROOT.parent / "shared" / "github-webhooks"
 
 
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (`pytest.mark.anyio`) run on asyncio, the loop arq and Ballet use."""
+    return "asyncio"
+
+
 @pytest.fixture(scope="session")
 def webhooks_dir() -> Path:
     if not WEBHOOKS_DIR.is_dir():

@@ -15,11 +15,6 @@ from redis.asyncio import Redis
 REDIS_DB = 9
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def app_private_key() -> str:
     return rsa_private_key_pem()

@@ -31,11 +31,6 @@ REDIS_DB = 7
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def jobs_redis_url(redis_url: str) -> str:
     return area_redis_url(redis_url, REDIS_DB)
 

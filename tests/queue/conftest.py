@@ -16,11 +16,6 @@ REDIS_DB = 3
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def queue_redis_url(redis_url: str) -> str:
     return area_redis_url(redis_url, REDIS_DB)
 

@@ -19,11 +19,6 @@ REDIS_DB = 2
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def web_redis_url(redis_url: str) -> str:
     return area_redis_url(redis_url, REDIS_DB)
 
