@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -27,15 +28,37 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for(check, what: str, log: Path, limit: float = 30.0):  # type: ignore[no-untyped-def]
+def wait_for(check: Callable[[], object], what: str, log: Path, limit: float = 30.0) -> None:
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         with contextlib.suppress(httpx.HTTPError):
-            result = check()
-            if result:
-                return result
+            if check():
+                return
         time.sleep(0.1)
     raise AssertionError(f"{what} did not happen; log:\n{log.read_text()}")
+
+
+def env_without_settings(**settings: str) -> dict[str, str]:
+    """This environment without Ballet's settings, plus `settings`: only the test's apply."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
+    return env | settings
+
+
+def launch(command: str, port: int, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """`ballet <command>` as a user starts it, its output going to `log`."""
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ballet", command, "--port", str(port)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def kill_if_running(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
 
 
 def children(pid: int) -> set[int]:
@@ -58,21 +81,14 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env |= {
-        "BALLET_WEBHOOK_SECRET": SECRET,
-        "BALLET_DATA_DIR": str(tmp_path / "data"),
-        "BALLET_PRIVATE_KEY": "private-key-never-logged",
-        "BALLET_LOG_LEVEL": "debug",
-    }
+    env = env_without_settings(
+        BALLET_WEBHOOK_SECRET=SECRET,
+        BALLET_DATA_DIR=str(tmp_path / "data"),
+        BALLET_PRIVATE_KEY="private-key-never-logged",
+        BALLET_LOG_LEVEL="debug",
+    )
     log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = launch("serve", port, env, log)
     try:
         wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "readyz", log)
         valkeys = children(process.pid)
@@ -87,9 +103,7 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        kill_if_running(process)
     assert all(gone(pid) for pid in valkeys)
     output = log.read_text()
     assert "delivery handled" in output and "serve-1" in output
@@ -100,8 +114,7 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
 
 
 def test_web_and_worker_refuse_to_start_without_redis_url(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env["BALLET_WEBHOOK_SECRET"] = SECRET
+    env = env_without_settings(BALLET_WEBHOOK_SECRET=SECRET)
     for command in ("web", "worker"):
         done = subprocess.run(
             [sys.executable, "-m", "ballet", command], env=env, capture_output=True, text=True
@@ -128,8 +141,7 @@ def test_serve_without_a_webhook_secret_generates_one_and_keeps_it(tmp_path: Pat
 
 
 def test_serve_on_a_taken_port_says_so_and_leaves_nothing_running(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "BALLET_DATA_DIR": str(tmp_path / "data")}
+    env = env_without_settings(BALLET_WEBHOOK_SECRET=SECRET, BALLET_DATA_DIR=str(tmp_path / "data"))
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -153,16 +165,9 @@ def test_web_alone_enqueues_on_the_given_redis_and_stops_on_sigterm(
     queue.flushdb()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env |= {"BALLET_WEBHOOK_SECRET": SECRET, "REDIS_URL": web_redis_url}
+    env = env_without_settings(BALLET_WEBHOOK_SECRET=SECRET, REDIS_URL=web_redis_url)
     log = tmp_path / "web.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "web", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process = launch("web", port, env, log)
     try:
         wait_for(lambda: httpx.get(f"{base}/readyz").status_code == 200, "readyz", log)
         body = b'{"action": "opened"}'
@@ -172,7 +177,5 @@ def test_web_alone_enqueues_on_the_given_redis_and_stops_on_sigterm(
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        kill_if_running(process)
         queue.close()
