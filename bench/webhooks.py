@@ -25,14 +25,18 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 SECRET = "bench-secret"
 PAYLOAD = Path(__file__).resolve().parents[2] / "shared/github-webhooks/issues/labeled.payload.json"
 
 
-def floor_app():  # type: ignore[no-untyped-def]
+def floor_app() -> Starlette:
     """The least a webhook endpoint can do: verify the HMAC and answer 202."""
     from starlette.applications import Starlette
     from starlette.requests import Request

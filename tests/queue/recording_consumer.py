@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from arq.connections import ArqRedis
 from ballet.queue import DeliveryQueue
 from ballet.services import Services
@@ -25,7 +27,11 @@ class RecordingConsumer:
         self.handled.append(delivery)
 
 
-def services_with(consumer: RecordingConsumer):  # type: ignore[no-untyped-def]
+def services_with(
+    consumer: RecordingConsumer,
+) -> Callable[[Settings, ArqRedis], Awaitable[Services]]:
+    """A worker's services factory that hands every delivery to `consumer`."""
+
     async def factory(settings: Settings, redis: ArqRedis) -> Services:
         return Services(
             settings=settings,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from ballet.sessions import (
     SessionOptions,
+    SessionResult,
     StageInfo,
     TicketInfo,
     Workspaces,
@@ -38,7 +39,7 @@ def test_two_sessions_on_one_repository_at_once(
     second_ticket = TicketInfo(**{**first.ticket.model_dump(), "number": 8})
     second = make_spec(ticket=second_ticket, branch="ballet/8-other")
 
-    async def both() -> list[object]:
+    async def both() -> list[SessionResult]:
         return list(
             await asyncio.gather(
                 *(
@@ -49,7 +50,7 @@ def test_two_sessions_on_one_repository_at_once(
         )
 
     results = asyncio.run(both())
-    assert [r.failure_reason for r in results] == [None, None]  # type: ignore[attr-defined]
+    assert [r.failure_reason for r in results] == [None, None]
     refs = remote_refs(origin)
     assert git("show", f"{refs['refs/heads/ballet/7-greeting']}:work.txt", cwd=origin) == (
         "octo/demo#7"

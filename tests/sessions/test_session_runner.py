@@ -11,6 +11,7 @@ from ballet.core.config import Runtime
 from ballet.core.report import Handoff, Report
 from ballet.sessions import (
     EarlierReport,
+    GitAuth,
     SessionOptions,
     SessionResult,
     SessionSpec,
@@ -31,13 +32,16 @@ json.dump({"outcome": "done", "summary": "did it"}, open(os.environ["BALLET_REPO
 
 
 def run(
-    spec: SessionSpec, workspaces: Workspaces, parent_env: dict[str, str], **kw: object
+    spec: SessionSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    git_auth: GitAuth = anonymous,
 ) -> SessionResult:
     return asyncio.run(
         run_session(
             spec,
             workspaces=workspaces,
-            git_auth=kw.pop("git_auth", anonymous),  # type: ignore[arg-type]
+            git_auth=git_auth,
             parent_env=parent_env,
             options=FAST,
         )

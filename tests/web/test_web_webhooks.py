@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -134,7 +135,7 @@ async def test_a_streamed_body_is_counted_and_cut_off(
     chunk = b" " * (1024 * 1024)
     sent = 0
 
-    async def chunks():  # type: ignore[no-untyped-def]
+    async def chunks() -> AsyncIterator[bytes]:
         nonlocal sent
         for _ in range(30):
             sent += 1
