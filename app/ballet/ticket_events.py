@@ -44,6 +44,11 @@ class TicketEventHandler(Protocol):
     async def handle(self, key: str, event: AnyEvent, *, event_id: str | None = None) -> bool: ...
 
 
+def ticket_event_job_id(event_id: str) -> str:
+    """The arq job id of an event: the same event id is the same job, queued once."""
+    return f"ticket-event:{event_id}"
+
+
 async def send_ticket_event(
     redis: ArqRedis, ticket: str, event: AnyEvent, *, event_id: str
 ) -> bool:
@@ -53,7 +58,7 @@ async def send_ticket_event(
         ticket,
         event.model_dump_json(),
         event_id,
-        _job_id=f"ticket-event:{event_id}",
+        _job_id=ticket_event_job_id(event_id),
         _queue_name=EVENTS_QUEUE,
     )
     return job is not None

@@ -12,7 +12,7 @@ from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.services import Services
 from ballet.session_jobs import finished_event_id
 from ballet.settings import Settings
-from ballet.ticket_events import APPLY_TICKET_EVENT_JOB
+from ballet.ticket_events import APPLY_TICKET_EVENT_JOB, ticket_event_job_id
 from ballet.worker import QueueSpec, WorkerGroup, queue_specs
 
 # The events queue without the reconciler's cron job, so no tick lands mid-test.
@@ -45,7 +45,8 @@ async def run_events(settings: Settings, services: Services) -> None:
 
 async def queued_finish(redis: ArqRedis, job_key: str) -> SessionFinished | None:
     """The SessionFinished queued on the events queue for a session, if any."""
-    job = Job(f"ticket-event:{finished_event_id(job_key)}", redis, _queue_name=EVENTS_QUEUE)
+    job_id = ticket_event_job_id(finished_event_id(job_key))
+    job = Job(job_id, redis, _queue_name=EVENTS_QUEUE)
     info = await job.info()
     if info is None:
         return None
