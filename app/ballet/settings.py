@@ -135,14 +135,11 @@ def load_settings(env_file: str | Path | None = None) -> Settings:
     try:
         return Settings(_env_file=env_file)
     except ValidationError as exc:
-        problems = "; ".join(f"{_variable(err['loc'])}: {err['msg']}" for err in exc.errors())
+        problems = "; ".join(
+            f"BALLET_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+            for err in exc.errors()
+        )
         raise SettingsError(
             f"invalid settings: {problems}; correct them in the environment"
             " or the --env-file (README.md, Configuration, lists each variable)"
         ) from exc
-
-
-def _variable(loc: tuple[int | str, ...]) -> str:
-    """The environment variable a validation error's field is read from."""
-    name = "_".join(str(part) for part in loc).upper()
-    return name if name.startswith(("BALLET_", "REDIS_URL")) else f"BALLET_{name}"

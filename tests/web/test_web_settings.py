@@ -54,6 +54,18 @@ def test_invalid_values_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> No
         load_settings("/nonexistent/ballet.env")
 
 
+def test_invalid_values_say_where_to_correct_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BALLET_EVENT_SLOTS", "0")
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    message = str(refused.value)
+    assert message.startswith("invalid settings: BALLET_EVENT_SLOTS: Input should be greater")
+    assert message.endswith(
+        "correct them in the environment or the --env-file"
+        " (README.md, Configuration, lists each variable)"
+    )
+
+
 def test_private_key_comes_from_the_value_or_the_file(tmp_path: Path) -> None:
     pem = tmp_path / "app.pem"
     pem.write_text("PEM-FROM-FILE")
