@@ -1,0 +1,181 @@
+"""The rate-limit budget: GitHub API requests Ballet makes per ticket, and wall time.
+
+Starts the whole product on loopback (the `ballet sandbox demo` stack), then
+runs demo tickets one after another, each in its own repository: N on the
+default pipeline and N where review asks for changes once (a rework loop).
+The sandbox logs every request the App makes (`GET /_sandbox/requests`); a
+ticket's are those on its repository plus App-level ones (tokens) made while
+it ran. Prints, per ticket, requests, how many were git over HTTP (not REST),
+REST writes (POST/PATCH/PUT/DELETE: what GitHub's secondary rate limit
+counts), 304s (conditional GETs GitHub does not charge) and seconds from
+labelling to merge; then per variant the mean requests per ticket by method
+and by path template.
+
+    .venv/bin/python bench/ticket_requests.py [--tickets 3] [--timeout 180]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ballet.demo import repo as demo
+from ballet.demo.run import file_ticket
+from ballet.demo.stack import Stack, running_stack
+from ballet.demo.watch import View, wait_until
+from ballet.logs import configure_logging
+
+VARIANTS = {
+    "default": "",
+    "rework": "\ndemo:review=changes_requested@1\n",
+}
+WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+METHODS = ("GET", "POST", "PATCH", "PUT", "DELETE")
+
+# Most specific first: the first pattern that matches a path names its template.
+TEMPLATES = [
+    (re.compile(r"^/repos/[^/]+/[^/]+"), "/repos/{repo}"),
+    (re.compile(r"^/[^/]+/[^/]+\.git/"), "/{repo}.git/"),
+    (re.compile(r"/labels/[^/]+$"), "/labels/{name}"),
+    (re.compile(r"/collaborators/[^/]+"), "/collaborators/{login}"),
+    (re.compile(r"/contents/.*$"), "/contents/{path}"),
+    (re.compile(r"/git/(refs?)/heads/.*$"), r"/git/\1/heads/{branch}"),
+    (re.compile(r"/branches/.*$"), "/branches/{branch}"),
+    (re.compile(r"/commits/[^/]+"), "/commits/{ref}"),
+    (re.compile(r"/[0-9a-f]{40}\b"), "/{sha}"),
+    (re.compile(r"/\d+(?=/|$)"), "/{n}"),
+]
+
+
+def template(path: str) -> str:
+    for pattern, replacement in TEMPLATES:
+        path = pattern.sub(replacement, path)
+    return path
+
+
+@dataclass(frozen=True)
+class TicketRun:
+    variant: str
+    repo: str
+    seconds: float
+    iterations: int
+    requests: list[dict[str, Any]]
+
+    @property
+    def rest_writes(self) -> int:
+        return sum(r["method"] in WRITES and ".git/" not in r["path"] for r in self.requests)
+
+    @property
+    def git(self) -> int:
+        """Git over HTTP (clone, fetch, push): not charged to the REST rate limit."""
+        return sum(".git/" in r["path"] for r in self.requests)
+
+    @property
+    def not_modified(self) -> int:
+        return sum(r["status"] == 304 for r in self.requests)
+
+
+def merged(view: View) -> bool:
+    pull, record = view.pull, view.record
+    return (
+        pull is not None
+        and bool(pull["merged"])
+        and record is not None
+        and (record.status == "done")
+    )
+
+
+async def app_requests(stack: Stack) -> list[dict[str, Any]]:
+    async with stack.admin() as admin:
+        found: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
+        return found
+
+
+async def quiet(stack: Stack, still_for: float = 1.5) -> int:
+    """Wait until the sandbox is idle and the App has made no request for `still_for` s."""
+    async with stack.admin() as admin:
+        await admin.post("/_sandbox/settle")
+    count = len(await app_requests(stack))
+    while True:
+        await asyncio.sleep(still_for)
+        now = len(await app_requests(stack))
+        if now == count:
+            return count
+        count = now
+
+
+async def run_ticket(stack: Stack, variant: str, index: int, timeout: float) -> TicketRun:
+    created = await stack.create_repo(demo.new_repo_request(f"{variant}-{index}"))
+    repo: str = created["full_name"]
+    first = await quiet(stack)  # installing the repository is not the ticket's cost
+    start = time.monotonic()
+    number = await file_ticket(
+        stack, repo, demo.ISSUE_TITLE, demo.ISSUE_BODY + VARIANTS[variant], demo.AUTHOR
+    )
+    view = await wait_until(stack, repo, number, merged, timeout=timeout)
+    seconds = time.monotonic() - start
+    await quiet(stack)  # the label and comment updates after the merge count too
+    made = (await app_requests(stack))[first:]
+    prefix = f"/repos/{repo}/"
+    mine = [r for r in made if r["path"].startswith(prefix) or not r["path"].startswith("/repos/")]
+    assert view.record is not None
+    return TicketRun(variant, repo, seconds, view.record.iteration, mine)
+
+
+def print_tickets(runs: list[TicketRun]) -> None:
+    print(
+        f"{'ticket':<22} {'iters':>5} {'requests':>8} {'of them git':>11} {'REST writes':>11} "
+        f"{'304s':>5} {'seconds':>8}"
+    )
+    for run in runs:
+        print(
+            f"{run.repo:<22} {run.iterations:>5} {len(run.requests):>8} {run.git:>11} "
+            f"{run.rest_writes:>11} {run.not_modified:>5} {run.seconds:>8.1f}"
+        )
+
+
+def print_breakdown(variant: str, runs: list[TicketRun]) -> None:
+    n = len(runs)
+    by_template: Counter[tuple[str, str]] = Counter()
+    for run in runs:
+        by_template.update((template(r["path"]), r["method"]) for r in run.requests)
+    methods = Counter(method for (_, method), count in by_template.items() for _ in range(count))
+    total = sum(methods.values())
+    print(f"\n== {variant}: mean per ticket over {n} tickets: {total / n:.1f} requests")
+    print("by method: " + ", ".join(f"{m} {methods[m] / n:.1f}" for m in METHODS if methods[m]))
+    paths = sorted({path for path, _ in by_template})
+    rows = [(path, [by_template[(path, m)] / n for m in METHODS]) for path in paths]
+    rows.sort(key=lambda row: -sum(row[1]))
+    width = max(len(path) for path, _ in rows)
+    print(f"{'path template':<{width}} " + " ".join(f"{m:>6}" for m in METHODS) + f" {'all':>6}")
+    for path, counts in rows:
+        cells = " ".join(f"{c:>6.1f}" if c else f"{'':>6}" for c in counts)
+        print(f"{path:<{width}} {cells} {sum(counts):>6.1f}")
+
+
+async def main(tickets: int, timeout: float, data: Path) -> None:
+    async with running_stack(data) as stack:
+        runs: list[TicketRun] = []
+        for variant in VARIANTS:
+            for index in range(1, tickets + 1):
+                runs.append(await run_ticket(stack, variant, index, timeout))
+    print_tickets(runs)
+    for variant in VARIANTS:
+        print_breakdown(variant, [r for r in runs if r.variant == variant])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tickets", type=int, default=3, help="tickets per variant (default 3)")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds per ticket")
+    args = parser.parse_args()
+    configure_logging("warning")
+    with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
+        asyncio.run(main(args.tickets, args.timeout, Path(tmp)))
