@@ -50,7 +50,7 @@ def _queue_url(settings: Settings) -> Iterator[str]:
 def run(args: argparse.Namespace) -> int:
     try:
         settings, secret_file = with_local_webhook_secret(prepare(args))
-        if settings.redis_url is not None:
+        if settings.redis_url is not None:  # refused if malformed, before anything starts
             redis_settings(settings.redis_url.get_secret_value())
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))

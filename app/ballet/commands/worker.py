@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = prepare(args)
         url = settings.require_redis_url()
-        redis_settings(url)
+        redis_settings(url)  # a malformed REDIS_URL is refused before anything starts
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
     if args.metrics_port is not None:
