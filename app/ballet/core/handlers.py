@@ -28,7 +28,7 @@ from ballet.core.events import (
 from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
-from ballet.core.steps import Tx
+from ballet.core.tx import Tx
 
 # Checks that have not even started after this long are reported, not awaited.
 NEVER_STARTED_MINUTES = 15

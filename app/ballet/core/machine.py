@@ -30,7 +30,7 @@ from ballet.core.effects import (
 from ballet.core.events import AnyEvent, CommandIssued, Permission
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record, Status
-from ballet.core.steps import Tx
+from ballet.core.tx import Tx
 
 __all__ = ["COMMANDS", "TABLE", "IllegalEvent", "advance"]
 

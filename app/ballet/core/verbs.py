@@ -12,7 +12,7 @@ from ballet.core.config import Policy
 from ballet.core.effects import CancelSession
 from ballet.core.events import CommandIssued
 from ballet.core.record import Approval
-from ballet.core.steps import Tx
+from ballet.core.tx import Tx
 
 
 def approve(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
