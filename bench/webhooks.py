@@ -115,7 +115,7 @@ def measure(name: str, argv: list[str], env: dict[str, str], args: argparse.Name
     finally:
         process.terminate()
         process.wait(timeout=30)
-    rps = args.requests / elapsed
+    rps: float = args.requests / elapsed
     cuts = statistics.quantiles(latencies, n=100)
     p50, p99 = cuts[49] * 1000, cuts[98] * 1000
     print(
