@@ -6,11 +6,17 @@ Merge and squash commits are built with `git merge-tree --write-tree` and
 
 from __future__ import annotations
 
+import re
+
 from ballet.sandbox import events, gitrepo, pullview, pushes
 from ballet.sandbox.auth import Actor
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import now
+from ballet.sandbox.rest_issues import set_state
 from ballet.sandbox.state import Pull, Repo, Sandbox
+
+# "Closes #1", "fixes: #2", "Resolved #3": GitHub's closing keywords in a PR's description.
+CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b", re.IGNORECASE)
 
 
 def _bot_env(actor: Actor) -> dict[str, str]:
@@ -53,7 +59,19 @@ async def merge(
         issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
         pushes.ref_moved(sb, repo, base_ref, base, new, actor.login)
     events.pull_request(sb, repo, pr.number, "closed", actor.login)
+    _close_linked_issues(sb, repo, pr, actor)
     return new
+
+
+def _close_linked_issues(sb: Sandbox, repo: Repo, pr: Pull, actor: Actor) -> None:
+    """GitHub closes the issues a PR names with a closing keyword once it merges into
+    the default branch (and only then)."""
+    if pr.base_ref != repo.default_branch:
+        return
+    for match in CLOSING.finditer(repo.issues[pr.number].body or ""):
+        linked = repo.issues.get(int(match.group(1)))
+        if linked is not None and not linked.is_pull and linked.state == "open":
+            set_state(sb, repo, linked, "closed", "completed", actor)
 
 
 def _merge_commit(
