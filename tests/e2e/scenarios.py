@@ -169,6 +169,9 @@ async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int
     assert record is not None and pull is not None
     assert record.status == "done" and pull["merged"] and not pull["draft"]
     assert ballet_labels(view, number) == {"ballet:done"}
+    # The PR says `Closes #n`, so merging it closed the issue.
+    assert view.issue(number)["state"] == "closed"
+    assert view.issue(pull["number"])["state"] == "closed"
     # The PR was opened as a draft, marked ready, then merged — in that order.
     actions = await pull_request_actions(stack, repo, pull["number"])
     assert actions[0] == ("opened", True, False), actions
