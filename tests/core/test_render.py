@@ -6,7 +6,7 @@ from ballet.core import render
 from ballet.core.effects import PostReportComment
 from ballet.core.record import StageRun, decode_record
 from ballet.core.report import Handoff, Question, Report, Usage
-from core_kit import Ticket, at
+from core_kit import Ticket, agent, at, make_pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,3 +146,26 @@ def test_no_user_text_escapes_its_place(title: str, summary: str, outcome: str) 
     assert all(line.count('"') % 2 == 0 for line in graph.splitlines())
     report = t.of(PostReportComment)[0].body
     assert report.count("<!--") == 1 and report.count("-->") == 1
+
+
+def test_runs_link_their_reports_by_marker_for_the_edge_to_resolve() -> None:
+    t = Ticket()
+    t.open_pr()
+    t.finish("done")
+    ref = t.rec.history[0].report_ref
+    assert ref is not None
+    assert f"[report]({render.REPORT_LINK_SCHEME}{ref})" in render.runs_table(t.rec)
+
+
+def test_the_implicit_done_arrow_is_not_drawn_twice() -> None:
+    # The resolver adds `done` to every stage's `next`; for review it repeats approve's arrow.
+    stages = (
+        agent("implement", next={"done": "review"}),
+        agent(
+            "review", next={"approve": "$done", "changes_requested": "implement", "done": "$done"}
+        ),
+    )
+    graph = render.flowchart(Ticket(pipeline=make_pipeline(stages)).rec)
+    assert 's1 -- "approve" --> done' in graph
+    assert 's1 -- "done" --> done' not in graph
+    assert 's0 -- "done" --> s1' in graph  # implement's only arrow stays

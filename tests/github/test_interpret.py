@@ -6,6 +6,7 @@ import pytest
 from ballet.core.config import Runtime
 from ballet.core.effects import (
     CancelSession,
+    MarkerKey,
     MarkReadyForReview,
     MergePR,
     OpenBranchAndDraftPR,
@@ -15,8 +16,10 @@ from ballet.core.effects import (
     SetCheckRun,
     SetLabels,
     StartSession,
+    UpsertTrackingComment,
 )
 from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
+from ballet.core.render import REPORT_LINK_SCHEME
 from ballet.github.checks import checks_verdict
 from ballet.github.github_forge import GitHubForges
 from ballet.github.interpret import Interpreter
@@ -313,3 +316,21 @@ async def test_a_branch_that_cannot_be_brought_up_to_date_is_a_conflict(
     )
     result = await interpreter.apply(MergePR(repo=REPO, number=7))
     assert isinstance(result, MergeResult) and result.result == "conflict"
+
+
+async def test_tracking_comment_links_the_reports_this_edge_wrote(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    written = f"{REPO}#1:report:implement:1:1"
+    report = await interpreter.upsert_comment(REPO, 4, written, "the report")
+    body = (
+        f"| implement | [report]({REPORT_LINK_SCHEME}{written}) |\n"
+        f"| review | [report]({REPORT_LINK_SCHEME}{REPO}#1:report:review:1:1) |"
+    )
+    key = MarkerKey(ticket=f"{REPO}#1", kind="tracking")
+    await interpreter.apply(
+        UpsertTrackingComment(repo=REPO, number=4, target="pr", marker=key, body=body)
+    )
+    (tracking,) = [c for c in fake_github.comments_on(4) if c.id != report.id]
+    assert f"| implement | [report](#issuecomment-{report.id}) |" in tracking.body
+    assert "| review | report |" in tracking.body  # not written: no dead link

@@ -70,7 +70,10 @@ def flowchart(rec: Record) -> str:
     for name in terminal.values():
         lines.append(f"  {name}(({name}))")
     for stage in rec.pipeline.stages:
+        named = {t for outcome, t in stage.next.items() if outcome != "done"}
         for outcome, target in stage.next.items():
+            if outcome == "done" and target in named:
+                continue  # the implicit default repeats an arrow already drawn
             dest = terminal.get(target) or ids.get(target, "question")
             lines.append(f'  {ids[stage.id]} -- "{mermaid_label(outcome)}" --> {dest}')
     lines.append("  classDef current fill:#ffd33d,stroke:#b08800,stroke-width:3px")
@@ -78,6 +81,16 @@ def flowchart(rec: Record) -> str:
         lines.append(f"  class {ids[rec.stage]} current")
     lines.append("```")
     return "\n".join(lines)
+
+
+# The core never learns comment ids: it names a report by its marker key and
+# the edge, which remembers which comment holds each marker, turns
+# `(ballet-report:<key>)` into a link to that comment when it writes the body.
+REPORT_LINK_SCHEME = "ballet-report:"
+
+
+def report_link(key: str) -> str:
+    return f"[report]({REPORT_LINK_SCHEME}{key.replace(' ', '_').replace(')', '_')})"
 
 
 def runs_table(rec: Record) -> str:
@@ -90,7 +103,7 @@ def runs_table(rec: Record) -> str:
     for run in rec.history:
         name = run.stage + (f" · {run.phase}" if run.phase else "")
         name += f" · sign-off {run.role}" if run.role else ""
-        report = f"`{run.report_ref}`" if run.report_ref else ""
+        report = report_link(run.report_ref) if run.report_ref else ""
         rows.append(
             f"| {cell(name)} | {run.iteration} | {run.attempt} | {cell(run.outcome or '…')} "
             f"| {duration(run.start, run.end)} | {report} |"

@@ -16,6 +16,7 @@ the work, running ones park the merge until they finish.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
@@ -40,11 +41,13 @@ from ballet.core.effects import (
     UpsertTrackingComment,
 )
 from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
-from ballet.core.render import marker_for, with_marker
+from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
 from ballet.github.forge import CheckRunSpec, Comment, Forge, NotFound, PullRequest, find_comment
 from ballet.github.memo import Memo
 
 log = structlog.get_logger("ballet.github.interpret")
+
+_REPORT_LINK = re.compile(r"\[report\]\(" + re.escape(REPORT_LINK_SCHEME) + r"([^)\s]+)\)")
 
 CommentEffect = UpsertTrackingComment | PostReportComment | PostComment | PostReply
 
@@ -79,7 +82,10 @@ class Interpreter:
         match effect:
             case OpenBranchAndDraftPR():
                 return await self._open_pr(effect)
-            case UpsertTrackingComment() | PostReportComment() | PostComment() | PostReply():
+            case UpsertTrackingComment():
+                body = await self._link_reports(effect.repo, effect.number, effect.body)
+                await self.upsert_comment(effect.repo, effect.number, effect.marker.render(), body)
+            case PostReportComment() | PostComment() | PostReply():
                 await self.upsert_comment(
                     effect.repo, effect.number, effect.marker.render(), effect.body
                 )
@@ -103,6 +109,15 @@ class Interpreter:
             case RequestReviewers():
                 await self._forge.request_reviewers(effect.repo, effect.number, effect.reviewers)
         return None
+
+    async def _link_reports(self, repo: str, number: int, body: str) -> str:
+        """Point the tracking table's report links at the report comments."""
+        links: dict[str, str] = {}
+        for key in set(_REPORT_LINK.findall(body)):
+            comment_id = await self._memo.comment_id(repo, number, marker_for(key))
+            # A report this edge has not written (yet) gets no link rather than a dead one.
+            links[key] = "report" if comment_id is None else f"[report](#issuecomment-{comment_id})"
+        return _REPORT_LINK.sub(lambda match: links[match[1]], body)
 
     async def upsert_comment(self, repo: str, number: int, key: str, body: str) -> Comment:
         """Create the comment named by `key` on issue/PR `number`, or edit it in place."""
