@@ -64,9 +64,8 @@ def config_check_on(sha: str) -> Any:
 
 
 def the_check(view: View, sha: str) -> dict[str, Any]:
-    [run] = [
-        r for r in view.state["check_runs"] if r["name"] == CHECK_NAME and r["head_sha"] == sha
-    ]
+    runs: list[dict[str, Any]] = view.state["check_runs"]
+    [run] = [r for r in runs if r["name"] == CHECK_NAME and r["head_sha"] == sha]
     return run
 
 

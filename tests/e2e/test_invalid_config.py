@@ -37,3 +37,7 @@ async def test_invalid_config_gets_an_error_comment_and_no_branch(stack: Stack) 
     assert view.record is None
     assert set(view.state["branches"]) == {"main"}
     assert view.state["pulls"] == []
+    # No ticket: no Ballet labels and no checks, and the issue stays open for the fix.
+    assert [label for label in view.issue(number)["labels"] if label.startswith("ballet:")] == []
+    assert not any(r["name"].startswith("ballet/") for r in view.state["check_runs"])
+    assert view.issue(number)["state"] == "open"

@@ -7,6 +7,7 @@ from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from scenarios import (
     assert_merged_cleanly,
+    assert_tracking,
     ballet_comments,
     ballet_labels,
     comment,
@@ -65,6 +66,8 @@ async def test_iteration_limit_raises_a_question_answered_then_merged(stack: Sta
     record = view.record
     assert record is not None and record.iteration == 2
     assert ballet_labels(view, number) == {"ballet:waiting", "ballet:question"}
+    assert_tracking(view, number)
+    assert record.waiting is not None and demo.AUTHOR in record.waiting.who
     asks = [c for c in view.state["comments"] if f"@{demo.AUTHOR}" in c["body"]]
     assert asks, "the question mentions the person who started the ticket"
 
