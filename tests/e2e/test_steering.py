@@ -74,11 +74,17 @@ async def test_a_crashed_session_is_retried_by_command(stack: Stack) -> None:
     assert view.record is not None
     failed = next(run for run in view.record.history if run.outcome == "failed")
     assert "exit" in failed.summary.lower() or "report" in failed.summary.lower()
+    assert ballet_labels(view, number) == {"ballet:waiting", "ballet:question"}
+    head = view.record.head_sha or ""
+    assert ballet_checks(view, head)["ballet/implement"] == ("completed", "failure")
 
     await comment(stack, repo, number, demo.AUTHOR, "/ballet retry")
     view = await wait_until(stack, repo, number, merged, timeout=120)
     assert ("implement", 1, "done") in outcomes(view)
     await assert_merged_cleanly(stack, view, repo, number)
+    # The retry started on the same head (reusing its check run there), then moved the
+    # head: the old head's check ends superseded, not red or running.
+    assert ballet_checks(view, head)["ballet/implement"] == ("completed", "neutral")
 
 
 PHASED = demo.BALLET_YML.replace(
