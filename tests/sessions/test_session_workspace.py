@@ -199,3 +199,17 @@ def test_an_invalid_branch_name_is_refused(origin: Path, tmp_path: Path) -> None
             await workspaces.create("octo/demo", key="k", branch="bad..name", base="main")
 
     asyncio.run(scenario())
+
+
+def test_a_branch_below_the_ticket_branch_name_is_not_the_ticket_branch(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, {"a.txt": "a\n"}, branches=("ballet/7-x",))
+    workspaces = Workspaces(tmp_path / "ws")
+
+    async def scenario() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        async with workspaces.session("octo/demo", key="k", branch="ballet", base="main") as ws:
+            assert not ws.branch_existed
+            assert git("symbolic-ref", "HEAD", cwd=ws.clone) == "refs/heads/ballet"
+            assert ws.start_sha == git("rev-parse", "main", cwd=origin)
+
+    asyncio.run(scenario())

@@ -191,21 +191,23 @@ class Workspaces:
             raise WorkspaceError(
                 f"{target!r} is not a valid branch name; fix the pipeline's `branch:`"
             )
-        existed = await _has_ref(clone, f"refs/remotes/origin/{target}", env)
-        start = f"origin/{target}" if existed else f"origin/{base}"
-        if not existed and not await _has_ref(clone, f"refs/remotes/origin/{base}", env):
+        heads = await _remote_heads(clone, (target, base), env)
+        existed = target in heads
+        start = target if existed else base
+        if start not in heads:
             raise WorkspaceError(
                 f"neither {target!r} nor the base branch {base!r} exists in {repo}: "
                 "set `base:` in the pipeline to an existing branch"
             )
         # Writing files is most of a workspace's cost: one checkout worker per core.
+        # (On a disk where creating a file costs ~0.5 ms this halves the checkout;
+        # on tmpfs one worker would be ~5 ms faster. The disk is the common case.)
         await run_git(
             "-c", "checkout.workers=0",
-            "checkout", "--quiet", "--no-track", "-B", target, start,
+            "checkout", "--quiet", "--no-track", "-B", target, f"origin/{start}",
             cwd=clone, env=env,
         )  # fmt: skip
-        _, sha, _ = await run_git("rev-parse", "HEAD", cwd=clone, env=env)
-        return sha.strip(), target, existed
+        return heads[start], target, existed
 
     async def _discard(self, root: Path, lease: Path) -> None:
         # The clone goes before its lease, so gc never runs under a live clone.
@@ -223,11 +225,21 @@ class Workspaces:
             os.close(fd)  # closing releases the flock
 
 
-async def _has_ref(clone: Path, ref: str, env: Mapping[str, str]) -> bool:
-    code, _, _ = await run_git(
-        "rev-parse", "--verify", "--quiet", ref, cwd=clone, env=env, check=False
+async def _remote_heads(
+    clone: Path, branches: tuple[str, ...], env: Mapping[str, str]
+) -> dict[str, str]:
+    """The commit of each of `branches` the clone has from origin, in one git process
+    (which also gives the start commit: no `rev-parse HEAD` after the checkout)."""
+    refs = [f"refs/remotes/origin/{branch}" for branch in branches]
+    _, out, _ = await run_git(
+        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=clone, env=env
     )
-    return code == 0
+    # A pattern also matches refs below it (origin/main/x): keep exact names only.
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, _, ref = line.partition(" ")
+        found[ref] = sha
+    return {branch: found[ref] for branch, ref in zip(branches, refs, strict=True) if ref in found}
 
 
 def _refuse_credentials(url: str) -> None:
