@@ -28,6 +28,8 @@ from scenarios import (
     merged,
     new_repo,
     replied_to,
+    replies_to,
+    status_is,
     ticket,
     wait_until,
 )
@@ -99,6 +101,28 @@ async def test_redelivered_trigger_label_changes_nothing(stack: Stack) -> None:
     await assert_merged_cleanly(stack, view, repo, number)
 
 
+async def replay(stack: Stack, event: str, payload: dict[str, Any]) -> None:
+    """Send a delivery again under a new id (its dedupe key expired, or GitHub sent it
+    twice) and wait until the worker has handled it."""
+    body = json.dumps(payload).encode()
+    secret = stack.settings.all_webhook_secrets[0].encode()
+    delivery_id = str(uuid.uuid4())
+    headers = {
+        "Content-Type": "application/json",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery_id,
+        "X-Hub-Signature-256": "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest(),
+    }
+    async with httpx.AsyncClient(base_url=stack.web_url) as web:
+        response = await web.post("/webhooks", content=body, headers=headers)
+    assert response.status_code == 202  # a new id: it reaches the ticket service
+    pool = await connect(stack.settings.require_redis_url())
+    try:  # re-raises here if handling failed
+        await Job(delivery_id, pool, _queue_name=EVENTS_QUEUE).result(timeout=30, poll_delay=0.1)
+    finally:
+        await pool.aclose()
+
+
 async def test_a_copy_under_a_new_delivery_id_changes_nothing(stack: Stack) -> None:
     repo = await new_repo(stack, "replayed")
     number = await ticket(stack, repo)
@@ -107,25 +131,35 @@ async def test_a_copy_under_a_new_delivery_id_changes_nothing(stack: Stack) -> N
 
     async with stack.admin() as admin:
         original = await trigger_delivery(admin, number)
-    body = json.dumps(original["payload"]).encode()
-    secret = stack.settings.all_webhook_secrets[0].encode()
-    headers = {
-        "Content-Type": "application/json",
-        "X-GitHub-Event": "issues",
-        "X-GitHub-Delivery": str(uuid.uuid4()),
-        "X-Hub-Signature-256": "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest(),
-    }
-    async with httpx.AsyncClient(base_url=stack.web_url) as web:
-        response = await web.post("/webhooks", content=body, headers=headers)
-    assert response.status_code == 202  # a new id: it reaches the ticket service
-    pool = await connect(stack.settings.require_redis_url())
-    try:  # the worker handled it (re-raises here if handling failed)
-        await Job(headers["X-GitHub-Delivery"], pool, _queue_name=EVENTS_QUEUE).result(
-            timeout=30, poll_delay=0.1
-        )
-    finally:
-        await pool.aclose()
+    await replay(stack, "issues", original["payload"])
 
     view = await settled_after(stack, repo, number)
+    assert what_a_person_sees(view) == before
+    await assert_merged_cleanly(stack, view, repo, number)
+
+
+async def test_a_replayed_command_is_not_given_twice(stack: Stack) -> None:
+    repo = await new_repo(stack, "replayed-command")
+    number = await ticket(stack, repo, directives="demo:sleep-implement=3@1")
+    await wait_until(stack, repo, number, status_is("running"), timeout=30)
+    paused = await comment(stack, repo, number, demo.AUTHOR, "/ballet pause")
+    await wait_until(stack, repo, number, status_is("paused"), timeout=30)
+    await comment(stack, repo, number, demo.AUTHOR, "/ballet resume")
+    view = await wait_until(stack, repo, number, merged, timeout=90)
+    before = what_a_person_sees(view)
+
+    async with stack.admin() as admin:
+        for d in (await admin.get("/_sandbox/deliveries")).json():
+            if (d["event"], d["action"]) == ("issue_comment", "created"):
+                full = (await admin.get(f"/_sandbox/deliveries/{d['id']}")).json()
+                if full["payload"]["comment"]["id"] == paused["id"]:
+                    break
+        else:
+            raise AssertionError("no delivery for the pause comment")
+    await replay(stack, "issue_comment", full["payload"])
+
+    # Given again, the pause would be refused on a done ticket, with a reply: none came.
+    view = await settled_after(stack, repo, number)
+    assert replies_to(view, paused["id"]) == []
     assert what_a_person_sees(view) == before
     await assert_merged_cleanly(stack, view, repo, number)
