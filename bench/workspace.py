@@ -134,7 +134,10 @@ def build_origin(shape: Shape) -> None:
 
 @contextmanager
 def served_over_http(origin: Path, scratch: Path) -> Iterator[tuple[str, str]]:
-    """The origin as `bench/repo` in a sandbox on loopback; yields (clone URL, token)."""
+    """The origin as `bench/repo` in a sandbox on loopback; yields (clone URL, token).
+
+    The repository is registered directly, before the server starts, because the
+    sandbox's admin API only makes new repositories and this one already exists."""
     server = BackgroundSandbox(scratch / "sandbox")
     sandbox = server.sandbox
     path = sandbox.data_dir / f"{REPO}.git"
@@ -149,6 +152,18 @@ def served_over_http(origin: Path, scratch: Path) -> Iterator[tuple[str, str]]:
     token = issue_token(sandbox, repo.installation_id, at).token
     with server:
         yield f"{server.api_url}/{REPO}.git", token
+
+
+def file_creation_ms(directory: Path, count: int = 500) -> float:
+    """What creating one small file costs where the workspaces go: a checkout's unit of work."""
+    probe = directory / "probe"
+    probe.mkdir()
+    started = time.perf_counter()
+    for index in range(count):
+        (probe / str(index)).write_bytes(b"x" * SMALL_FILE_BYTES)
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(probe)
+    return elapsed / count * 1000
 
 
 class Stopwatch:
@@ -265,7 +280,11 @@ def main() -> int:
     print(f"repository: {files} files, {pack_bytes / MIB:.1f} MiB packed history")
     with tempfile.TemporaryDirectory(prefix="ballet-bench-", dir=args.scratch) as scratch:
         root = Path(scratch)
-        print(f"workspaces and clones under {root}")
+        per_file = file_creation_ms(root)
+        print(
+            f"workspaces and clones under {root}, where creating a 1 KiB file costs "
+            f"{per_file:.3f} ms (× {files} files = {per_file * files / 1000:.2f} s of any checkout)"
+        )
         with served_over_http(origin, root) as (url, token):
             watch = asyncio.run(measure(args.runs, origin, root, url, token))
     print_report(watch.times)
