@@ -17,6 +17,7 @@ side and interleaved, each `--runs` times (median shown):
   GitHub the transfer is slower still;
 - the same three clones without a checkout, to show where the time goes.
 
+It refuses to start without room for the origin, the mirror and a clone.
 Targets (issue 6): workspace ≤ 1.5× the worktree, and ≥ 20× faster than a full clone.
 Run: .venv/bin/python bench/workspace.py [--runs N] [--files N] [--history-mb N] [--scratch DIR]
 """
@@ -46,7 +47,7 @@ from ballet.sessions import Workspaces
 from ballet.sessions.git_auth import auth_environment
 
 OUT = Path(__file__).resolve().parent / "out"
-MIB = 2**20
+MIB, GIB = 2**20, 2**30
 SMALL_FILE_BYTES = 1_024
 ASSETS = 20  # files rewritten by every commit: the history grows, the tree does not
 ASSET_BYTES = 50 * 1024
@@ -68,6 +69,23 @@ class Shape:
         """Enough commits of fresh assets for the small files and assets to reach the size."""
         small = (self.files - ASSETS) * SMALL_FILE_BYTES
         return max(1, math.ceil((self.history_mib * MIB - small) / (ASSETS * ASSET_BYTES)))
+
+
+def require_free_space(shape: Shape, scratch: Path) -> None:
+    """Refuse before filling a disk: the origin (unless cached) takes the history once
+    under bench/out/, and the mirror plus one clone at a time take it twice in scratch."""
+    history = shape.history_mib * MIB
+    needs = [(scratch, 2 * history + GIB)]
+    if not (shape.origin / "HEAD").exists():
+        needs.append((OUT.parent, history + GIB))
+    for where, need in needs:
+        free = shutil.disk_usage(where).free
+        if free < need:
+            sys.exit(
+                f"{where} has {free / GIB:.1f} GiB free but --history-mb {shape.history_mib} "
+                f"needs about {need / GIB:.1f} GiB there: free some space, pass a smaller "
+                "--history-mb, or put the scratch elsewhere with --scratch"
+            )
 
 
 def git_env() -> dict[str, str]:
@@ -273,6 +291,7 @@ def main() -> int:
     )  # fmt: skip
     args = parser.parse_args()
     shape = Shape(args.files, args.history_mb)
+    require_free_space(shape, args.scratch or Path(tempfile.gettempdir()))
     build_origin(shape)
     origin = shape.origin
     pack_bytes = sum(p.stat().st_size for p in (origin / "objects" / "pack").glob("*.pack"))
