@@ -35,8 +35,10 @@ from githubkit.typing import RetryOption
 from hishel import AsyncBaseStorage, AsyncRedisStorage
 from redis.asyncio import Redis
 
+from ballet import metrics
 from ballet.github.forge import ForgeError, ForgeUnavailable, NotFound, RateLimited
 from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.metrics import RateLimitKind
 
 # GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
 SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
@@ -92,13 +94,25 @@ class ServerErrorRetry:
 
 class _KeptOpenTransport(httpx.AsyncBaseTransport):
     """One connection pool for every request: githubkit makes a client per
-    request and closes it after, which would close a shared transport too."""
+    request and closes it after, which would close a shared transport too.
+
+    Every request that leaves for GitHub passes here (retries and token
+    requests too; hishel's cache answers its hits above this), so this is
+    where the GitHub metrics are counted."""
 
     def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
         self.inner = inner
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except Exception:
+            metrics.github_response(request.method, None, None)
+            raise
+        if response.status_code in (403, 429):
+            response = await _read_through(response)  # a small error body, to classify
+        metrics.github_response(request.method, response.status_code, rate_limit_kind(response))
+        return response
 
     async def aclose(self) -> None:
         pass
@@ -210,6 +224,42 @@ class GitHubClient:
             raise ForgeError(f"GraphQL: {exc!r}") from exc
         except RequestError as exc:
             raise ForgeUnavailable(f"GraphQL: {exc!r}") from exc
+
+
+async def _read_through(response: httpx.Response) -> httpx.Response:
+    """The same response with its body read: raw (still encoded), so every layer above
+    reads it exactly as it would have from the network."""
+    if response.is_stream_consumed:
+        return response  # read already (an in-process transport's ready-made response)
+    raw = b"".join([chunk async for chunk in response.aiter_raw()])
+    await response.aclose()
+    return httpx.Response(
+        response.status_code, headers=response.headers, content=raw, extensions=response.extensions
+    )
+
+
+def rate_limit_kind(response: httpx.Response) -> RateLimitKind | None:
+    """Which rate limit a read response reports, if any: githubkit's rules for its
+    Primary/SecondaryRateLimitExceeded, plus what `failure` also counts (a 429, or a
+    403 whose message names a rate limit or abuse)."""
+    if response.status_code not in (403, 429):
+        return None
+    if "retry-after" in response.headers:
+        return "secondary"
+    message = _message(response).lower()
+    if response.headers.get("x-ratelimit-remaining") == "0":
+        return "secondary" if "secondary rate" in message else "primary"
+    if response.status_code == 429 or "rate limit" in message or "abuse" in message:
+        return "secondary"
+    return None
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:200]
+    return str(body.get("message", "")) if isinstance(body, dict) else ""
 
 
 def failure(method: str, path: str, response: httpx.Response) -> Exception:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import structlog
 
+from ballet import metrics
 from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
@@ -233,17 +234,20 @@ class TicketService:
             return False
         record = await self._store.load(key, ctx.forge, pr_hint=pr_hint)
         if record is None and not isinstance(event, TicketRequested):
+            metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("no such ticket", ticket=key, kind=event.kind)
             return False
         try:
             new, effects = advance(record, event)
         except IllegalEvent as exc:
+            metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
         await self._store.commit(new, effects, event_id)
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
         # or platform wait times out too); an ended one stops getting them.
         await self._live.track(new)
+        metrics.ticket_advanced(event.kind, record.status if record else None, new.status)
         log.info("ticket advanced", ticket=key, kind=event.kind, status=new.status, stage=new.stage)
         return True
 

@@ -1,0 +1,230 @@
+"""The GitHub edge's metrics move: ticket events, requests by status class, rate limits.
+
+The registry is the process's global one, so every test reads a sample before
+and after and asserts the difference.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from ballet.core.commands import Command
+from ballet.core.config import Runtime
+from ballet.core.events import CommandIssued, ReconcileTick
+from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.github.github_client import GitHubAppCredentials, GitHubClients, ServerErrorRetry
+from ballet.github.github_forge import GitHubForges
+from ballet.github.memo import Memo
+from ballet.github.store import RecordStore
+from ballet.github.ticket_service import TicketService
+from ballet.github.translate import AppIdentity
+from ballet.live_tickets import LiveTickets
+from edge_fake_github import (
+    API,
+    APP_ID,
+    INSTALLATION_ID,
+    NOW,
+    REPO,
+    Delivery,
+    FakeGitHub,
+    RecordingLauncher,
+)
+from prometheus_client import REGISTRY
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+
+APP = AppIdentity(app_id=APP_ID, slug="ballet-test")
+TICKET = f"{REPO}#1"
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, labels) or 0.0
+
+
+def delta(name: str, **labels: str) -> Callable[[], float]:
+    """How much a sample has moved since this call."""
+    before = sample(name, **labels)
+    return lambda: sample(name, **labels) - before
+
+
+@pytest.fixture
+def service(forges: GitHubForges, redis: Redis) -> TicketService:
+    return TicketService(
+        forges.for_installation,
+        RecordStore(redis),
+        Memo(redis),
+        RecordingLauncher(),
+        app=APP,
+        default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
+        clock=lambda: NOW,
+        live_tickets=LiveTickets(redis),
+        find_installation=forges.installation_of,
+    )
+
+
+def labeled(webhooks_dir: Path) -> Delivery:
+    payload = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
+    payload["label"] = {"name": "ballet"}
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["sender"] = {**payload["sender"], "login": "Codertocat"}
+    return Delivery(id="d-metrics", event="issues", payload=payload)
+
+
+def cancel(comment_id: int) -> CommandIssued:
+    return CommandIssued(
+        now=NOW,
+        command=Command(verb="cancel"),
+        author="Codertocat",
+        permission="admin",
+        comment_id=comment_id,
+    )
+
+
+async def test_a_labelled_issue_counts_its_event_and_every_request_by_status_class(
+    service: TicketService, fake_github: FakeGitHub, webhooks_dir: Path
+) -> None:
+    fake_github.repos[REPO].default_branch = "master"
+    fake_github.repos[REPO].branches = {"master": "a" * 40}
+    requested = delta("ballet_ticket_events_total", event="ticket_requested", result="applied")
+    posts = delta("ballet_github_requests_total", method="POST", status_class="2xx")
+    gets = delta("ballet_github_requests_total", method="GET", status_class="2xx")
+    not_modified = delta("ballet_github_requests_total", method="GET", status_class="3xx")
+    not_found = delta("ballet_github_requests_total", method="GET", status_class="4xx")
+
+    await service.on_delivery(labeled(webhooks_dir))
+
+    assert requested() == 1
+    # Every request the fake saw was counted once, in its class: the ticket start
+    # POSTs (token, commit, ref, PR, labels, comments, check run), the 404s of
+    # lookups that find nothing yet, and the one conditional GET answered 304.
+    assert posts() == sum(method == "POST" for method, _ in fake_github.calls)
+    assert not_modified() == fake_github.not_modified == 1
+    assert gets() + not_modified() + not_found() == sum(
+        method == "GET" for method, _ in fake_github.calls
+    )
+    assert not_found() >= 1  # the branch did not exist before Ballet made it
+
+
+async def test_a_cancelled_ticket_counts_as_ended_and_a_refused_event_as_refused(
+    service: TicketService, fake_github: FakeGitHub, webhooks_dir: Path
+) -> None:
+    fake_github.repos[REPO].default_branch = "master"
+    fake_github.repos[REPO].branches = {"master": "a" * 40}
+    await service.on_delivery(labeled(webhooks_dir))
+    cancelled = delta("ballet_tickets_ended_total", status="cancelled")
+    cancels = delta("ballet_ticket_events_total", event="command_issued", result="applied")
+    ticks = delta("ballet_ticket_events_total", event="reconcile_tick", result="refused")
+
+    assert await service.handle(TICKET, cancel(501), installation_id=INSTALLATION_ID)
+    # An ended ticket has nothing left to time out: the engine refuses the tick.
+    tick = ReconcileTick(now=NOW)
+    assert not await service.handle(TICKET, tick, installation_id=INSTALLATION_ID)
+    # A command on the ended ticket is answered (applied), but ends nothing again.
+    assert await service.handle(TICKET, cancel(502), installation_id=INSTALLATION_ID)
+
+    assert (cancels(), ticks(), cancelled()) == (2, 1, 1)
+
+
+Answer = Callable[[], httpx.Response]
+
+
+def from_network(status: int, headers: dict[str, str], body: bytes) -> Answer:
+    """A response as a network transport hands it over: headers now, body still unread."""
+    return lambda: httpx.Response(status, headers=headers, stream=httpx.ByteStream(body))
+
+
+def message(text: str) -> bytes:
+    return json.dumps({"message": text}).encode()
+
+
+def app_clients(redis: Redis, private_key: str, answer: Answer | Exception) -> GitHubClients:
+    """Clients whose every request gets `answer()` (or raises it), over httpx's own
+    in-process transport."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if isinstance(answer, Exception):
+            raise answer
+        return answer()
+
+    return GitHubClients(
+        GitHubAppCredentials(app_id=APP_ID, private_key=private_key, api_url=API),
+        redis,
+        retry=ServerErrorRetry(max_retries=0),
+        transport=httpx.MockTransport(handler),
+    )
+
+
+PRIMARY = from_network(
+    403,
+    {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1767323045"},
+    message("API rate limit exceeded for installation ID 77."),
+)
+SECONDARY_RETRY_AFTER = from_network(429, {"retry-after": "30"}, message("slow down"))
+SECONDARY_BY_MESSAGE = from_network(
+    403, {}, message("You have exceeded a secondary rate limit. Please wait.")
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (PRIMARY, "primary"),
+        (SECONDARY_RETRY_AFTER, "secondary"),
+        (SECONDARY_BY_MESSAGE, "secondary"),
+    ],
+)
+async def test_rate_limited_responses_count_by_kind(
+    redis: Redis, app_private_key: str, answer: Answer, kind: str
+) -> None:
+    limited = delta("ballet_github_rate_limited_total", kind=kind)
+    other = delta(
+        "ballet_github_rate_limited_total", kind="primary" if kind == "secondary" else "secondary"
+    )
+    client = app_clients(redis, app_private_key, answer).app()
+
+    with pytest.raises(RateLimited):
+        await client.call("GET", "/app")
+
+    assert (limited(), other()) == (1, 0)
+
+
+async def test_a_forbidden_response_is_no_rate_limit_and_its_body_still_reads(
+    redis: Redis, app_private_key: str
+) -> None:
+    # A gzip body, as GitHub sends: the metrics read it and the caller still decodes it.
+    forbidden = from_network(
+        403,
+        {"content-encoding": "gzip", "content-type": "application/json"},
+        gzip.compress(message("Resource not accessible by integration")),
+    )
+    limited = [delta("ballet_github_rate_limited_total", kind=k) for k in ("primary", "secondary")]
+    client_errors = delta("ballet_github_requests_total", method="PATCH", status_class="4xx")
+    client = app_clients(redis, app_private_key, forbidden).app()
+
+    with pytest.raises(ForgeError, match="403 Resource not accessible by integration"):
+        await client.call("PATCH", "/app")
+
+    assert [moved() for moved in limited] == [0, 0]
+    assert client_errors() == 1
+
+
+async def test_no_response_counts_as_error_and_a_server_error_as_5xx(
+    redis: Redis, app_private_key: str
+) -> None:
+    errors = delta("ballet_github_requests_total", method="GET", status_class="error")
+    server = delta("ballet_github_requests_total", method="GET", status_class="5xx")
+
+    refused = app_clients(redis, app_private_key, httpx.ConnectError("connection refused"))
+    with pytest.raises(ForgeUnavailable):
+        await refused.app().call("GET", "/app")
+    broken = app_clients(redis, app_private_key, from_network(502, {}, message("bad gateway")))
+    with pytest.raises(ForgeUnavailable):
+        await broken.app().call("GET", "/app")
+
+    assert (errors(), server()) == (1, 1)
