@@ -25,6 +25,7 @@ from arq.connections import ArqRedis
 from arq.cron import CronJob, cron
 from arq.jobs import Job, JobStatus
 
+from ballet import metrics
 from ballet.artifacts import Artifacts
 from ballet.core.events import ReconcileTick, SessionFinished
 from ballet.core.record import TERMINAL, Record
@@ -77,7 +78,8 @@ class Reconciler:
         ticked: list[str] = []
         crashed: list[str] = []
         ended: list[str] = []
-        for ticket in await self._live.members():
+        live = await self._live.members()
+        for ticket in live:
             try:
                 record = await self._tickets.record(ticket)
                 if record is None or record.status in TERMINAL:
@@ -88,6 +90,7 @@ class Reconciler:
                 job_key = await self._crashed_session(record, now)
                 if job_key is not None and await self._report_crash(record, job_key, now):
                     crashed.append(job_key)
+                    metrics.RECONCILER_CRASHED_SESSIONS.inc()
                 tick = ReconcileTick(now=now)
                 event_id = f"reconcile:{ticket}:{now.strftime('%Y%m%dT%H%M')}"
                 await send_ticket_event(self._redis, ticket, tick, event_id=event_id)
@@ -96,6 +99,7 @@ class Reconciler:
                 # One ticket GitHub cannot serve now must not stall the others;
                 # the next minute's sweep tries it again.
                 log.exception("could not reconcile ticket", ticket=ticket)
+        metrics.LIVE_TICKETS.set(len(live) - len(ended))
         return Sweep(tuple(ticked), tuple(crashed), tuple(ended))
 
     async def _crashed_session(self, record: Record, now: datetime) -> str | None:

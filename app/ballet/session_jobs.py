@@ -29,6 +29,7 @@ from arq.jobs import Job
 from arq.worker import Function, func
 from pydantic import ValidationError
 
+from ballet import metrics
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
 from ballet.core.events import SessionFinished
@@ -40,6 +41,7 @@ from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
 from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.sessions import SessionOptions, SessionResult, Workspaces, run_session
+from ballet.sessions import SessionSpec as RunnerSpec
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_events import send_ticket_event
@@ -217,17 +219,30 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
             f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
         )
     try:
-        return await run_session(
-            runner_spec,
-            workspaces=jobs.workspaces,
-            git_auth=jobs.tickets.git_token,
-            parent_env=jobs.parent_env,
-            options=jobs.options,
-        )
+        return await run_counted(jobs, runner_spec)
     except Exception as exc:
         # A bug or a lost disk must still end the stage with a report, not a silent job.
         log.exception("session could not run", job_key=spec.job_key)
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
+
+
+async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
+    """`run_session`, counted in the session metrics by adapter and how it ended."""
+    adapter = spec.runtime.adapter
+    try:
+        with metrics.SESSIONS_RUNNING.labels(adapter).track_inprogress():
+            result = await run_session(
+                spec,
+                workspaces=jobs.workspaces,
+                git_auth=jobs.tickets.git_token,
+                parent_env=jobs.parent_env,
+                options=jobs.options,
+            )
+    except Exception:
+        metrics.SESSIONS.labels(adapter, "error").inc()
+        raise
+    metrics.session_ended(adapter, result.failure_reason or "reported", result.duration_seconds)
+    return result
 
 
 def crashed_result(since: datetime | None) -> SessionResult:
