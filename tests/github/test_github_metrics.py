@@ -178,6 +178,7 @@ SECONDARY_BY_MESSAGE = from_network(
         (SECONDARY_RETRY_AFTER, "secondary"),
         (SECONDARY_BY_MESSAGE, "secondary"),
     ],
+    ids=["quota-used-up", "retry-after", "secondary-message"],
 )
 async def test_rate_limited_responses_count_by_kind(
     redis: Redis, app_private_key: str, answer: Answer, kind: str
