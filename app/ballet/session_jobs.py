@@ -16,6 +16,7 @@ through the events queue.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -162,6 +163,14 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             await _deliver(jobs, spec, result)
     except Retry:
         # Not started: forget the beat so the next try is not taken for a crash.
+        await forget_last_beat(jobs.redis, spec.job_key)
+        raise
+    except asyncio.CancelledError:
+        # A worker stopping cleanly (a deploy) cancels its jobs and arq runs them
+        # again elsewhere; the agent's process group is dead and a session pushes
+        # only once it has its report, so the next try may start afresh instead of
+        # turning every running stage into a question. (An abort by CancelSession
+        # is never tried again, so forgetting its beat changes nothing.)
         await forget_last_beat(jobs.redis, spec.job_key)
         raise
     except StaleSession as stale:

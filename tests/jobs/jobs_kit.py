@@ -35,7 +35,7 @@ from pathlib import Path
 context = json.loads(Path(os.environ["BALLET_CONTEXT"]).read_text())
 prompt = Path(os.environ["BALLET_PROMPT"]).read_text()
 hang = Path(sys.argv[1]) if len(sys.argv) > 1 else None
-if hang is not None:
+if hang is not None and not hang.exists():  # hangs on its first run only
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     hang.write_text(f"{os.getpid()} {child.pid}")
     time.sleep(600)

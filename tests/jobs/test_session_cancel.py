@@ -86,3 +86,40 @@ async def test_a_session_cancelled_while_queued_never_starts(
     assert await redis.zcard(SESSIONS_QUEUE) == 0
     assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran
     assert await queued_finish(redis, start.spec.job_key) is None
+
+
+async def test_a_session_interrupted_by_a_worker_stopping_runs_again_on_the_next(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "agent.pids"
+    start = await tickets.request(agent_runtime(agent_script, str(pids)))
+    job_key = start.spec.job_key
+    await launcher.launch(start)
+    group = worker_group(settings, services, sessions_spec(settings), burst=False)
+    serving = asyncio.create_task(group.run())
+    try:
+
+        async def agent_hangs() -> bool:
+            return pids.exists() and len(pids.read_text().split()) == 2
+
+        await eventually(agent_hangs, "the agent starting")
+        agent_pid, _child_pid = map(int, pids.read_text().split())
+    finally:
+        group.stop()  # a deploy: the worker stops cleanly under a running session
+        await serving
+    assert not group_alive(agent_pid)
+    assert await queued_finish(redis, job_key) is None
+
+    # Another worker picks the job up again and runs the session afresh.
+    await run_sessions(settings, services)
+
+    event = await queued_finish(redis, job_key)
+    assert event is not None
+    assert event.report.outcome == "done", event.report.summary
+    assert event.report.summary == "implement finished"
