@@ -58,9 +58,12 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             settings, redis, launcher, default_runtime=default_runtime(settings)
         )
     except EdgeConfigError as exc:
-        # Deliveries are still verified, queued and counted, so nothing is lost
-        # while the App is being set up; they are handled once it is.
-        log.warning(f"no GitHub App configured, deliveries are only logged: {exc}")
+        # Ballet still starts, so a new install can check its webhook wiring:
+        # deliveries are verified, queued, counted and logged, but not acted on.
+        log.warning(
+            f"no GitHub App configured, deliveries are only logged: {exc}; then"
+            " redeliver from the App's settings any delivery that should start a ticket"
+        )
         return Services(settings, redis, deliveries, LoggingConsumer())
     return Services(
         settings=settings,
