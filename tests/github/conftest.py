@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-import respx
 from area_fixtures import area_redis_url, rsa_private_key_pem
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges, ServerErrorRetry
-from edge_fake_github import API, APP_ID, REPO, FakeGitHub
+from fake_github import API, APP_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 
 # This area's own Redis database, emptied before each test; other areas use others.
@@ -39,8 +38,7 @@ async def redis(github_redis_url: str) -> AsyncIterator[Redis]:
 def fake_github() -> Iterator[FakeGitHub]:
     fake = FakeGitHub()
     fake.add_repo(REPO, collaborators={"Codertocat": "admin", "reader": "read"})
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        router.route().mock(side_effect=fake)
+    with fake.serving():
         yield fake
 
 

@@ -26,7 +26,7 @@ from ballet.github.ticket_service import TicketService
 from ballet.live_tickets import LiveTickets
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import Settings
-from edge_fake_github import Delivery, RecordingLauncher
+from github_edge_kit import Delivery, RecordingLauncher
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio

@@ -17,23 +17,20 @@ from ballet.core.commands import Command
 from ballet.core.config import Runtime
 from ballet.core.events import CommandIssued, ReconcileTick
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
-from ballet.github.github_client import GitHubAppCredentials, GitHubClients, ServerErrorRetry
+from ballet.github.github_client import (
+    GitHubAppCredentials,
+    GitHubClient,
+    GitHubClients,
+    ServerErrorRetry,
+)
 from ballet.github.github_forge import GitHubForges
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
 from ballet.github.translate import AppIdentity
 from ballet.live_tickets import LiveTickets
-from edge_fake_github import (
-    API,
-    APP_ID,
-    INSTALLATION_ID,
-    NOW,
-    REPO,
-    Delivery,
-    FakeGitHub,
-    RecordingLauncher,
-)
+from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
+from github_edge_kit import NOW, Delivery, RecordingLauncher
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 
@@ -131,44 +128,27 @@ async def test_a_cancelled_ticket_counts_as_ended_and_a_refused_event_as_refused
     assert (cancels(), ticks(), cancelled()) == (2, 1, 1)
 
 
-Answer = Callable[[], httpx.Response]
+def message(text: str) -> dict[str, str]:
+    return {"message": text}
 
 
-def from_network(status: int, headers: dict[str, str], body: bytes) -> Answer:
-    """A response as a network transport hands it over: headers now, body still unread."""
-    return lambda: httpx.Response(status, headers=headers, stream=httpx.ByteStream(body))
-
-
-def message(text: str) -> bytes:
-    return json.dumps({"message": text}).encode()
-
-
-def app_clients(redis: Redis, private_key: str, answer: Answer | Exception) -> GitHubClients:
-    """Clients whose every request gets `answer()` (or raises it), over httpx's own
-    in-process transport."""
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if isinstance(answer, Exception):
-            raise answer
-        return answer()
-
+def app_client(redis: Redis, private_key: str) -> GitHubClient:
+    """The App's own client, with no retries, so each answer is seen exactly once."""
     return GitHubClients(
         GitHubAppCredentials(app_id=APP_ID, private_key=private_key, api_url=API),
         redis,
         retry=ServerErrorRetry(max_retries=0),
-        transport=httpx.MockTransport(handler),
-    )
+    ).app()
 
 
-PRIMARY = from_network(
+PRIMARY = (
     403,
-    {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1767323045"},
     message("API rate limit exceeded for installation ID 77."),
+    {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1767323045"},
 )
-SECONDARY_RETRY_AFTER = from_network(429, {"retry-after": "30"}, message("slow down"))
-SECONDARY_BY_MESSAGE = from_network(
-    403, {}, message("You have exceeded a secondary rate limit. Please wait.")
-)
+SECONDARY_RETRY_AFTER = (429, message("slow down"), {"retry-after": "30"})
+SECONDARY_BY_MESSAGE = (403, message("You have exceeded a secondary rate limit. Please wait."), {})
+Answer = tuple[int, dict[str, str], dict[str, str]]
 
 
 @pytest.mark.parametrize(
@@ -181,13 +161,14 @@ SECONDARY_BY_MESSAGE = from_network(
     ids=["quota-used-up", "retry-after", "secondary-message"],
 )
 async def test_rate_limited_responses_count_by_kind(
-    redis: Redis, app_private_key: str, answer: Answer, kind: str
+    redis: Redis, app_private_key: str, fake_github: FakeGitHub, answer: Answer, kind: str
 ) -> None:
     limited = delta("ballet_github_rate_limited_total", kind=kind)
     other = delta(
         "ballet_github_rate_limited_total", kind="primary" if kind == "secondary" else "secondary"
     )
-    client = app_clients(redis, app_private_key, answer).app()
+    fake_github.fail_next("GET", "/app", answer[0], answer[1], answer[2])
+    client = app_client(redis, app_private_key)
 
     with pytest.raises(RateLimited):
         await client.call("GET", "/app")
@@ -196,17 +177,19 @@ async def test_rate_limited_responses_count_by_kind(
 
 
 async def test_a_forbidden_response_is_no_rate_limit_and_its_body_still_reads(
-    redis: Redis, app_private_key: str
+    redis: Redis, app_private_key: str, fake_github: FakeGitHub
 ) -> None:
     # A gzip body, as GitHub sends: the metrics read it and the caller still decodes it.
-    forbidden = from_network(
+    fake_github.fail_next(
+        "PATCH",
+        "/app",
         403,
-        {"content-encoding": "gzip", "content-type": "application/json"},
-        gzip.compress(message("Resource not accessible by integration")),
+        headers={"content-encoding": "gzip", "content-type": "application/json"},
+        raw=gzip.compress(json.dumps(message("Resource not accessible by integration")).encode()),
     )
     limited = [delta("ballet_github_rate_limited_total", kind=k) for k in ("primary", "secondary")]
     client_errors = delta("ballet_github_requests_total", method="PATCH", status_class="4xx")
-    client = app_clients(redis, app_private_key, forbidden).app()
+    client = app_client(redis, app_private_key)
 
     with pytest.raises(ForgeError, match="403 Resource not accessible by integration"):
         await client.call("PATCH", "/app")
@@ -216,16 +199,17 @@ async def test_a_forbidden_response_is_no_rate_limit_and_its_body_still_reads(
 
 
 async def test_no_response_counts_as_error_and_a_server_error_as_5xx(
-    redis: Redis, app_private_key: str
+    redis: Redis, app_private_key: str, fake_github: FakeGitHub
 ) -> None:
     errors = delta("ballet_github_requests_total", method="GET", status_class="error")
     server = delta("ballet_github_requests_total", method="GET", status_class="5xx")
 
-    refused = app_clients(redis, app_private_key, httpx.ConnectError("connection refused"))
+    client = app_client(redis, app_private_key)
+    fake_github.drop_next("GET", "/app", httpx.ConnectError("connection refused"))
     with pytest.raises(ForgeUnavailable):
-        await refused.app().call("GET", "/app")
-    broken = app_clients(redis, app_private_key, from_network(502, {}, message("bad gateway")))
+        await client.call("GET", "/app")
+    fake_github.fail_next("GET", "/app", 502, message("bad gateway"))
     with pytest.raises(ForgeUnavailable):
-        await broken.app().call("GET", "/app")
+        await client.call("GET", "/app")
 
     assert (errors(), server()) == (1, 1)

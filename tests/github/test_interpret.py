@@ -24,15 +24,8 @@ from ballet.github.checks import checks_verdict
 from ballet.github.github_forge import GitHubForges
 from ballet.github.interpret import Interpreter
 from ballet.github.memo import Memo
-from edge_fake_github import (
-    APP_ID,
-    INSTALLATION_ID,
-    NOW,
-    REPO,
-    FakeGitHub,
-    FakePR,
-    RecordingLauncher,
-)
+from fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub, FakePR
+from github_edge_kit import NOW, RecordingLauncher
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio

@@ -20,15 +20,8 @@ from ballet.github.store import RecordStore
 from ballet.github.ticket_service import TicketService
 from ballet.github.translate import AppIdentity
 from ballet.live_tickets import LIVE_TICKETS, LiveTickets
-from edge_fake_github import (
-    INSTALLATION_ID,
-    NOW,
-    REPO,
-    Delivery,
-    FakeGitHub,
-    FakePR,
-    RecordingLauncher,
-)
+from fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
+from github_edge_kit import NOW, Delivery, RecordingLauncher
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio

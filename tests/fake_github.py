@@ -1,11 +1,14 @@
-"""A small stateful GitHub for respx: the one fake every GitHub-edge test shares.
+"""A small stateful GitHub for respx: the one fake every test at the GitHub HTTP edge shares.
 
-It answers the REST paths Ballet's forge calls with GitHub's JSON shapes,
-keeps issues, comments, labels, branches, pull requests and check runs, and
-records every request as (method, path) so tests can count API calls. ETags
-and If-None-Match work like GitHub's (a 304 with no body), installation
-tokens are minted and counted, and `fail_next` queues canned failures (a 403
-secondary rate limit, a 502) for the next matching request.
+It answers the REST paths Ballet's forge and ticket source call with GitHub's
+JSON shapes, keeps issues, comments, labels, branches, pull requests and check
+runs, and records every request as (method, path) so tests can count API calls.
+ETags and If-None-Match work like GitHub's (a 304 with no body), installation
+tokens are minted and counted, `fail_next` queues canned failures (a 403
+secondary rate limit, a 502, a gzip body) for the next matching request and
+`drop_next` a broken connection. `serving()` puts it in front of every httpx
+client for the length of a `with` block. Tests that need real git or a real
+server over loopback use the sandbox (ballet.sandbox) instead.
 """
 
 from __future__ import annotations
@@ -15,19 +18,19 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from ballet.core.effects import CancelSession, StartSession
+import respx
 
 API = "https://api.github.com"
 APP_ID = 4242
 INSTALLATION_ID = 77
 REPO = "Codertocat/Hello-World"
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 Handler = Callable[..., httpx.Response]
 
 
@@ -38,6 +41,15 @@ class FakeRepo:
     branches: dict[str, str] = field(default_factory=lambda: {"main": "a" * 40})
     files: dict[str, dict[str, str]] = field(default_factory=dict)  # ref -> path -> text
     collaborators: dict[str, str] = field(default_factory=dict)  # login -> permission
+
+
+@dataclass
+class FakeIssue:
+    number: int
+    title: str
+    body: str
+    author: str
+    state: str = "open"
 
 
 @dataclass
@@ -66,16 +78,28 @@ class FakePR:
 
 @dataclass
 class Failure:
+    """A canned answer for the next matching request: a response, or a broken connection."""
+
     method: str
     path: re.Pattern[str]
-    status: int
-    body: dict[str, Any]
-    headers: dict[str, str]
+    status: int = 0
+    content: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    error: Exception | None = None
+
+    def answer(self) -> httpx.Response:
+        if self.error is not None:
+            raise self.error
+        # A stream, as the network hands it over: the client reads (and decodes) it.
+        return httpx.Response(
+            self.status, headers=self.headers, stream=httpx.ByteStream(self.content)
+        )
 
 
 class FakeGitHub:
     def __init__(self, bot_login: str = "ballet-test[bot]") -> None:
         self.repos: dict[str, FakeRepo] = {}
+        self.issues: dict[tuple[str, int], FakeIssue] = {}
         self.comments: dict[int, FakeComment] = {}
         self.labels: dict[tuple[str, int], list[str]] = {}
         self.reactions: list[tuple[int, str]] = []
@@ -103,6 +127,7 @@ class FakeGitHub:
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/refs"), self._create_ref),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]+)"), self._get_commit),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/commits"), self._create_commit),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/issues/(\d+)"), self._get_issue),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/pulls"), self._create_pr),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/pulls"), self._list_prs),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/pulls/(\d+)"), self._get_pr),
@@ -135,6 +160,22 @@ class FakeGitHub:
         self.repos[full_name] = repo
         return repo
 
+    def add_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str,
+        body: str = "",
+        author: str = "octocat",
+        labels: tuple[str, ...] = (),
+    ) -> FakeIssue:
+        """An issue on a repository added with `add_repo`; its labels live in `labels`."""
+        issue = FakeIssue(number, title, body, author)
+        self.issues[(repo, number)] = issue
+        self.labels[(repo, number)] = list(labels)
+        return issue
+
     def fail_next(
         self,
         method: str,
@@ -142,10 +183,30 @@ class FakeGitHub:
         status: int,
         body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        *,
+        raw: bytes | None = None,
     ) -> None:
-        self.failures.append(
-            Failure(method, re.compile(path_regex), status, body or {}, headers or {})
-        )
+        """Answer the next `method` request on a path matching `path_regex` with `status`,
+        a JSON `body` (or `raw` bytes, sent as they are) and `headers`."""
+        if raw is None:
+            raw = json.dumps(body or {}).encode()
+            headers = {"content-type": "application/json", **(headers or {})}
+        self.failures.append(Failure(method, re.compile(path_regex), status, raw, headers or {}))
+
+    def drop_next(self, method: str, path_regex: str, error: httpx.TransportError) -> None:
+        """Fail the next matching request with no response at all: `error` is raised."""
+        self.failures.append(Failure(method, re.compile(path_regex), error=error))
+
+    @contextmanager
+    def serving(self, api_url: str = API) -> Iterator[respx.MockRouter]:
+        """Answer every request to `api_url` from this fake while the block runs."""
+        with respx.mock(base_url=api_url, assert_all_called=False) as router:
+            router.route().mock(side_effect=self)
+            yield router
+
+    def requests_to(self, method: str, path: str) -> int:
+        """How many `method` requests reached `path`, canned failures included."""
+        return self.calls.count((method, path))
 
     def comments_on(self, number: int) -> list[FakeComment]:
         return [c for c in self.comments.values() if c.issue == number]
@@ -161,7 +222,7 @@ class FakeGitHub:
         for failure in self.failures:
             if failure.method == request.method and failure.path.fullmatch(path):
                 self.failures.remove(failure)
-                return httpx.Response(failure.status, json=failure.body, headers=failure.headers)
+                return failure.answer()
         for method, pattern, handler in self._routes:
             match = pattern.fullmatch(path)
             if method == request.method and match:
@@ -273,6 +334,24 @@ class FakeGitHub:
             return httpx.Response(422, json={"message": "Reference already exists"})
         branches[name] = body["sha"]
         return httpx.Response(201, json={"ref": body["ref"], "object": {"sha": body["sha"]}})
+
+    def _get_issue(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:
+        issue = self.issues.get((repo, int(number)))
+        if issue is None:
+            return _not_found()
+        labels = self.labels.get((repo, issue.number), [])
+        return httpx.Response(
+            200,
+            json={
+                "number": issue.number,
+                "title": issue.title,
+                "body": issue.body,
+                "state": issue.state,
+                "html_url": f"https://github.com/{repo}/issues/{issue.number}",
+                "labels": [{"name": name} for name in labels],
+                "user": {"login": issue.author, "type": "User"},
+            },
+        )
 
     def _pr_json(self, repo: str, pr: FakePR) -> dict[str, Any]:
         return {
@@ -446,23 +525,3 @@ def _with_etag(request: httpx.Request, response: httpx.Response) -> httpx.Respon
     return httpx.Response(
         200, content=response.content, headers={**headers, "Content-Type": "application/json"}
     )
-
-
-@dataclass
-class RecordingLauncher:
-    launched: list[StartSession] = field(default_factory=list)
-    cancelled: list[CancelSession] = field(default_factory=list)
-
-    async def launch(self, effect: StartSession) -> None:
-        self.launched.append(effect)
-
-    async def cancel(self, effect: CancelSession) -> None:
-        self.cancelled.append(effect)
-
-
-@dataclass(frozen=True)
-class Delivery:
-    id: str
-    event: str
-    payload: dict[str, Any]
-    received_at: datetime = NOW
