@@ -141,14 +141,20 @@ def app_client(redis: Redis, private_key: str) -> GitHubClient:
     ).app()
 
 
-PRIMARY = (
+# A canned answer: status, JSON body, headers.
+Answer = tuple[int, dict[str, str], dict[str, str]]
+
+PRIMARY: Answer = (
     403,
     message("API rate limit exceeded for installation ID 77."),
     {"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1767323045"},
 )
-SECONDARY_RETRY_AFTER = (429, message("slow down"), {"retry-after": "30"})
-SECONDARY_BY_MESSAGE = (403, message("You have exceeded a secondary rate limit. Please wait."), {})
-Answer = tuple[int, dict[str, str], dict[str, str]]
+SECONDARY_RETRY_AFTER: Answer = (429, message("slow down"), {"retry-after": "30"})
+SECONDARY_BY_MESSAGE: Answer = (
+    403,
+    message("You have exceeded a secondary rate limit. Please wait."),
+    {},
+)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Fixtures of the session-job area: a Valkey database of its own, GitHub on respx,
+"""Fixtures of the session-job area: a Valkey database of its own, the shared fake GitHub,
 a bare git remote, the scripted agent and the worker's services wired for sessions."""
 
 from __future__ import annotations
@@ -6,10 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import respx
 from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
@@ -23,8 +21,9 @@ from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_source import GitHubTicketSource
 from ballet.worker import LoggingConsumer
+from fake_github import API, APP_ID, FakeGitHub
 from git_repos import make_origin
-from jobs_kit import AGENT, API, APP_ID, EngineTickets, github_routes
+from jobs_kit import AGENT, EngineTickets, seeded_github
 
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 7
@@ -47,9 +46,10 @@ def app_private_key() -> str:
 
 
 @pytest.fixture
-def github() -> Iterator[dict[str, Any]]:
-    with respx.mock(base_url=API, assert_all_called=False) as router:
-        yield github_routes(router)
+def github() -> Iterator[FakeGitHub]:
+    fake = seeded_github()
+    with fake.serving():
+        yield fake
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def session_jobs(
     app_private_key: str,
     origin: Path,
     tmp_path: Path,
-    github: dict[str, Any],
+    github: FakeGitHub,
 ) -> SessionJobs:
     parent_env = {
         "PATH": os.environ["PATH"],

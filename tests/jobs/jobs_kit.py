@@ -1,27 +1,23 @@
 """Helpers for the session-job tests: a real engine driving tickets, a real bare remote,
-a scripted agent, and GitHub's token and issue endpoints on respx."""
+a scripted agent, and the shared fake GitHub seeded with the ticket's repository and issue."""
 
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 from ballet.core.config import Budget, Phase, Policy, ResolvedPipeline, ResolvedStage, Runtime
 from ballet.core.effects import StartSession
 from ballet.core.events import AnyEvent, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.record import Record
 from ballet.github.store import RecordStore
+from fake_github import INSTALLATION_ID, FakeGitHub
 
-API = "https://api.github.com"
-APP_ID = 4242
-INSTALLATION_ID = 77
 REPO = "octo/demo"
 ISSUE = 7
-TOKEN = "ghs_jobs_installation_token"
 ISSUE_BODY = "Please greet.\n\n## Acceptance criteria\n\n- [ ] says hello\n"
 ISSUE_URL = f"https://github.com/{REPO}/issues/{ISSUE}"
 HOUSE_STYLE = "Write like the house: short sentences."
@@ -143,31 +139,15 @@ class EngineTickets:
         return True
 
 
-def github_routes(router: Any) -> dict[str, Any]:
-    """GitHub's installation token, repository and issue endpoints, on a respx router."""
-    expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return {
-        "token": router.post(f"/app/installations/{INSTALLATION_ID}/access_tokens").mock(
-            return_value=httpx.Response(
-                201, json={"token": TOKEN, "expires_at": expires, "permissions": {}}
-            )
-        ),
-        "repo": router.get(f"/repos/{REPO}").mock(
-            return_value=httpx.Response(
-                200, json={"full_name": REPO, "default_branch": "main", "private": True}
-            )
-        ),
-        "issue": router.get(f"/repos/{REPO}/issues/{ISSUE}").mock(
-            return_value=httpx.Response(
-                200,
-                json={
-                    "number": ISSUE,
-                    "title": "Add a greeting",
-                    "body": ISSUE_BODY,
-                    "html_url": ISSUE_URL,
-                    "labels": [{"name": "ballet"}, {"name": "ballet:running"}],
-                    "user": {"login": "octocat"},
-                },
-            )
-        ),
-    }
+def seeded_github() -> FakeGitHub:
+    """The shared fake GitHub holding the ticket's repository and its open issue."""
+    github = FakeGitHub()
+    github.add_repo(REPO)
+    github.add_issue(
+        REPO,
+        ISSUE,
+        title="Add a greeting",
+        body=ISSUE_BODY,
+        labels=("ballet", "ballet:running"),
+    )
+    return github

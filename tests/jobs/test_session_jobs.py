@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
@@ -21,11 +19,22 @@ from ballet.session_jobs import ArqSessionLauncher, SessionJobs, run_stage_sessi
 from ballet.sessions import route
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
+from fake_github import FakeGitHub
 from git_repos import git
-from jobs_kit import HOUSE_STYLE, ISSUE_BODY, ISSUE_URL, REPO, EngineTickets, agent_runtime
+from jobs_kit import (
+    HOUSE_STYLE,
+    ISSUE,
+    ISSUE_BODY,
+    ISSUE_URL,
+    REPO,
+    EngineTickets,
+    agent_runtime,
+)
 from jobs_running import queued_finish, run_events, run_sessions
 
 pytestmark = pytest.mark.anyio
+
+ISSUE_PATH = f"/repos/{REPO}/issues/{ISSUE}"
 
 
 async def finished(redis: ArqRedis, job_key: str) -> SessionFinished:
@@ -61,7 +70,7 @@ async def test_a_session_job_hands_its_report_and_head_to_the_events_queue(
     launcher: ArqSessionLauncher,
     agent_script: Path,
     origin: Path,
-    github: dict[str, Any],
+    github: FakeGitHub,
 ) -> None:
     start = await tickets.request(agent_runtime(agent_script))
     await launcher.launch(start)
@@ -85,7 +94,7 @@ async def test_a_session_job_hands_its_report_and_head_to_the_events_queue(
     assert seen["url"] == ISSUE_URL
     assert seen["house_style_in_prompt"] is True  # the record's pinned custom skill
     assert seen["token_in_env"] is False
-    assert github["issue"].call_count == 1
+    assert github.requests_to("GET", ISSUE_PATH) == 1
     assert not await redis.exists(heartbeat_key(start.spec.job_key))
 
 
@@ -144,9 +153,9 @@ async def test_an_issue_github_cannot_find_fails_the_session_saying_why(
     tickets: EngineTickets,
     launcher: ArqSessionLauncher,
     agent_script: Path,
-    github: dict[str, Any],
+    github: FakeGitHub,
 ) -> None:
-    github["issue"].mock(return_value=httpx.Response(404, json={"message": "Not Found"}))
+    del github.issues[(REPO, ISSUE)]  # deleted (or transferred) after the ticket began
     start = await tickets.request(agent_runtime(agent_script))
     await launcher.launch(start)
     await run_sessions(settings, services)
@@ -164,21 +173,22 @@ async def test_a_rate_limited_issue_read_defers_the_session_which_then_runs(
     tickets: EngineTickets,
     launcher: ArqSessionLauncher,
     agent_script: Path,
-    github: dict[str, Any],
+    github: FakeGitHub,
 ) -> None:
-    limited = httpx.Response(
+    github.fail_next(
+        "GET",
+        ISSUE_PATH,
         403,
-        headers={"retry-after": "1"},
-        json={"message": "You have exceeded a secondary rate limit"},
+        {"message": "You have exceeded a secondary rate limit"},
+        {"retry-after": "1"},
     )
-    github["issue"].side_effect = [limited, github["issue"].return_value]
     start = await tickets.request(agent_runtime(agent_script))
     await launcher.launch(start)
     await run_sessions(settings, services)  # burst mode waits out the deferral
 
     event = await finished(redis, start.spec.job_key)
     assert event.report.outcome == "done"  # the retry ran it, not reported it as a crash
-    assert github["issue"].call_count == 2
+    assert github.requests_to("GET", ISSUE_PATH) == 2
 
 
 async def test_a_signoff_session_runs_as_its_role_with_the_role_instructions(
