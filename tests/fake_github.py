@@ -97,6 +97,12 @@ class Failure:
 
 
 class FakeGitHub:
+    """GitHub's REST API for one App, in memory; call it with a request, or use `serving()`.
+
+    Seed it with `add_repo` and `add_issue`, read what Ballet did from its state
+    (`comments`, `labels`, `prs`, `check_runs`, ...) and from `calls`.
+    """
+
     def __init__(self, bot_login: str = "ballet-test[bot]") -> None:
         self.repos: dict[str, FakeRepo] = {}
         self.issues: dict[tuple[str, int], FakeIssue] = {}
@@ -108,6 +114,7 @@ class FakeGitHub:
         self.reviewers: dict[tuple[str, int], list[str]] = {}
         self.calls: list[tuple[str, str]] = []
         self.token_requests = 0
+        self.minted: set[str] = set()
         self.not_modified = 0  # conditional GETs answered 304 (free of rate limit)
         self.bot_login = bot_login
         self.failures: list[Failure] = []
@@ -223,6 +230,9 @@ class FakeGitHub:
             if failure.method == request.method and failure.path.fullmatch(path):
                 self.failures.remove(failure)
                 return failure.answer()
+        if not _APP_JWT_PATHS.fullmatch(path) and _credential(request) not in self.minted:
+            # As GitHub: anything but the App's own endpoints needs an installation token.
+            return httpx.Response(401, json={"message": "Bad credentials"})
         for method, pattern, handler in self._routes:
             match = pattern.fullmatch(path)
             if method == request.method and match:
@@ -260,9 +270,9 @@ class FakeGitHub:
         assert request.headers["authorization"].startswith("Bearer ")
         self.token_requests += 1
         expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return httpx.Response(
-            201, json={"token": f"ghs_{installation}_{self.token_requests}", "expires_at": expires}
-        )
+        token = f"ghs_{installation}_{self.token_requests}"
+        self.minted.add(token)
+        return httpx.Response(201, json={"token": token, "expires_at": expires})
 
     def _app(self, request: httpx.Request) -> httpx.Response:
         assert request.headers["authorization"].startswith("Bearer ")
@@ -505,6 +515,18 @@ class FakeGitHub:
                 pr.draft = False
         data = {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": False}}}
         return httpx.Response(200, json={"data": data})
+
+
+# The endpoints the App calls as itself, with its JWT rather than an installation token.
+_APP_JWT_PATHS = re.compile(
+    r"/app(/installations/\d+/access_tokens)?|/repos/[^/]+/[^/]+/installation"
+)
+
+
+def _credential(request: httpx.Request) -> str:
+    """The token in `Authorization: token X` or `Authorization: Bearer X`."""
+    header: str = request.headers.get("authorization", "")
+    return header.partition(" ")[2]
 
 
 def _p(regex: str) -> re.Pattern[str]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -26,6 +28,8 @@ from ballet.github.ticket_service import TicketService
 from ballet.live_tickets import LiveTickets
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import Settings
+from ballet.ticket_source import GitHubTicketSource, IssueDetails
+from fake_github import API, FakeGitHub
 from github_edge_kit import Delivery, RecordingLauncher
 from redis.asyncio import Redis
 
@@ -144,3 +148,53 @@ async def test_build_edge_from_settings(sandbox: BackgroundSandbox, redis: Redis
         await edge.aclose()
     with pytest.raises(EdgeConfigError, match="BALLET_APP_ID"):
         await build_edge(Settings(github_api_url=sandbox.api_url), redis, RecordingLauncher())
+
+
+ISSUE_BODY = "Please greet.\n\n- [ ] says hello\n"
+
+
+async def read_issue(forges: GitHubForges, store: RecordStore, api_url: str) -> IssueDetails:
+    details = await GitHubTicketSource(store, forges.for_installation, api_url=api_url).issue(
+        REPO, 1
+    )
+    # The host differs (loopback against github.com); the rest of the URL must not.
+    return replace(details, url=urlsplit(details.url).path)
+
+
+async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
+    sandbox_forges: GitHubForges,
+    installation_id: int,
+    sandbox: BackgroundSandbox,
+    redis: Redis,
+) -> None:
+    store = RecordStore(redis)
+    await store.remember_installation(REPO, installation_id)
+    async with httpx.AsyncClient(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:writer"}
+    ) as user:
+        created = await user.post(
+            f"/repos/{REPO}/issues",
+            json={"title": "Greet", "body": ISSUE_BODY, "labels": ["ballet", "ballet:running"]},
+        )
+        assert created.status_code == 201, created.text
+    from_sandbox = await read_issue(sandbox_forges, store, sandbox.api_url)
+    # The fake is another GitHub: none of the sandbox's cached tokens may reach it.
+    await redis.flushdb()
+    await store.remember_installation(REPO, installation_id)
+
+    fake = FakeGitHub()
+    fake.add_repo(REPO)
+    fake.add_issue(REPO, 1, title="Greet", body=ISSUE_BODY, labels=("ballet", "ballet:running"))
+    app = sandbox.sandbox.app
+    fake_forges = GitHubForges(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis
+    )
+    try:
+        with fake.serving():
+            from_fake = await read_issue(fake_forges, store, API)
+    finally:
+        await fake_forges.aclose()
+
+    assert from_fake == from_sandbox
+    assert from_sandbox.labels == ("ballet", "ballet:running")
+    assert from_sandbox.url == f"/{REPO}/issues/1"
