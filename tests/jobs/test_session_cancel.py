@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -22,18 +24,18 @@ from jobs_running import eventually, queued_finish, run_sessions, sessions_spec,
 pytestmark = pytest.mark.anyio
 
 
-async def test_cancel_aborts_a_running_session_and_kills_its_processes(
+@contextlib.asynccontextmanager
+async def hanging_session(
     settings: Settings,
     services: Services,
-    redis: ArqRedis,
     tickets: EngineTickets,
     launcher: ArqSessionLauncher,
     agent_script: Path,
-    tmp_path: Path,
-) -> None:
-    pids = tmp_path / "agent.pids"
+    pids: Path,
+) -> AsyncIterator[tuple[str, int]]:
+    """A worker running a session whose agent hangs: (job key, agent pid); the
+    worker stops cleanly when the block ends."""
     start = await tickets.request(agent_runtime(agent_script, str(pids)))
-    job_key = start.spec.job_key
     await launcher.launch(start)
     group = worker_group(settings, services, sessions_spec(settings), burst=False)
     serving = asyncio.create_task(group.run())
@@ -44,6 +46,24 @@ async def test_cancel_aborts_a_running_session_and_kills_its_processes(
 
         await eventually(agent_hangs, "the agent starting")
         agent_pid, _child_pid = map(int, pids.read_text().split())
+        yield start.spec.job_key, agent_pid
+    finally:
+        group.stop()
+        await serving
+
+
+async def test_cancel_aborts_a_running_session_and_kills_its_processes(
+    settings: Settings,
+    services: Services,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    launcher: ArqSessionLauncher,
+    agent_script: Path,
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "agent.pids"
+    session = hanging_session(settings, services, tickets, launcher, agent_script, pids)
+    async with session as (job_key, agent_pid):
         assert group_alive(agent_pid)
         assert await redis.exists(heartbeat_key(job_key))
 
@@ -55,9 +75,6 @@ async def test_cancel_aborts_a_running_session_and_kills_its_processes(
             return await job.status() == JobStatus.complete
 
         await eventually(job_ended, "the aborted job ending")
-    finally:
-        group.stop()
-        await serving
 
     # The group is the agent's: it and the child it spawned are gone, not merely signalled.
     assert not group_alive(agent_pid)
@@ -98,21 +115,10 @@ async def test_a_session_interrupted_by_a_worker_stopping_runs_again_on_the_next
     tmp_path: Path,
 ) -> None:
     pids = tmp_path / "agent.pids"
-    start = await tickets.request(agent_runtime(agent_script, str(pids)))
-    job_key = start.spec.job_key
-    await launcher.launch(start)
-    group = worker_group(settings, services, sessions_spec(settings), burst=False)
-    serving = asyncio.create_task(group.run())
-    try:
-
-        async def agent_hangs() -> bool:
-            return pids.exists() and len(pids.read_text().split()) == 2
-
-        await eventually(agent_hangs, "the agent starting")
-        agent_pid, _child_pid = map(int, pids.read_text().split())
-    finally:
-        group.stop()  # a deploy: the worker stops cleanly under a running session
-        await serving
+    # A deploy: the worker stops cleanly under a running session.
+    session = hanging_session(settings, services, tickets, launcher, agent_script, pids)
+    async with session as (job_key, agent_pid):
+        pass
     assert not group_alive(agent_pid)
     assert await queued_finish(redis, job_key) is None
 
