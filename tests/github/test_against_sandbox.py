@@ -21,6 +21,7 @@ from ballet.core.config import Runtime
 from ballet.core.record import decode_record
 from ballet.core.render import marker_for
 from ballet.github.edge import EdgeConfigError, build_edge
+from ballet.github.github_client import GitHubClients
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
 from ballet.github.memo import Memo
 from ballet.github.store import RecordStore, tracking_marker
@@ -64,9 +65,11 @@ def installation_id(sandbox: BackgroundSandbox) -> int:
 async def sandbox_forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubForges]:
     app = sandbox.sandbox.app
     forges = GitHubForges(
-        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
-        redis,
-        write_spacing_seconds=0.0,
+        GitHubClients(
+            GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
+            redis,
+            write_spacing_seconds=0.0,
+        )
     )
     yield forges
     await forges.aclose()
@@ -187,7 +190,7 @@ async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
     fake.add_issue(REPO, 1, title="Greet", body=ISSUE_BODY, labels=("ballet", "ballet:running"))
     app = sandbox.sandbox.app
     fake_forges = GitHubForges(
-        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis
+        GitHubClients(GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis)
     )
     try:
         with fake.serving():

@@ -11,6 +11,7 @@ import pytest
 from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
 from ballet.artifacts import Artifacts
+from ballet.github.github_client import GitHubClients
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
 from ballet.github.store import RecordStore
 from ballet.queue import DeliveryQueue
@@ -99,9 +100,11 @@ def session_jobs(
         "BALLET_PRIVATE_KEY": app_private_key,  # must never reach a session
     }
     forges = GitHubForges(
-        GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
-        redis,
-        write_spacing_seconds=0.01,
+        GitHubClients(
+            GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
+            redis,
+            write_spacing_seconds=0.01,
+        )
     )
     source = GitHubTicketSource(
         store, forges.for_installation, api_url=API, clone_urls=lambda repo: origin.as_uri()

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from redis.asyncio import Redis
 
 from ballet.core.config import Runtime
+from ballet.github.github_client import GitHubClients
 from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
 from ballet.github.interpret import SessionLauncher
 from ballet.github.memo import Memo
@@ -57,9 +58,11 @@ async def build_edge(
             "set BALLET_PRIVATE_KEY (PEM text) or BALLET_PRIVATE_KEY_PATH to the App's private key"
         )
     forges = GitHubForges(
-        GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
-        redis,
-        write_spacing_seconds=settings.write_spacing_seconds,
+        GitHubClients(
+            GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
+            redis,
+            write_spacing_seconds=settings.write_spacing_seconds,
+        )
     )
     identity = await forges.app_identity()
     store = RecordStore(redis)

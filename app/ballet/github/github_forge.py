@@ -12,9 +12,7 @@ import base64
 import contextlib
 from typing import Any
 
-import httpx
 from pydantic import TypeAdapter
-from redis.asyncio import Redis
 
 from ballet.github import github_models as m
 from ballet.github.forge import (
@@ -39,7 +37,6 @@ from ballet.github.github_client import (
     GitHubClients,
     ServerErrorRetry,
 )
-from ballet.github.pacing import DEFAULT_SPACING_SECONDS
 from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
@@ -54,22 +51,8 @@ _file_list = TypeAdapter(list[m.PullFile])
 class GitHubForges:
     """Makes a forge per installation; all share one Redis and one connection pool."""
 
-    def __init__(
-        self,
-        credentials: GitHubAppCredentials,
-        redis: Redis,
-        *,
-        write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
-        retry: ServerErrorRetry | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._clients = GitHubClients(
-            credentials,
-            redis,
-            write_spacing_seconds=write_spacing_seconds,
-            retry=retry,
-            transport=transport,
-        )
+    def __init__(self, clients: GitHubClients) -> None:
+        self._clients = clients
 
     async def aclose(self) -> None:
         await self._clients.aclose()
