@@ -82,7 +82,7 @@ async def running_stack(
         app_state = sandbox.sandbox.app
         settings = Settings(
             app_id=app_state.app_id,
-            private_key_path=data_dir / "sandbox" / "app-private-key.pem",
+            private_key=app_state.private_key_pem.decode(),
             webhook_secret=app_state.webhook_secret,
             github_api_url=sandbox.api_url,
             redis_url=url,
