@@ -204,7 +204,7 @@ async def measure(runs: int, origin: Path, root: Path, url: str, token: str) -> 
     started = time.perf_counter()
     mirror = await workspaces.refresh(REPO, url, token)
     print(f"mirror: first fetch over HTTP {time.perf_counter() - started:.2f} s (once per repo)")
-    local, http = git_env(), {**git_env(), **auth_environment(token)}
+    local, http = git_env(), auth_environment(git_env(), token)
     watch = Stopwatch()
     for run in range(runs):
         started = time.perf_counter()

@@ -3,10 +3,17 @@
 It keeps its data under BALLET_DATA_DIR/valkey with an append-only file, so
 queued deliveries survive a restart, listens on loopback only, and stops
 with the process that started it.
+
+It holds installation tokens and the queue, so nothing unauthenticated may
+use it: each start writes a fresh random password for the user `ballet` into
+an ACL file (0600, in the data dir no session can see); the `default` user,
+which needs no password, may only PING (the readiness check).
 """
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,12 +32,15 @@ class EmbeddedValkeyError(Exception):
 def embedded_valkey(data_dir: Path) -> Iterator[str]:
     """Run Valkey for the duration of the block; yields its redis:// URL."""
     directory = data_dir / "valkey"
+    password = secrets.token_urlsafe(32)
     try:
         directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o700)
+        acl = _write_acl(directory / "users.acl", password)
         server = ValkeyServer(
             data_dir=directory,
             persist=True,
-            config={"appendonly": "yes", "appendfsync": "everysec"},
+            config={"appendonly": "yes", "appendfsync": "everysec", "aclfile": str(acl)},
         )
         server.start(timeout=20)
     except (OSError, ValkeyServerError) as exc:
@@ -40,7 +50,17 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
         ) from exc
     log.info("embedded valkey started", url=server.connection_url, data_dir=str(directory))
     try:
-        yield str(server.connection_url)
+        yield f"redis://{USER}:{password}@{server.host}:{server.port}/0"
     finally:
         server.stop()
         log.info("embedded valkey stopped")
+
+
+USER = "ballet"
+
+
+def _write_acl(path: Path, password: str) -> Path:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as file:
+        file.write(f"user default on nopass -@all +ping\nuser {USER} on >{password} ~* &* +@all\n")
+    return path

@@ -90,6 +90,13 @@ SESSION_SECONDS = Histogram(
     ["adapter"],
     buckets=SESSION_BUCKETS,
 )
+SESSION_EGRESS = Counter(
+    "ballet_session_egress_total",
+    "Connections confined sessions asked Ballet's egress proxy for, by decision"
+    " (allowed, refused: not a listed destination, or a listed name resolving to a"
+    " private address).",
+    ["decision"],
+)
 SESSIONS_RUNNING = Gauge(
     "ballet_sessions_running",
     "Agent sessions running in this worker now, by runtime adapter.",
@@ -135,6 +142,8 @@ for _kind in get_args(RateLimitKind):
     GITHUB_RATE_LIMITED.labels(_kind)
 for _adapter in get_args(Adapter):
     SESSIONS_RUNNING.labels(_adapter)
+for _decision in ("allowed", "refused"):
+    SESSION_EGRESS.labels(_decision)
 
 
 def ticket_advanced(event: str, before: Status | None, after: Status) -> None:
@@ -144,10 +153,15 @@ def ticket_advanced(event: str, before: Status | None, after: Status) -> None:
         TICKETS_ENDED.labels(after).inc()
 
 
-def session_ended(adapter: Adapter, result: SessionEnd, seconds: float) -> None:
-    """An agent session ended with a result after `seconds` of wall time."""
+def session_ended(
+    adapter: Adapter, result: SessionEnd, seconds: float, egress: tuple[int, int] = (0, 0)
+) -> None:
+    """An agent session ended with a result after `seconds` of wall time, having had
+    `egress` (allowed, refused) connections through its proxy."""
     SESSIONS.labels(adapter, result).inc()
     SESSION_SECONDS.labels(adapter).observe(seconds)
+    SESSION_EGRESS.labels("allowed").inc(egress[0])
+    SESSION_EGRESS.labels("refused").inc(egress[1])
 
 
 def github_response(method: str, status: int | None, rate_limit: RateLimitKind | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import signal
 import sys
 from collections.abc import Sequence
@@ -18,11 +19,13 @@ from typing import Protocol
 import structlog
 
 from ballet.logs import configure_logging
+from ballet.sessions.confine import UNCONFINED_WARNING, check_bwrap
 from ballet.settings import Settings, SettingsError, load_settings
 
 log = structlog.get_logger("ballet")
 
 STOP_GRACE_SECONDS = 20.0
+PR_SET_DUMPABLE = 4  # <linux/prctl.h>
 
 
 class Component(Protocol):
@@ -46,7 +49,27 @@ def prepare(args: argparse.Namespace) -> Settings:
     """Read the settings and set up logging; raises SettingsError with what to fix."""
     settings = load_settings(args.env_file)
     configure_logging(settings.log_level, json=settings.log_json)
+    make_undumpable()
     return settings
+
+
+def make_undumpable() -> None:
+    """No process of the same user may read this one's memory or environment
+    (/proc/<pid>/mem, /environ) or ptrace it: it holds the App key and tokens.
+    Defence in depth behind the sandbox; children are dumpable again after exec."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            log.warning("could not mark the process non-dumpable", errno=ctypes.get_errno())
+
+
+def require_session_sandbox(settings: Settings) -> None:
+    """A worker runs agent sessions: refuse to start when they cannot be confined
+    (raises SandboxUnavailable saying what to install or set), never fall back."""
+    if settings.session_isolation == "none":
+        log.warning(f"BALLET_SESSION_ISOLATION=none: every {UNCONFINED_WARNING}")
+        return
+    check_bwrap()
 
 
 def fail(message: str, code: int = 2) -> int:

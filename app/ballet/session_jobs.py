@@ -21,7 +21,9 @@ import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import structlog
 from arq import Retry
@@ -33,6 +35,7 @@ from pydantic import ValidationError
 from ballet import metrics
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
+from ballet.core.egress import parse_rule
 from ballet.core.events import SessionFinished
 from ballet.core.report import Report
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
@@ -43,6 +46,7 @@ from ballet.queue import SESSIONS_QUEUE
 from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.sessions import SessionOptions, SessionResult, Workspaces, run_session
 from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_events import send_ticket_event
@@ -130,7 +134,21 @@ def session_jobs_for(
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,
+        options=SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),
+    )
+
+
+def isolation_for(settings: Settings) -> Isolation:
+    """How this deployment confines its sessions (docs/security.md)."""
+    secrets = [settings.data_dir, settings.workspaces, settings.private_key_path]
+    secrets.append(settings.loaded_from)
+    return Isolation(
+        mode=settings.session_isolation,
+        egress_allow=tuple(parse_rule(r, trusted=True) for r in settings.session_egress_allow),
+        readonly_paths=settings.session_readonly_paths,
+        hidden_paths=tuple(Path(p).resolve() for p in secrets if p is not None),
+        blocked_hosts=frozenset(h for h in (urlsplit(settings.github_api_url).hostname,) if h),
     )
 
 
@@ -250,7 +268,12 @@ async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
     except Exception:
         metrics.SESSIONS.labels(adapter, "error").inc()
         raise
-    metrics.session_ended(adapter, result.failure_reason or "reported", result.duration_seconds)
+    metrics.session_ended(
+        adapter,
+        result.failure_reason or "reported",
+        result.duration_seconds,
+        (result.egress_allowed, result.egress_refused),
+    )
     return result
 
 

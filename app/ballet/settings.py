@@ -9,12 +9,13 @@ traceback's locals.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ballet.core.config import Adapter
+from ballet.core.egress import parse_rule
 
 # GitHub refuses to send payloads over 25 MB, so anything bigger is not GitHub.
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
@@ -68,8 +69,32 @@ class Settings(BaseSettings):
     # GitHub asks for serial writes and at most 80 a minute (0.75 s apart).
     # Only a GitHub double such as the sandbox should run with less.
     write_spacing_seconds: float = Field(default=0.75, ge=0)
+    # Agent sessions run in bubblewrap (docs/security.md); `none` runs them as the
+    # worker's own processes, which an operator must choose explicitly.
+    session_isolation: Literal["bwrap", "none"] = "bwrap"
+    # host:port a session may reach besides its provider and its repository's
+    # `egress:` (may name this machine, e.g. a local model server at 127.0.0.1:8080).
+    session_egress_allow: Annotated[tuple[str, ...], NoDecode] = ()
+    # Directories of tools sessions need that are outside the system's and PATH's.
+    session_readonly_paths: Annotated[tuple[Path, ...], NoDecode] = ()
+    # The --env-file these settings were read from (it holds secrets: never shown to sessions).
+    loaded_from: Path | None = None
     log_level: str = "info"
     log_json: bool = False
+
+    @field_validator("session_egress_allow", "session_readonly_paths", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("session_egress_allow")
+    @classmethod
+    def _check_rules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            parse_rule(entry, trusted=True)  # raises with what to write instead
+        return value
 
     @field_validator("default_runtime_env", mode="before")
     @classmethod
@@ -133,7 +158,10 @@ def load_settings(env_file: str | Path | None = None) -> Settings:
     if env_file is not None and not Path(env_file).is_file():
         raise SettingsError(f"env file {env_file} does not exist: check the --env-file path")
     try:
-        return Settings(_env_file=env_file)
+        settings = Settings(_env_file=env_file)
+        if env_file is not None:
+            settings = settings.model_copy(update={"loaded_from": Path(env_file).resolve()})
+        return settings
     except ValidationError as exc:
         problems = "; ".join(
             f"BALLET_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"

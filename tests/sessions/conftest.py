@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 from ballet.core.config import Runtime
-from ballet.sessions import SessionSpec, StageInfo, TicketInfo, Workspaces
+from ballet.sessions import SessionOptions, SessionSpec, StageInfo, TicketInfo, Workspaces
+from ballet.sessions.confine import Isolation
 from git_repos import make_origin
 from session_helpers import SECRETS, MakeSpec, WriteScript
 
@@ -42,6 +43,20 @@ def parent_env(bin_dir: Path) -> dict[str, str]:
 @pytest.fixture
 def workspaces(tmp_path: Path, parent_env: dict[str, str]) -> Workspaces:
     return Workspaces(tmp_path / "workspaces", parent_env=parent_env)
+
+
+@pytest.fixture
+def observed(tmp_path: Path) -> Path:
+    """A directory the (confined) session may write and the test reads afterwards."""
+    path = tmp_path / "observed"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def options(observed: Path) -> SessionOptions:
+    """Confined sessions (the default) that may write `observed`; a short grace."""
+    return SessionOptions(grace_seconds=0.5, isolation=Isolation(test_writable=(observed,)))
 
 
 @pytest.fixture

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 from ballet.core.config import Adapter, Runtime
 from ballet.core.report import Usage
-from ballet.sessions import SessionResult, SessionSpec, Workspaces, anonymous, run_session
+from ballet.sessions import (
+    SessionOptions,
+    SessionResult,
+    SessionSpec,
+    Workspaces,
+    anonymous,
+    run_session,
+)
 from git_repos import git, remote_refs
 from session_fake_clis import fake_cli
 from session_helpers import MakeSpec, WriteScript
@@ -44,9 +51,16 @@ CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
 ]
 
 
-def run(spec: SessionSpec, workspaces: Workspaces, parent_env: dict[str, str]) -> SessionResult:
+def run(
+    spec: SessionSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
+) -> SessionResult:
     return asyncio.run(
-        run_session(spec, workspaces=workspaces, git_auth=anonymous, parent_env=parent_env)
+        run_session(
+            spec, workspaces=workspaces, git_auth=anonymous, parent_env=parent_env, options=options
+        )
     )
 
 
@@ -59,18 +73,19 @@ def test_adapter_runs_its_cli_and_reads_its_usage(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
-    tmp_path: Path,
+    observed: Path,
     adapter: Adapter,
     executable: str,
     usage: Usage,
     flags: list[str],
 ) -> None:
-    log = tmp_path / "cli.json"
+    log = observed / "cli.json"
     write_script(executable, fake_cli(executable, str(log)))
     runtime = Runtime(adapter=adapter, model="sonnet", effort="low", env=("ANTHROPIC_API_KEY",))
-    result = run(make_spec(runtime=runtime), workspaces, parent_env)
+    result = run(make_spec(runtime=runtime), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     assert result.report.summary == "did the work"
     assert result.usage == usage
@@ -87,15 +102,16 @@ def test_the_report_own_usage_wins_over_the_cli_figures(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    script = fake_cli("codex", str(tmp_path / "cli.json")).replace(
+    script = fake_cli("codex", str(observed / "cli.json")).replace(
         '"summary": "did the work"}',
         '"summary": "did the work", "usage": {"input_tokens": 1, "output_tokens": 2}}',
     )
     write_script("codex", script)
-    result = run(make_spec(runtime=Runtime(adapter="codex")), workspaces, parent_env)
+    result = run(make_spec(runtime=Runtime(adapter="codex")), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     assert result.usage == Usage(input_tokens=1, output_tokens=2)
 
@@ -104,13 +120,14 @@ def test_claude_research_phase_runs_opus_with_high_effort(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    log = tmp_path / "cli.json"
+    log = observed / "cli.json"
     write_script("claude", fake_cli("claude", str(log)))
     runtime = Runtime(adapter="claude-code", model="sonnet", env=("ANTHROPIC_API_KEY",))
-    result = run(make_spec(runtime=runtime, phase="research"), workspaces, parent_env)
+    result = run(make_spec(runtime=runtime, phase="research"), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     argv = json.loads(log.read_text())["argv"]
     assert contains_run(argv, ["--model", "opus"]) and contains_run(argv, ["--effort", "high"])
@@ -121,15 +138,16 @@ def test_a_cli_error_fails_the_session_but_its_cost_still_counts(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    write_script("claude", fake_cli("claude", str(tmp_path / "cli.json")))
+    write_script("claude", fake_cli("claude", str(observed / "cli.json")))
     runtime = Runtime(adapter="claude-code", env=("ANTHROPIC_API_KEY",))
     spec = make_spec(
         runtime=runtime, ticket=make_spec().ticket.model_copy(update={"title": "FAIL"})
     )
-    result = run(spec, workspaces, parent_env)
+    result = run(spec, workspaces, parent_env, options)
     assert result.failure_reason == "exit_code"
     assert "API Error: 500" in result.report.summary
     assert result.usage.cost_usd == pytest.approx(0.0123)
@@ -139,20 +157,24 @@ def test_claude_without_its_declared_key_fails_with_the_cli_message(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    write_script("claude", fake_cli("claude", str(tmp_path / "cli.json")))
+    write_script("claude", fake_cli("claude", str(observed / "cli.json")))
     # The worker has ANTHROPIC_API_KEY, but the runtime does not declare it.
-    result = run(make_spec(runtime=Runtime(adapter="claude-code")), workspaces, parent_env)
+    result = run(make_spec(runtime=Runtime(adapter="claude-code")), workspaces, parent_env, options)
     assert result.failure_reason == "exit_code"
     assert "Please run /login" in result.report.summary
 
 
 def test_a_command_runtime_without_a_command_is_a_config_error(
-    make_spec: MakeSpec, workspaces: Workspaces, parent_env: dict[str, str]
+    make_spec: MakeSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
-    result = run(make_spec(runtime=Runtime(adapter="command")), workspaces, parent_env)
+    result = run(make_spec(runtime=Runtime(adapter="command")), workspaces, parent_env, options)
     assert result.failure_reason == "runtime"
     assert "needs `command:`" in result.report.summary
 
@@ -161,13 +183,14 @@ def test_a_runtime_command_replaces_the_cli_executable(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    log = tmp_path / "cli.json"
+    log = observed / "cli.json"
     write_script("pinned-gemini", fake_cli("gemini", str(log)))
     runtime = Runtime(adapter="gemini", command=("pinned-gemini",))
-    result = run(make_spec(runtime=runtime), workspaces, parent_env)
+    result = run(make_spec(runtime=runtime), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     seen = json.loads(log.read_text())
     assert seen["env"]["GEMINI_CLI_TRUST_WORKSPACE"] == "true"

@@ -16,7 +16,7 @@ from ballet.sessions import (
     run_session,
 )
 from git_repos import git, remote_refs
-from session_helpers import MakeSpec, WriteScript, alive
+from session_helpers import MakeSpec, WriteScript, namespace_alive, namespace_ends, record_namespace
 
 COMMIT_AND_REPORT = """
 import json, os, subprocess
@@ -66,7 +66,9 @@ def test_a_branch_that_moved_during_the_session_is_not_overwritten(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
     origin: Path,
+    observed: Path,
     tmp_path: Path,
 ) -> None:
     # While the agent works, a person pushes to the ticket branch.
@@ -75,15 +77,30 @@ def test_a_branch_that_moved_during_the_session_is_not_overwritten(
     (person / "theirs.txt").write_text("theirs\n")
     git("add", "theirs.txt", cwd=person)
     git("commit", "-q", "-m", "theirs", cwd=person)
+    ready, pushed = observed / "ready", observed / "pushed"
     write_script(
         "agent",
-        "import subprocess\n"
-        f"subprocess.run(['git', '-C', {str(person)!r}, 'push', '-q', 'origin', "
-        "'HEAD:refs/heads/ballet/7-greeting'], check=True)\n" + COMMIT_AND_REPORT,
+        "import os, time\n"
+        f"open({str(ready)!r}, 'w').close()\n"
+        f"while not os.path.exists({str(pushed)!r}): time.sleep(0.02)\n" + COMMIT_AND_REPORT,
     )
-    result = asyncio.run(
-        run_session(make_spec(), workspaces=workspaces, git_auth=anonymous, parent_env=parent_env)
-    )
+
+    async def scenario() -> SessionResult:
+        task = asyncio.create_task(
+            run_session(
+                make_spec(), workspaces=workspaces, git_auth=anonymous,
+                parent_env=parent_env, options=options,
+            )
+        )  # fmt: skip
+        while not ready.exists():
+            await asyncio.sleep(0.02)
+        await asyncio.to_thread(
+            git, "push", "-q", "origin", "HEAD:refs/heads/ballet/7-greeting", cwd=person
+        )
+        pushed.touch()
+        return await task
+
+    result = asyncio.run(scenario())
     assert result.failure_reason == "push"
     assert "retry the stage" in result.report.summary
     theirs = git("rev-parse", "HEAD", cwd=person)
@@ -95,16 +112,17 @@ def test_a_cancelled_session_leaves_no_process_and_no_workspace(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    options: SessionOptions,
+    observed: Path,
 ) -> None:
-    pids = tmp_path / "pids"
+    namespace = observed / "namespace"
     write_script(
         "agent",
-        "import os, subprocess, time\n"
-        "child = subprocess.Popen(['sleep', '300'])\n"
-        f"open({str(pids)!r} + '.tmp', 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
-        f"os.rename({str(pids)!r} + '.tmp', {str(pids)!r})\n"
-        "time.sleep(300)\n",
+        "import subprocess, time\n"
+        "subprocess.Popen(['sleep', '300'])\n"
+        "subprocess.Popen(['setsid', 'sleep', '300'])\n"
+        + record_namespace(namespace)
+        + "time.sleep(300)\n",
     )
 
     async def scenario() -> None:
@@ -114,18 +132,18 @@ def test_a_cancelled_session_leaves_no_process_and_no_workspace(
                 workspaces=workspaces,
                 git_auth=anonymous,
                 parent_env=parent_env,
-                options=SessionOptions(grace_seconds=0.5),
+                options=options,
             )
         )
-        while not pids.exists():
+        while not namespace.exists():
             await asyncio.sleep(0.01)
+        assert namespace_alive(namespace.read_text())
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
 
     asyncio.run(scenario())
-    agent, child = map(int, pids.read_text().split())
-    assert not alive(agent) and not alive(child)
+    assert namespace_ends(namespace.read_text())
     assert not list((workspaces.root / "sessions").iterdir())
     mirror = workspaces.mirror_path("octo/demo")
     assert not list((mirror / "ballet-leases").iterdir())

@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from ballet.sessions import SessionResult, SessionSpec, Workspaces, run_session, static_token
+from ballet.sessions import (
+    SessionOptions,
+    SessionResult,
+    SessionSpec,
+    Workspaces,
+    run_session,
+    static_token,
+)
 from git_repos import remote_refs
 from session_git_http import serve_git
 from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript
@@ -79,16 +86,20 @@ def test_the_push_asks_for_a_fresh_token_after_the_session_ran(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
     origin: Path,
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    tokens = ExpiringTokens(tmp_path / "hour-passed")
+    tokens = ExpiringTokens(observed / "hour-passed")
     write_script("agent", f"{COMMIT_AND_REPORT}\nopen({str(tokens.hour_passed)!r}, 'w').close()\n")
     with serve_git(origin.parent, tokens.accepted) as base:
         spec = make_spec(clone_url=f"{base}/{origin.name}")
         result = asyncio.run(
-            run_session(spec, workspaces=workspaces, git_auth=tokens, parent_env=parent_env)
-        )
+            run_session(
+                spec, workspaces=workspaces, git_auth=tokens, parent_env=parent_env,
+                options=options,
+            )
+        )  # fmt: skip
     assert result.failure_reason is None, result.report.summary
     assert tokens.minted == ["ghs_first_hour", "ghs_second_hour"]
     assert remote_refs(origin)["refs/heads/ballet/7-greeting"] == result.head_sha

@@ -20,10 +20,9 @@ from ballet.sessions import (
     run_session,
     static_token,
 )
+from ballet.sessions.confine.session import PROXY_VARIABLES
 from git_repos import git, remote_refs
 from session_helpers import COMMIT_AND_REPORT, SECRETS, MakeSpec, WriteScript
-
-FAST = SessionOptions(grace_seconds=0.5)
 
 REPORT_DONE = """
 import json, os
@@ -35,6 +34,7 @@ def run(
     spec: SessionSpec,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
     git_auth: GitAuth = anonymous,
 ) -> SessionResult:
     return asyncio.run(
@@ -43,7 +43,7 @@ def run(
             workspaces=workspaces,
             git_auth=git_auth,
             parent_env=parent_env,
-            options=FAST,
+            options=options,
         )
     )
 
@@ -52,10 +52,11 @@ def test_the_session_sees_only_allowed_variables_and_a_fresh_home(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    dump = tmp_path / "env.json"
+    dump = observed / "env.json"
     write_script(
         "agent",
         "import json, os\n"
@@ -66,7 +67,7 @@ def test_the_session_sees_only_allowed_variables_and_a_fresh_home(
     spec = make_spec(
         runtime=Runtime(adapter="command", command=("agent",), env=("ANTHROPIC_API_KEY",))
     )
-    result = run(spec, workspaces, parent_env)
+    result = run(spec, workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     seen = json.loads(dump.read_text())
     env: dict[str, str] = seen["env"]
@@ -82,6 +83,8 @@ def test_the_session_sees_only_allowed_variables_and_a_fresh_home(
         "BALLET_ITERATION",
         "BALLET_PHASE",
     }
+    # The egress proxy, the only way out of the sandbox.
+    contract |= {*PROXY_VARIABLES, "NO_PROXY", "no_proxy", "NODE_USE_ENV_PROXY"}
     # Whatever the process itself adds (the interpreter's PWD, locale tweaks) aside:
     assert set(env) - {"PWD", "SHLVL", "_", "LC_CTYPE"} == allowed | contract
     assert env["BALLET_TICKET"] == "octo/demo#7"
@@ -101,12 +104,13 @@ def test_a_runtime_may_not_ask_for_ballet_secrets(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
     write_script("agent", REPORT_DONE)
     spec = make_spec(
         runtime=Runtime(adapter="command", command=("agent",), env=("REDIS_URL", "GITHUB_TOKEN"))
     )
-    result = run(spec, workspaces, parent_env)
+    result = run(spec, workspaces, parent_env, options)
     assert result.failure_reason == "runtime"
     assert "REDIS_URL, GITHUB_TOKEN" in result.report.summary
 
@@ -115,10 +119,11 @@ def test_context_and_prompt_describe_the_ticket(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    copy = tmp_path / "copy"
+    copy = observed / "copy"
     write_script(
         "agent",
         "import os, shutil\n"
@@ -130,7 +135,7 @@ def test_context_and_prompt_describe_the_ticket(
         stage="review", iteration=1, report=Report(outcome="changes_requested", summary="fix X")
     )
     spec = make_spec(iteration=2, pr_number=9, earlier_reports=(earlier,))
-    result = run(spec, workspaces, parent_env)
+    result = run(spec, workspaces, parent_env, options)
     assert result.failure_reason is None
     context = json.loads((copy / "context.json").read_text())
     assert context["ticket"]["repo"] == "octo/demo"
@@ -161,6 +166,7 @@ def test_commits_are_pushed_to_the_ticket_branch_only(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
 ) -> None:
@@ -178,7 +184,7 @@ def test_commits_are_pushed_to_the_ticket_branch_only(
         + COMMIT_AND_REPORT,
     )
     before = remote_refs(origin)
-    result = run(make_spec(), workspaces, parent_env)
+    result = run(make_spec(), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     after = remote_refs(origin)
     assert set(after) - set(before) == {"refs/heads/ballet/7-greeting"}
@@ -192,11 +198,12 @@ def test_the_token_reaches_no_file_of_the_session(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
     token = "ghs_session_token_never_on_disk"
-    found = tmp_path / "found.txt"
+    found = observed / "found.txt"
     write_script(
         "agent",
         "import os, pathlib\n"
@@ -207,7 +214,7 @@ def test_the_token_reaches_no_file_of_the_session(
         f"hits += [k for k, v in os.environ.items() if {token!r} in v]\n"
         f"open({str(found)!r}, 'w').write(repr(hits))\n" + COMMIT_AND_REPORT,
     )
-    result = run(make_spec(), workspaces, parent_env, git_auth=static_token(token))
+    result = run(make_spec(), workspaces, parent_env, options, git_auth=static_token(token))
     assert result.failure_reason is None, result.report.summary
     assert found.read_text() == "[]"
     leftovers = [p for p in workspaces.root.rglob("*") if p.is_file()]
@@ -219,12 +226,13 @@ def test_a_push_to_the_base_branch_is_refused(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
 ) -> None:
     write_script("agent", COMMIT_AND_REPORT)
     before = remote_refs(origin)
-    result = run(make_spec(branch="main"), workspaces, parent_env)
+    result = run(make_spec(branch="main"), workspaces, parent_env, options)
     assert result.failure_reason == "push"
     assert "refusing to push to the base branch 'main'" in result.report.summary
     assert remote_refs(origin) == before
@@ -234,12 +242,13 @@ def test_a_branchless_pipeline_pushes_nothing(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
 ) -> None:
     write_script("agent", REPORT_DONE)
     before = remote_refs(origin)
-    result = run(make_spec(branch=None), workspaces, parent_env)
+    result = run(make_spec(branch=None), workspaces, parent_env, options)
     assert result.failure_reason is None
     assert result.head_sha == before["refs/heads/main"]
     assert remote_refs(origin) == before
@@ -284,6 +293,7 @@ def test_each_failure_mode_ends_failed_with_its_reason_and_the_output_tail(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
     script: str,
@@ -292,7 +302,7 @@ def test_each_failure_mode_ends_failed_with_its_reason_and_the_output_tail(
 ) -> None:
     write_script("agent", COMMIT_AND_REPORT.split("json.dump")[0] + script)
     before = remote_refs(origin)
-    result = run(make_spec(timeout_seconds=1.5), workspaces, parent_env)
+    result = run(make_spec(timeout_seconds=1.5), workspaces, parent_env, options)
     assert result.failure_reason == reason
     assert result.report.outcome == "failed"
     assert says in result.report.summary
@@ -313,6 +323,7 @@ def test_a_non_zero_exit_with_a_valid_report_keeps_the_report(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
     write_script(
         "agent",
@@ -321,24 +332,30 @@ def test_a_non_zero_exit_with_a_valid_report_keeps_the_report(
         " open(os.environ['BALLET_REPORT'], 'w'))\n"
         "sys.exit(1)\n",
     )
-    result = run(make_spec(stage={"id": "verify"}), workspaces, parent_env)
+    result = run(make_spec(stage={"id": "verify"}), workspaces, parent_env, options)
     assert result.failure_reason is None
     assert (result.report.outcome, result.report.summary) == ("fail", "tests are red")
 
 
 def test_a_runtime_that_is_not_installed_fails_with_advice(
-    make_spec: MakeSpec, workspaces: Workspaces, parent_env: dict[str, str]
+    make_spec: MakeSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
     spec = make_spec(runtime=Runtime(adapter="command", command=("no-such-agent-cli",)))
-    result = run(spec, workspaces, parent_env)
+    result = run(spec, workspaces, parent_env, options)
     assert result.failure_reason == "runtime"
     assert "no-such-agent-cli" in result.report.summary and "PATH" in result.report.summary
 
 
 def test_a_missing_base_fails_the_session_not_the_worker(
-    make_spec: MakeSpec, workspaces: Workspaces, parent_env: dict[str, str]
+    make_spec: MakeSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
-    result = run(make_spec(base="develop"), workspaces, parent_env)
+    result = run(make_spec(base="develop"), workspaces, parent_env, options)
     assert result.failure_reason == "workspace"
     assert "'develop'" in result.report.summary
 
@@ -362,10 +379,11 @@ def test_phases_pass_the_handoff_and_nothing_else(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    log = tmp_path / "phases"
+    log = observed / "phases"
     log.mkdir()
     write_script("agent", PHASE_AGENT.format(log=str(log)))
     earlier = EarlierReport(
@@ -376,6 +394,7 @@ def test_phases_pass_the_handoff_and_nothing_else(
         make_spec(phase="research", earlier_reports=(earlier,), answers=(answer,)),
         workspaces,
         parent_env,
+        options,
     )
     assert research.failure_reason is None
     assert research.handoff == Handoff(summary="use module Y", decisions=("keep API",))
@@ -385,6 +404,7 @@ def test_phases_pass_the_handoff_and_nothing_else(
         ),
         workspaces,
         parent_env,
+        options,
     )
     assert plan.failure_reason is None
     seen_research = json.loads((log / "research.json").read_text())
@@ -405,12 +425,13 @@ def test_an_invalid_handoff_fails_the_phase(
     write_script: WriteScript,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    options: SessionOptions,
 ) -> None:
     write_script(
         "agent",
         "import os\nopen(os.environ['BALLET_HANDOFF'], 'w').write('[1, 2]')\n" + REPORT_DONE,
     )
-    result = run(make_spec(phase="plan"), workspaces, parent_env)
+    result = run(make_spec(phase="plan"), workspaces, parent_env, options)
     assert result.failure_reason == "invalid_handoff"
 
 
@@ -418,6 +439,7 @@ def test_a_session_that_deletes_its_branch_fails_and_pushes_nothing(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
+    options: SessionOptions,
     parent_env: dict[str, str],
     origin: Path,
 ) -> None:
@@ -429,7 +451,7 @@ def test_a_session_that_deletes_its_branch_fails_and_pushes_nothing(
         + REPORT_DONE,
     )
     before = remote_refs(origin)
-    result = run(make_spec(), workspaces, parent_env)
+    result = run(make_spec(), workspaces, parent_env, options)
     assert result.failure_reason == "push"
     assert "deleted its branch 'ballet/7-greeting'" in result.report.summary
     assert remote_refs(origin) == before

@@ -21,10 +21,12 @@ from ballet.process import (
     add_env_file_argument,
     fail,
     prepare,
+    require_session_sandbox,
     run_until_signalled,
 )
 from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
+from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import Settings, SettingsError
 from ballet.web import create_app
 from ballet.web.server import ServerFailed, WebServer
@@ -52,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         settings, secret_file = with_local_webhook_secret(prepare(args))
         if settings.redis_url is not None:  # refused if malformed, before anything starts
             redis_settings(settings.redis_url.get_secret_value())
-    except (SettingsError, ValueError) as exc:
+        require_session_sandbox(settings)
+    except (SettingsError, ValueError, SandboxUnavailable) as exc:
         return fail(str(exc))
     try:
         with _queue_url(settings) as url:

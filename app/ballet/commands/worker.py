@@ -7,9 +7,16 @@ import asyncio
 
 from prometheus_client import start_http_server
 
-from ballet.process import add_env_file_argument, fail, prepare, run_until_signalled
+from ballet.process import (
+    add_env_file_argument,
+    fail,
+    prepare,
+    require_session_sandbox,
+    run_until_signalled,
+)
 from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
+from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import SettingsError
 from ballet.worker import WorkerGroup
 
@@ -34,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
         settings = prepare(args)
         url = settings.require_redis_url()
         redis_settings(url)  # a malformed REDIS_URL is refused before anything starts
-    except (SettingsError, ValueError) as exc:
+        require_session_sandbox(settings)
+    except (SettingsError, ValueError, SandboxUnavailable) as exc:
         return fail(str(exc))
     if args.metrics_port is not None:
         # A daemon thread: it ends with the process and never blocks the event loop.

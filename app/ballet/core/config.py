@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from ballet.core.egress import parse_rule
 
 StageKind = Literal["agent", "human", "platform"]
 Adapter = Literal["command", "claude-code", "codex", "aider", "gemini", "opencode"]
@@ -36,6 +38,14 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 
 
+def _public_destination(text: str) -> str:
+    parse_rule(text)  # raises with what to write instead
+    return text
+
+
+EgressHost = Annotated[str, AfterValidator(_public_destination)]
+
+
 class Strict(BaseModel):
     # Unknown keys are refused: a typo must never silently change a pipeline.
     # Attribute docstrings become descriptions in `ballet schema`.
@@ -55,6 +65,10 @@ class Runtime(Strict):
     """Names of the deployment's environment variables the session may see, e.g. API keys."""
     command: tuple[str, ...] | None = None
     """For `adapter: command`: the argv to run in the session's clone."""
+    egress: tuple[EgressHost, ...] = ()
+    """Public hosts (`host` or `host:port`, default port 443, `*.domain` for subdomains) the
+    session may reach through Ballet's egress proxy besides its provider's API, e.g. a
+    package index. Loopback, private and link-local destinations are refused."""
 
 
 class Role(Strict):

@@ -4,7 +4,8 @@ What githubkit gives us, set up here:
 - App authentication: the App's JWT buys installation tokens; githubkit caches
   each token in its cache strategy until a minute before it expires, and the
   strategy here is Redis, so every worker process shares one token per
-  installation instead of minting its own.
+  installation instead of minting its own. The tokens are sealed (AES-GCM,
+  keyed by the App's private key): Redis alone gives no usable token.
 - Conditional GETs: githubkit's HTTP cache (hishel) stores bodies with their
   ETag in Redis and revalidates with If-None-Match; a 304 costs no rate limit.
 - The throttler hook: `WritePacer` makes writes serial and spaced per
@@ -16,14 +17,21 @@ What githubkit gives us, set up here:
 
 from __future__ import annotations
 
+import base64
+import os
 import random
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import httpx
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
 from githubkit.cache import AsyncRedisCacheStrategy
+from githubkit.cache.redis import AsyncRedisCache
 from githubkit.exception import (
     GitHubException,
     GraphQLFailed,
@@ -64,13 +72,52 @@ class _SharedRedisStorage(AsyncRedisStorage):
         return None
 
 
+class _SealedRedisCache(AsyncRedisCache):
+    """githubkit's token cache (installation tokens, the App's JWT), sealed with
+    AES-GCM under a key derived from the App's private key: whoever reads Redis
+    (or its append-only file) without the key gets no usable token."""
+
+    def __init__(self, client: Redis, prefix: str | None, key: bytes) -> None:
+        super().__init__(client, prefix)
+        self._aead = AESGCM(key)
+
+    async def aget(self, key: str) -> str | None:
+        sealed = await super().aget(key)
+        if sealed is None:
+            return None
+        try:
+            raw = base64.b64decode(sealed)
+            return self._aead.decrypt(raw[:12], raw[12:], key.encode()).decode()
+        except (ValueError, InvalidTag):
+            return None  # written in the clear or under another key: fetch anew
+
+    async def aset(self, key: str, value: str, ex: timedelta) -> None:
+        nonce = os.urandom(12)
+        sealed = nonce + self._aead.encrypt(nonce, value.encode(), key.encode())
+        await super().aset(key, base64.b64encode(sealed).decode(), ex)
+
+
 class _RedisHttpCache(AsyncRedisCacheStrategy):
+    def __init__(self, client: Redis, prefix: str, *, sealing_key: bytes) -> None:
+        super().__init__(client, prefix)
+        self._sealing_key = sealing_key
+
+    async def get_async_cache_storage(self) -> AsyncRedisCache:
+        return _SealedRedisCache(self.client, self.prefix, self._sealing_key)
+
     # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
     # and pull requests revalidating with 304s across a working day.
     async def get_async_hishel_storage(self) -> AsyncBaseStorage:
         return _SharedRedisStorage(
             client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
         )
+
+
+def sealing_key(private_key: str) -> bytes:
+    """A 256-bit key for the token cache, derived from the App's private key."""
+    return HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=None, info=b"ballet token cache v1"
+    ).derive(private_key.encode())
 
 
 class ServerErrorRetry:
@@ -142,7 +189,9 @@ class GitHubClients:
         # httpx's own context honours SSL_CERT_FILE / SSL_CERT_DIR (a GHES CA).
         self._pool = transport or httpx.AsyncHTTPTransport(verify=httpx.create_ssl_context())
         self._transport = _KeptOpenTransport(self._pool)
-        self._cache = _RedisHttpCache(redis, prefix="ballet:gh")
+        self._cache = _RedisHttpCache(
+            redis, "ballet:gh", sealing_key=sealing_key(credentials.private_key)
+        )
 
     async def aclose(self) -> None:
         """Close the shared connection pool (at worker shutdown)."""

@@ -9,7 +9,9 @@ not in `.git/config` of the mirror or a clone (readable by sessions).
 from __future__ import annotations
 
 import base64
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+
+from ballet.sessions.git import with_config
 
 # Given `owner/name`, a short-lived token for it, or None to go unauthenticated
 # (public repositories, local test remotes). The lead wires installation tokens.
@@ -27,13 +29,9 @@ def static_token(token: str) -> GitAuth:
     return auth
 
 
-def auth_environment(token: str | None) -> dict[str, str]:
-    """Environment variables that make git send the token as GitHub expects it."""
+def auth_environment(env: Mapping[str, str], token: str | None) -> dict[str, str]:
+    """`env` plus what makes git send the token as GitHub expects it."""
     if token is None:
-        return {}
+        return dict(env)
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return {
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "http.extraHeader",
-        "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-    }
+    return with_config(env, {"http.extraHeader": f"Authorization: Basic {basic}"})

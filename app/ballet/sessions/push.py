@@ -1,18 +1,28 @@
-"""Pushing a session's commits: the ticket branch only, never forced.
+"""Pushing a session's commits: the ticket branch only, never forced, never through
+anything the session wrote that git would execute or follow.
 
-The push runs in the mirror, not in the clone: the clone's `.git/config` and
-hooks are the agent's to write, and a process carrying the token must not
-read either (an `insteadOf` or a pre-push hook would hand the token away).
-The branch's commits are first fetched from the clone into a private ref of
-the mirror; then the mirror pushes exactly `<sha>:refs/heads/<branch>`.
-Other branches and tags the agent made are never pushed.
+Everything in the clone is the agent's to write: `.git/config` (an `insteadOf`,
+an fsmonitor command), hooks, symbolic links, alternates. So no git command
+runs in the clone after the session. Ballet reads the branch's commit from the
+ref file itself, checks that the object store holds no links out of it, drops
+its alternates (the mirror's objects are the primary store of the command
+anyway), and runs `git push` in the mirror, with the clone's objects added
+for that one command (GIT_ALTERNATE_OBJECT_DIRECTORIES): nothing is copied
+into the mirror other sessions share, and only `<sha>:refs/heads/<branch>`
+is pushed. Other branches and tags the agent made are never pushed.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
+
 from ballet.sessions.git import GitError, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.workspace import Workspace, Workspaces
+
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 class PushError(Exception):
@@ -28,27 +38,21 @@ async def push_ticket_branch(
         raise PushError(
             f"refusing to push to the base branch {base!r}: Ballet pushes ticket branches only"
         )
-    env = workspaces.git_env
-    code, out, _ = await run_git(
-        "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}",
-        cwd=workspace.clone, env=env, check=False,
-    )  # fmt: skip
-    if code != 0:
-        raise PushError(f"the session deleted its branch {branch!r}; nothing was pushed")
-    sha = out.strip()
+    objects = checked_objects(workspace.clone)
+    sha = branch_commit(workspace.clone, branch)
     if sha == workspace.start_sha:
         return sha
-    private = f"refs/ballet/push/{workspace.key}"
+    env = {**workspaces.git_env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
     mirror = workspace.mirror
+    code, _, _ = await run_git(
+        "cat-file", "-e", f"{sha}^{{commit}}", cwd=mirror, env=env, check=False
+    )
+    if code != 0:
+        raise PushError(f"the branch {branch!r} names {sha}, which is not a commit of the clone")
     try:
         await run_git(
-            "fetch", "--quiet", "--no-tags",
-            str(workspace.clone), f"+refs/heads/{branch}:{private}",
-            cwd=mirror, env=env,
-        )  # fmt: skip
-        await run_git(
             "push", "--quiet", "--no-verify", "origin", f"{sha}:refs/heads/{branch}",
-            cwd=mirror, env={**env, **auth_environment(token)},
+            cwd=mirror, env=auth_environment(env, token),
         )  # fmt: skip
     except GitError as error:
         hint = (
@@ -58,6 +62,54 @@ async def push_ticket_branch(
             else "check the App's permission to push to the repository"
         )
         raise PushError(f"{error}; {hint}") from error
-    finally:
-        await run_git("update-ref", "-d", private, cwd=mirror, env=env, check=False)
     return sha
+
+
+def checked_objects(clone: Path) -> Path:
+    """The clone's object directory, once it is known to hold only its own files:
+    no symbolic link anywhere in it (one could lend the push another repository's
+    objects) and no alternates of the session's choosing."""
+    git_dir, objects = clone / ".git", clone / ".git" / "objects"
+    for path in (git_dir, objects):
+        if path.is_symlink() or not path.is_dir():
+            raise PushError(f"{path.relative_to(clone)} is not a directory of the clone's own")
+    for directory, dirs, files in os.walk(objects):
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(directory, name)):
+                raise PushError(
+                    "the session left a symbolic link in .git/objects; nothing was pushed"
+                )
+    (objects / "info" / "alternates").unlink(missing_ok=True)
+    return objects
+
+
+def branch_commit(clone: Path, branch: str) -> str:
+    """The commit `refs/heads/<branch>` names, read from the files (loose, then packed)."""
+    git_dir = clone / ".git"
+    if (git_dir / "reftable").exists():
+        raise PushError("the session switched the clone to reftable refs; nothing was pushed")
+    loose = git_dir / "refs" / "heads" / branch
+    if _regular(loose, git_dir):
+        value = loose.read_text(errors="replace").strip()
+        if _SHA.match(value):
+            return value
+        raise PushError(
+            f"the branch {branch!r} is not a plain commit reference; nothing was pushed"
+        )
+    packed = git_dir / "packed-refs"
+    if _regular(packed, git_dir):
+        for line in packed.read_text(errors="replace").splitlines():
+            sha, _, ref = line.partition(" ")
+            if ref == f"refs/heads/{branch}" and _SHA.match(sha):
+                return sha
+    raise PushError(f"the session deleted its branch {branch!r}; nothing was pushed")
+
+
+def _regular(path: Path, git_dir: Path) -> bool:
+    """A regular file reached through no symbolic link below `.git`."""
+    current = path
+    while current != git_dir:
+        if current.is_symlink():
+            return False
+        current = current.parent
+    return path.is_file()

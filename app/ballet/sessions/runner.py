@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ballet.core.report import Handoff, Report, Usage
+from ballet.sessions.confine import Isolation, SessionPaths, confined
+from ballet.sessions.confine.providers import PROVIDER_HOSTS
 from ballet.sessions.context import build_context
 from ballet.sessions.environment import session_environment
 from ballet.sessions.git import GitError
@@ -49,6 +52,7 @@ OUTPUT_TAIL_CHARS = 8_000  # per stream, in SessionResult.output_tail
 class SessionOptions:
     heartbeat_seconds: float = 30.0
     grace_seconds: float = 5.0  # between SIGTERM and SIGKILL of the process group
+    isolation: Isolation = field(default_factory=Isolation)  # confined by default
 
 
 async def run_session(
@@ -77,13 +81,16 @@ async def run_session(
     except (WorkspaceError, GitError) as error:
         return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
     try:
-        return await _run(spec, workspace, workspaces, git_auth, heartbeat, env, options, started)
+        return await _run(
+            spec, key, workspace, workspaces, git_auth, heartbeat, env, options, started
+        )
     finally:
         await workspaces.remove(workspace)
 
 
 async def _run(
     spec: SessionSpec,
+    key: str,
     workspace: Workspace,
     workspaces: Workspaces,
     git_auth: GitAuth,
@@ -137,21 +144,33 @@ async def _run(
     except RuntimeConfigError as error:
         return _failed(SessionFailure("runtime", str(error)), None, None, None, started)
     meter = adapter.meter(invocation)
-    try:
-        outcome = await run_process(
-            argv,
-            cwd=workspace.clone,
-            env=env,
-            timeout_seconds=spec.timeout_seconds,
-            on_stdout_line=meter.feed_line,
-            heartbeat=heartbeat,
-            heartbeat_seconds=options.heartbeat_seconds,
-            grace_seconds=options.grace_seconds,
-        )
-    except OSError as error:
-        message = f"could not start {argv[0]!r}: {error}; install the CLI on the worker's PATH"
+    if not _findable(argv[0], workspace.clone, env.get("PATH", "")):
+        message = f"could not start {argv[0]!r}: not found; install the CLI on the worker's PATH"
         return _failed(SessionFailure("runtime", message), None, None, None, started)
-    tail = outcome.output_tail(OUTPUT_TAIL_CHARS)
+    paths = SessionPaths(
+        workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root
+    )
+    hosts = (*PROVIDER_HOSTS[spec.runtime.adapter], *spec.runtime.egress)
+    try:
+        async with confined(
+            options.isolation, paths, argv, env, runtime_hosts=hosts, session=key
+        ) as sandbox:
+            outcome = await run_process(
+                sandbox.argv,
+                cwd=workspace.clone,
+                env=sandbox.env,
+                timeout_seconds=spec.timeout_seconds,
+                on_stdout_line=meter.feed_line,
+                heartbeat=heartbeat,
+                heartbeat_seconds=options.heartbeat_seconds,
+                grace_seconds=options.grace_seconds,
+            )
+    except OSError as error:
+        program = options.isolation.bwrap if options.isolation.mode == "bwrap" else argv[0]
+        message = f"could not start {program!r}: {error}; install it on the worker's PATH"
+        return _failed(SessionFailure("runtime", message), None, None, None, started)
+    tail = outcome.output_tail(OUTPUT_TAIL_CHARS) + _refusals(sandbox.refused)
+    egress = {"egress_allowed": sandbox.allowed, "egress_refused": len(sandbox.refused)}
     usage = meter.usage()
     try:
         report, handoff = _read_results(spec, outcome, report_path, handoff_path)
@@ -162,10 +181,12 @@ async def _run(
             else workspace.start_sha  # a pipeline without a branch pushes nothing
         )
     except SessionFailure as failure:
-        return _failed(failure, usage, tail, workspace.start_sha, started)
+        failed = _failed(failure, usage, tail, workspace.start_sha, started)
+        return failed.model_copy(update=egress)
     except PushError as error:
         push_failure = SessionFailure("push", str(error))
-        return _failed(push_failure, report.usage, tail, workspace.start_sha, started)
+        failed = _failed(push_failure, report.usage, tail, workspace.start_sha, started)
+        return failed.model_copy(update=egress)
     return SessionResult(
         report=report,
         head_sha=head,
@@ -173,6 +194,7 @@ async def _run(
         duration_seconds=time.monotonic() - started,
         handoff=handoff,
         output_tail=tail,
+        **egress,
     )
 
 
@@ -222,6 +244,22 @@ def _failed(
         output_tail=tail or "",
         failure_reason=failure.reason,
     )
+
+
+def _findable(program: str, clone: Path, path: str) -> bool:
+    """Whether the session's PATH (or the clone, for a relative path) has `program`;
+    asked before the sandbox starts, so a missing CLI is named as such."""
+    if "/" in program:
+        return os.access(clone / program, os.X_OK)
+    return shutil.which(program, path=path) is not None
+
+
+def _refusals(refused: list[str]) -> str:
+    """What the egress proxy refused the session, for its report's output tail."""
+    if not refused:
+        return ""
+    lines = "".join(f"{reason}\n" for reason in dict.fromkeys(refused))
+    return f"--- egress refused by Ballet's proxy ({len(refused)}) ---\n{lines}"
 
 
 def _exclude(clone: Path, patterns: tuple[str, ...]) -> None:

@@ -105,3 +105,6 @@ class SessionResult(Frozen):
     handoff: Handoff | None
     output_tail: str
     failure_reason: FailureReason | None = None
+    # Connections the session's egress proxy let through and refused.
+    egress_allowed: int = 0
+    egress_refused: int = 0

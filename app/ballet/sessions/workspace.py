@@ -95,7 +95,7 @@ class Workspaces:
             if not (mirror / "HEAD").exists():
                 await self._init_mirror(mirror)
             await run_git("config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env)
-            env = {**self.git_env, **auth_environment(token)}
+            env = auth_environment(self.git_env, token)
             try:
                 await run_git(
                     "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env

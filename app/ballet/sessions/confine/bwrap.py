@@ -1,0 +1,186 @@
+"""The bubblewrap command line of a confined session, and the check that bwrap works.
+
+The sandbox starts from an empty root (bwrap's own tmpfs) and gets, in order:
+1. read-only: the system (`/usr`, `/etc`, the `/lib*` and `/bin` links, `/opt`),
+   Ballet's Python, and the tool directories on the session's PATH;
+2. masks over any secret that lies inside those (the data dir, the App key, the
+   env file): an empty tmpfs over a directory, /dev/null over a file;
+3. (first, in fact, so a tool under /tmp shows) a fresh `/proc` of its own pid
+   namespace (no worker to read), `/dev` and a private `/tmp`;
+4. the session's own mirror objects read-only (its clone's alternates);
+5. read-write: its clone, HOME and BALLET_* directory; nothing else is writable;
+6. the egress proxy's socket and the relay that starts the agent.
+Every namespace is new (user, pid, ipc, uts, cgroup, network); the session may
+not make user namespaces of its own; it dies with the worker; its terminal is
+detached (`--new-session`: no TIOCSTI keystrokes into the worker's tty).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSTEM_PATHS = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+)  # fmt: skip
+RELAY = Path(__file__).with_name("relay.py")
+INSIDE_SOCKET = "/run/ballet/egress.sock"
+INSIDE_RELAY = "/run/ballet/relay.py"
+HOSTNAME = "ballet-session"
+
+
+class SandboxUnavailable(Exception):
+    """bwrap cannot start a sandbox here; the message says what to install or set."""
+
+
+@dataclass(frozen=True)
+class SandboxLayout:
+    clone: Path
+    home: Path
+    files: Path
+    mirror_objects: Path
+    egress_socket: Path
+    readonly: tuple[Path, ...]  # besides the system's: Python, tools, the operator's
+    hidden: tuple[Path, ...]  # never visible, even inside a read-only directory
+    writable: tuple[Path, ...] = ()  # besides the session's own (tests only)
+
+
+@dataclass(frozen=True)
+class RelaySpec:
+    proxy_port: int
+    forwards: tuple[tuple[int, str], ...]  # (port inside, host:port through the proxy)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"socket": INSIDE_SOCKET, "proxy_port": self.proxy_port, "forwards": self.forwards}
+        )
+
+
+def bwrap_argv(
+    layout: SandboxLayout, relay: RelaySpec, command: Sequence[str], *, bwrap: str = "bwrap"
+) -> list[str]:
+    args = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    args += ["--cap-drop", "ALL"]
+    args += ["--hostname", HOSTNAME]
+    if supports_disable_userns(bwrap):
+        args.append("--disable-userns")
+    # /tmp first: a tool directory under /tmp (a test's) is bound on top of it.
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    roots = readonly_roots(layout.readonly, layout.hidden)
+    for root in roots:
+        if str(root) in SYSTEM_PATHS and root.is_symlink():  # /bin -> usr/bin (merged /usr)
+            args += ["--symlink", os.readlink(root), str(root)]
+        else:
+            args += ["--ro-bind", str(root), str(root)]
+    for secret in layout.hidden:
+        if any(_within(secret, root) for root in roots) and secret.exists():
+            mask = ["--tmpfs"] if secret.is_dir() else ["--ro-bind", "/dev/null"]
+            args += [*mask, str(secret)]
+    args += ["--ro-bind", str(layout.mirror_objects), str(layout.mirror_objects)]
+    for writable in (layout.clone, layout.home, layout.files, *layout.writable):
+        args += ["--bind", str(writable), str(writable)]
+    args += ["--ro-bind", str(layout.egress_socket), INSIDE_SOCKET]
+    args += ["--ro-bind", str(RELAY), INSIDE_RELAY, "--chdir", str(layout.clone)]
+    python = str(Path(sys.executable).resolve())
+    return [*args, "--", python, "-I", "-S", INSIDE_RELAY, relay.to_json(), "--", *command]
+
+
+def readonly_roots(extra: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
+    """The read-only directories: the system's and `extra`, minus any that would show a
+    secret whole (a directory holding the data dir is left out; a secret inside a
+    system directory is masked instead), nested ones folded into their parent."""
+    hidden = tuple(hidden)
+    candidates = [Path(p) for p in SYSTEM_PATHS if os.path.lexists(p)]
+    for path in extra:
+        path = Path(os.path.abspath(path))
+        if path.exists() and not any(_within(secret, path) for secret in hidden):
+            candidates.append(path)
+    roots: list[Path] = []
+    for path in candidates:
+        if not any(_within(path, root) for root in roots):
+            roots = [r for r in roots if not _within(r, path)]
+            roots.append(path)
+    return roots
+
+
+def tool_paths(path_variable: str) -> tuple[Path, ...]:
+    """What the session's PATH needs visible: each directory on it, and whole the
+    prefixes whose `bin` holds only links into them: a virtualenv's for its `bin`,
+    `node_modules` for its `.bin`, a version manager's root (pyenv, rbenv, nodenv:
+    `<root>/shims` beside `<root>/versions`) for its shims."""
+    found: list[Path] = []
+    for entry in filter(None, path_variable.split(os.pathsep)):
+        path = Path(entry)
+        parent = path.parent
+        if (
+            (path.name == ".bin" and parent.name == "node_modules")
+            or (path.name == "bin" and (parent / "pyvenv.cfg").is_file())
+            or (path.name == "shims" and (parent / "versions").is_dir())
+        ):
+            path = parent
+        found.append(path)
+    return tuple(found)
+
+
+def ballet_python_paths() -> tuple[Path, ...]:
+    """Ballet's own interpreter (the relay runs on it) and installed packages: agent
+    scripts commonly use the same Python. Code only, nothing secret."""
+    import ballet
+
+    source = Path(ballet.__file__).resolve().parent.parent
+    return tuple(dict.fromkeys(Path(p) for p in (sys.base_prefix, sys.prefix, source)))
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+@functools.cache
+def supports_disable_userns(bwrap: str) -> bool:
+    try:
+        help_text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--disable-userns" in help_text
+
+
+def check_bwrap(bwrap: str = "bwrap") -> None:
+    """Start a throwaway sandbox the way sessions do; raise SandboxUnavailable with what
+    to do when it cannot (bwrap missing, user namespaces disabled or forbidden)."""
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
+    for path in SYSTEM_PATHS:
+        if os.path.lexists(path):
+            argv += (
+                ["--symlink", os.readlink(path), path]
+                if os.path.islink(path)
+                else ["--ro-bind", path, path]
+            )
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "true"]
+    try:
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except FileNotFoundError as error:
+        raise SandboxUnavailable(
+            f"bubblewrap ({bwrap}) is not installed, and agent sessions run confined by it: "
+            "install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install "
+            "bubblewrap), or set BALLET_SESSION_ISOLATION=none to run sessions unconfined "
+            "(unsafe: an agent then reaches everything the worker can; docs/security.md)"
+        ) from error
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SandboxUnavailable(f"bubblewrap could not be run: {error}") from error
+    if result.returncode != 0:
+        why = result.stderr.strip() or f"exit code {result.returncode}"
+        raise SandboxUnavailable(
+            f"bubblewrap cannot create a sandbox here ({why})"
+            ": it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1,"
+            " user.max_user_namespaces > 0; AppArmor: kernel.apparmor_restrict_unprivileged_userns"
+            "=0 or a bwrap profile; in Kubernetes see docs/security.md), or set"
+            " BALLET_SESSION_ISOLATION=none to run sessions unconfined (unsafe)"
+        )
