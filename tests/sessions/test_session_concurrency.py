@@ -16,7 +16,8 @@ from ballet.sessions import (
     run_session,
 )
 from git_repos import git, remote_refs
-from session_helpers import MakeSpec, WriteScript, namespace_alive, namespace_ends, record_namespace
+from process_namespaces import namespace_alive, namespace_ends, record_namespace
+from session_helpers import MakeSpec, WriteScript
 
 COMMIT_AND_REPORT = """
 import json, os, subprocess

@@ -19,13 +19,8 @@ from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
 from ballet.sessions import SessionOptions, SessionResult, SessionSpec, Workspaces, run_session
 from git_repos import git, remote_refs
-from session_helpers import (
-    COMMIT_AND_REPORT,
-    MakeSpec,
-    WriteScript,
-    namespace_ends,
-    record_namespace,
-)
+from process_namespaces import namespace_ends, record_namespace
+from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript
 
 REPORT = """
 json.dump({"outcome": "done", "summary": "probed"}, open(os.environ["BALLET_REPORT"], "w"))

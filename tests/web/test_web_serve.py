@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -179,3 +180,35 @@ def test_web_alone_enqueues_on_the_given_redis_and_stops_on_sigterm(
     finally:
         kill_if_running(process)
         queue.close()
+
+
+def test_worker_and_serve_refuse_to_start_when_sessions_cannot_be_confined(
+    tmp_path: Path,
+) -> None:
+    # A PATH with git but no bwrap: what a worker image without bubblewrap looks like.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
+    env = env_without_settings(
+        BALLET_WEBHOOK_SECRET=SECRET,
+        REDIS_URL="redis://127.0.0.1:1/0",
+        BALLET_DATA_DIR=str(tmp_path / "data"),
+        PATH=str(bin_dir),
+    )
+    for command in ("worker", "serve"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ballet", command], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 2, done.stderr
+        assert "bubblewrap" in done.stderr and "apt-get install bubblewrap" in done.stderr
+        assert "BALLET_SESSION_ISOLATION=none" in done.stderr
+    # Opting out explicitly gets past the check, loudly (then finds no Redis on port 1).
+    done = subprocess.run(
+        [sys.executable, "-m", "ballet", "worker"],
+        env={**env, "BALLET_SESSION_ISOLATION": "none"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "bubblewrap" not in done.stderr
+    assert "UNCONFINED" in done.stderr

@@ -18,7 +18,6 @@ detached (`--new-session`: no TIOCSTI keystrokes into the worker's tty).
 from __future__ import annotations
 
 import functools
-import json
 import os
 import subprocess
 import sys
@@ -56,10 +55,9 @@ class RelaySpec:
     proxy_port: int
     forwards: tuple[tuple[int, str], ...]  # (port inside, host:port through the proxy)
 
-    def to_json(self) -> str:
-        return json.dumps(
-            {"socket": INSIDE_SOCKET, "proxy_port": self.proxy_port, "forwards": self.forwards}
-        )
+    def arguments(self) -> list[str]:
+        forwards = [f"{port}={target}" for port, target in self.forwards]
+        return [INSIDE_SOCKET, str(self.proxy_port), *forwards]
 
 
 def bwrap_argv(
@@ -88,7 +86,7 @@ def bwrap_argv(
     args += ["--ro-bind", str(layout.egress_socket), INSIDE_SOCKET]
     args += ["--ro-bind", str(RELAY), INSIDE_RELAY, "--chdir", str(layout.clone)]
     python = str(Path(sys.executable).resolve())
-    return [*args, "--", python, "-I", "-S", INSIDE_RELAY, relay.to_json(), "--", *command]
+    return [*args, "--", python, "-I", "-S", INSIDE_RELAY, *relay.arguments(), "--", *command]
 
 
 def readonly_roots(extra: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:

@@ -16,11 +16,13 @@ the reason, logged and counted.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import fcntl
+import os
 import socket
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -37,7 +39,7 @@ from ballet.core.egress import (
 log = structlog.get_logger("ballet.egress")
 
 MAX_HEAD_BYTES = 16 * 1024
-CHUNK = 256 * 1024
+CHUNK = 1 << 20
 CONNECT_TIMEOUT_SECONDS = 15.0
 HOW_TO_ALLOW = (
     "a repository adds public hosts to its runtime's `egress:` in .ballet.yml; "
@@ -63,71 +65,115 @@ class EgressPolicy:
         raise Refused(f"{host}:{port} is not an allowed destination; {HOW_TO_ALLOW}")
 
 
-@dataclass
 class EgressProxy:
-    """Serves one session's egress on `path` until closed."""
+    """Serves one session's egress on the unix socket `path` until closed.
 
-    policy: EgressPolicy
-    path: Path
-    session: str  # the job key, for the log
-    refused: list[str] = field(default_factory=list)
-    allowed: int = 0
-    _server: asyncio.AbstractServer | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    A thread per connection, blocking sockets: a session opens few connections,
+    and once a tunnel is up its bytes move by splice(2), never through Python,
+    so the proxy costs little against a direct download."""
+
+    def __init__(self, policy: EgressPolicy, path: Path, session: str) -> None:
+        self.policy = policy
+        self.path = path
+        self.session = session  # the job key, for the log
+        self.refused: list[str] = []
+        self.allowed = 0
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._closed = False
 
     async def start(self) -> None:
-        self._server = await asyncio.start_unix_server(
-            self._accept, path=str(self.path), limit=MAX_HEAD_BYTES
-        )
+        self._listener.bind(str(self.path))
+        self._listener.listen(64)
+        threading.Thread(target=self._accept_loop, name="egress-proxy", daemon=True).start()
 
     async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+        with self._lock:
+            self._closed = True
+            sockets = [self._listener, *self._open]
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
 
-    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.create_task(self._serve(reader, writer))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        upstream: asyncio.StreamWriter | None = None
+    def _track(self, sock: socket.socket) -> bool:
+        with self._lock:
+            if self._closed:
+                sock.close()
+                return False
+            self._open.add(sock)
+            return True
+
+    def _serve(self, client: socket.socket) -> None:
+        if not self._track(client):
+            return
+        upstream: socket.socket | None = None
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
+            head, early = _read_head(client)
             method, target, forward = _parse_head(head)
             host, port = _destination(method, target)
             rule = self.policy.rule_for(host, port)
-            up_reader, upstream = await _open(host, port, rule)
-        except Refused as refusal:
-            self._refuse(writer, str(refusal))
-            return
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
-            return
-        self.allowed += 1
-        try:
+            upstream = _connect(host, port, rule)
+            if not self._track(upstream):
+                return
+            with self._lock:
+                self.allowed += 1
             if method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                client.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                upstream.sendall(early)
             else:
-                upstream.write(forward)
-            await asyncio.gather(_pipe(reader, upstream), _pipe(up_reader, writer))
+                upstream.sendall(forward + early)
+            back = threading.Thread(target=_splice, args=(upstream, client), daemon=True)
+            back.start()
+            _splice(client, upstream)
+            back.join()
+        except Refused as refusal:
+            self._refuse(client, str(refusal))
+        except OSError:
+            pass
         finally:
-            upstream.close()
-            writer.close()
+            with self._lock:
+                self._open.discard(client)
+                if upstream is not None:
+                    self._open.discard(upstream)
+            client.close()
+            if upstream is not None:
+                upstream.close()
 
-    def _refuse(self, writer: asyncio.StreamWriter, reason: str) -> None:
-        self.refused.append(reason)
+    def _refuse(self, client: socket.socket, reason: str) -> None:
+        with self._lock:
+            self.refused.append(reason)
         log.warning("session egress refused", session=self.session, reason=reason)
         body = f"ballet: egress refused: {reason}\n".encode()
-        writer.write(
-            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-        writer.close()
+        with contextlib.suppress(OSError):
+            client.sendall(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+
+
+def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
+    """The request head, and whatever the client already sent after it."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = client.recv(4096)
+        if not chunk:
+            raise OSError("the client closed before its request")
+        data += chunk
+        if len(data) > MAX_HEAD_BYTES:
+            raise Refused("the request head is too long")
+    head, _, early = data.partition(b"\r\n\r\n")
+    return head + b"\r\n\r\n", early
 
 
 def _parse_head(head: bytes) -> tuple[str, str, bytes]:
@@ -163,10 +209,8 @@ def _destination(method: str, target: str) -> tuple[str, int]:
         raise Refused(str(error)) from error
 
 
-async def _open(
-    host: str, port: int, rule: EgressRule
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    addresses = await _resolve(host, port)
+def _connect(host: str, port: int, rule: EgressRule) -> socket.socket:
+    addresses = _resolve(host, port)
     if not rule.trusted:
         private = [a for a in addresses if not _public(a)]
         if private:
@@ -177,20 +221,19 @@ async def _open(
     last: OSError | None = None
     for address in addresses:  # the checked addresses, never a fresh lookup
         try:
-            return await asyncio.wait_for(
-                asyncio.open_connection(address, port, limit=CHUNK), CONNECT_TIMEOUT_SECONDS
-            )
-        except (OSError, TimeoutError) as error:
-            last = error if isinstance(error, OSError) else OSError(str(error))
+            upstream = socket.create_connection((address, port), CONNECT_TIMEOUT_SECONDS)
+            upstream.settimeout(None)
+            return upstream
+        except OSError as error:
+            last = error
     raise Refused(f"{host}:{port} is allowed but could not be reached: {last}")
 
 
-async def _resolve(host: str, port: int) -> list[str]:
+def _resolve(host: str, port: int) -> list[str]:
     if ip_literal(host) is not None:
         return [host]
-    loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as error:
         raise Refused(f"{host} could not be resolved: {error}") from error
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
@@ -201,15 +244,22 @@ def _public(address: str) -> bool:
     return literal is not None and is_public(literal)
 
 
-async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+def _splice(source: socket.socket, sink: socket.socket) -> None:
+    """Copy until `source` ends, kernel to kernel, then half-close `sink`."""
+    read_end, write_end = os.pipe()
+    with contextlib.suppress(OSError):  # fewer, larger splices (capped by pipe-max-size)
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, CHUNK)
     try:
-        while data := await source.read(CHUNK):
-            sink.write(data)
-            await sink.drain()
-        if sink.can_write_eof():
-            sink.write_eof()
-    except (ConnectionError, OSError):
-        sink.close()
+        while count := os.splice(source.fileno(), write_end, CHUNK):
+            while count:
+                count -= os.splice(read_end, sink.fileno(), count)
+    except OSError:
+        pass
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
 
 
 def policy_for(

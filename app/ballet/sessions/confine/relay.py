@@ -1,94 +1,85 @@
 """The first process inside a confined session: network relays, then the agent.
 
-Run by bubblewrap as `python -I -S relay.py SPEC -- ARGV...`, so it imports
-only the standard library (nothing of Ballet's, no site-packages). SPEC is
-JSON: `{"socket": path of Ballet's egress proxy (a unix socket bound into the
-sandbox), "proxy_port": n, "forwards": [[port, "host:port"], ...]}`.
+Run by bubblewrap as `python -I -S relay.py SOCKET PROXY_PORT [PORT=HOST:PORT ...]
+-- ARGV...`. It starts before every session, so it imports only what the
+interpreter has already loaded or builds in (`_socket`, `_thread`: `socket`,
+`threading`, `json` and `signal` would each cost milliseconds of start-up).
 
 The sandbox has its own network namespace with nothing but loopback, so this
 is the session's only way out:
-- `127.0.0.1:proxy_port` relays bytes to the egress proxy, which speaks HTTP
-  proxy (CONNECT and absolute-URI requests): HTTPS_PROXY/HTTP_PROXY point here;
-- each forward listens on `127.0.0.1:port` and tunnels to `host:port` through
-  a CONNECT, so a client that ignores proxy variables still reaches a loopback
-  service the operator allowed (a local model server) at its usual address.
+- `127.0.0.1:PROXY_PORT` relays bytes to Ballet's egress proxy (SOCKET, a unix
+  socket bound into the sandbox), which speaks HTTP proxy (CONNECT and
+  absolute-URI requests): HTTPS_PROXY/HTTP_PROXY point here;
+- each `PORT=HOST:PORT` listens on `127.0.0.1:PORT` and tunnels to HOST:PORT
+  through a CONNECT, so a client that ignores proxy variables still reaches a
+  loopback service the operator allowed (a local model server) where it expects.
 
 Every listener is bound before the agent starts (no race with its first
 request). The agent is our child; when it exits we exit with its status, and
 bubblewrap then ends the sandbox's pid namespace: nothing it started survives.
+Bytes move with splice(2) through a pipe, never through Python.
 """
 
-from __future__ import annotations
-
-import contextlib
-import json
+import _socket
+import _thread
+import fcntl
 import os
-import signal
-import socket
 import sys
-import threading
 
-CHUNK = 256 * 1024
+CHUNK = 1 << 20
 MAX_HEAD = 16 * 1024
 
 
 def main(argv: list[str]) -> int:
-    spec = json.loads(argv[1])
-    command = argv[argv.index("--") + 1 :]
-    listeners: list[tuple[socket.socket, str | None]] = [
-        (_listen(spec["proxy_port"]), None),
-        *((_listen(port), target) for port, target in spec["forwards"]),
-    ]
+    split = argv.index("--")
+    proxy, proxy_port, *forwards = argv[1:split]
+    command = argv[split + 1 :]
+    listeners = [(_listen(int(proxy_port)), "")]
+    for forward in forwards:
+        port, _, target = forward.partition("=")
+        listeners.append((_listen(int(port)), target))
     pid = os.fork()
     if pid == 0:
         try:
             os.execvp(command[0], command)
         except OSError as error:
-            print(f"ballet: could not start {command[0]!r}: {error}", file=sys.stderr)
+            os.write(2, f"ballet: could not start {command[0]!r}: {error}\n".encode())
         os._exit(127)
     for listener, target in listeners:
-        threading.Thread(
-            target=_serve, args=(listener, spec["socket"], target), daemon=True
-        ).start()
-    # Signals meant for the session (a timeout's SIGTERM) go to the agent.
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: _forward(pid, signum))
+        _thread.start_new_thread(_serve, (listener, proxy, target))
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return code if code >= 0 else 128 - code
 
 
-def _forward(pid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signum)
-
-
-def _listen(port: int) -> socket.socket:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _listen(port: int) -> "_socket.socket":
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
     return listener
 
 
-def _serve(listener: socket.socket, proxy: str, target: str | None) -> None:
+def _serve(listener: "_socket.socket", proxy: str, target: str) -> None:
     while True:
-        client, _ = listener.accept()
-        threading.Thread(target=_connect, args=(client, proxy, target), daemon=True).start()
+        fd, _ = listener._accept()  # type: ignore[attr-defined]  # _socket has no accept()
+        client = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM, 0, fd)
+        _thread.start_new_thread(_connect, (client, proxy, target))
 
 
-def _connect(client: socket.socket, proxy: str, target: str | None) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _connect(client: "_socket.socket", proxy: str, target: str) -> None:
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         upstream.connect(proxy)
-        early = b"" if target is None else _tunnel(upstream, target)
+        early = _tunnel(upstream, target) if target else b""
         if early is None:
             return
         client.sendall(early)
-        back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
-        back.start()
-        _pipe(client, upstream)
-        back.join()
+        done = _thread.allocate_lock()
+        done.acquire()
+        _thread.start_new_thread(_pipe, (upstream, client, done))
+        _pipe(client, upstream, None)
+        done.acquire()
     except OSError:
         pass
     finally:
@@ -96,7 +87,7 @@ def _connect(client: socket.socket, proxy: str, target: str | None) -> None:
         upstream.close()
 
 
-def _tunnel(upstream: socket.socket, target: str) -> bytes | None:
+def _tunnel(upstream: "_socket.socket", target: str) -> "bytes | None":
     """CONNECT through the proxy; the bytes past its reply, or None if refused."""
     upstream.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
     head = b""
@@ -109,19 +100,32 @@ def _tunnel(upstream: socket.socket, target: str) -> bytes | None:
     return early if reply.split(b" ", 2)[1:2] == [b"200"] else None
 
 
-def _pipe(source: socket.socket, sink: socket.socket) -> None:
-    buffer = memoryview(bytearray(CHUNK))
+def _pipe(
+    source: "_socket.socket", sink: "_socket.socket", done: "_thread.LockType | None"
+) -> None:
+    read_end, write_end = os.pipe()
+    try:  # noqa: SIM105
+        fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, CHUNK)  # fewer, larger splices
+    except OSError:
+        pass  # capped by /proc/sys/fs/pipe-max-size: smaller splices then
     try:
         while True:
-            count = source.recv_into(buffer)
+            count = os.splice(source.fileno(), write_end, CHUNK)
             if not count:
                 break
-            sink.sendall(buffer[:count])
+            while count:
+                count -= os.splice(read_end, sink.fileno(), count)
     except OSError:
         pass
     finally:
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
+        os.close(read_end)
+        os.close(write_end)
+        try:  # noqa: SIM105 (contextlib is one more import at every session's start)
+            sink.shutdown(_socket.SHUT_WR)
+        except OSError:
+            pass
+        if done is not None:
+            done.release()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,159 @@
+"""Benchmark: what confining a session costs, side by side in one run.
+
+1. Start-up: a session process that does nothing (`true`), run by
+   `sessions.process.run_process` as the runner does, unconfined vs. confined
+   (egress proxy started on its socket, bubblewrap with the session's mounts
+   and namespaces, the in-sandbox relay, then the process). Interleaved,
+   `--runs` times each, medians. Target (issue 10): ≤ 20 ms added per session.
+2. Egress: a `--megabytes` MB download from an HTTP server on loopback by curl,
+   direct vs. from inside the sandbox through the relay and Ballet's proxy,
+   both as a proxied request (http_proxy) and through the transparent forward
+   of an operator-allowed loopback port. Target: ≥ 0.8× direct.
+
+Run: .venv/bin/python bench/confinement.py [--runs N] [--megabytes N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from ballet.core.egress import parse_rule
+from ballet.sessions.confine import Isolation, SessionPaths, confined
+from ballet.sessions.process import run_process
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--megabytes", type=int, default=50)
+    args = parser.parse_args()
+    if shutil.which("bwrap") is None or shutil.which("curl") is None:
+        sys.exit("bench/confinement.py needs bwrap and curl: apt-get install bubblewrap curl")
+    with tempfile.TemporaryDirectory(prefix="ballet-bench-") as scratch:
+        paths = _paths(Path(scratch))
+        asyncio.run(_startup(paths, args.runs))
+        with _payload_server(args.megabytes * 1024 * 1024) as port:
+            asyncio.run(_egress(paths, port, args.megabytes, max(3, args.runs // 6)))
+
+
+def _paths(root: Path) -> SessionPaths:
+    for name in ("repo", "home", "files", "mirror/objects"):
+        (root / "workspaces" / name).mkdir(parents=True)
+    base = root / "workspaces"
+    return SessionPaths(base / "repo", base / "home", base / "files", base / "mirror/objects", base)
+
+
+async def _startup(paths: SessionPaths, runs: int) -> None:
+    env = {"PATH": os.environ["PATH"]}
+    isolation = Isolation()
+
+    async def plain() -> None:
+        await run_process(["true"], cwd=paths.clone, env=env, timeout_seconds=30)
+
+    async def boxed() -> None:
+        async with confined(isolation, paths, ["true"], env, runtime_hosts=(), session="b") as box:
+            outcome = await run_process(box.argv, cwd=paths.clone, env=box.env, timeout_seconds=30)
+            assert outcome.exit_code == 0, outcome.output_tail(2000)
+
+    times = await _interleaved({"unconfined": plain, "confined": boxed}, runs)
+    print(f"session start-up, process `true`, {runs} runs each (median, p90):")
+    for name, values in times.items():
+        print(f"  {name:<11} {_ms(statistics.median(values))} ms   p90 {_ms(_p90(values))} ms")
+    added = statistics.median(times["confined"]) - statistics.median(times["unconfined"])
+    print(f"  added by confinement: {_ms(added)} ms per session (target ≤ 20 ms)\n")
+
+
+async def _egress(paths: SessionPaths, port: int, megabytes: int, runs: int) -> None:
+    url = f"http://127.0.0.1:{port}/"
+    curl = ["curl", "-s", "-o", "/dev/null", "-w", "%{speed_download}", url]
+    env = {"PATH": os.environ["PATH"]}
+    allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
+    speeds: dict[str, list[float]] = {"direct": [], "proxied": [], "forwarded": []}
+
+    async def fetch(name: str, argv: Sequence[str], run_env: dict[str, str]) -> None:
+        outcome = await run_process(argv, cwd=paths.clone, env=run_env, timeout_seconds=120)
+        text = outcome.stdout.tail_text(100).strip()
+        assert outcome.exit_code == 0 and text, outcome.output_tail(2000)
+        speeds[name].append(float(text))
+
+    for _ in range(runs):
+        await fetch("direct", curl, env)
+        async with confined(allowed, paths, curl, env, runtime_hosts=(), session="b") as box:
+            await fetch("proxied", box.argv, box.env)  # curl honours http_proxy
+        no_proxy = ["curl", "--noproxy", "*", *curl[1:]]
+        async with confined(allowed, paths, no_proxy, env, runtime_hosts=(), session="b") as box:
+            await fetch("forwarded", box.argv, box.env)
+    direct = statistics.median(speeds["direct"])
+    print(f"egress: {megabytes} MB over loopback by curl, {runs} runs each (median):")
+    for name, values in speeds.items():
+        speed = statistics.median(values)
+        print(f"  {name:<10} {speed / 1e6:8.0f} MB/s   {speed / direct:4.2f}× direct")
+    print("  target: ≥ 0.8× direct")
+
+
+async def _interleaved(
+    cases: dict[str, Callable[[], Awaitable[None]]], runs: int
+) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for case in cases.values():  # warm caches (page cache, bwrap's binary, Python's stdlib)
+        await case()
+    for _ in range(runs):
+        for name, case in cases.items():
+            started = time.perf_counter()
+            await case()
+            times[name].append(time.perf_counter() - started)
+    return times
+
+
+@contextmanager
+def _payload_server(size: int) -> Iterator[int]:
+    chunk = os.urandom(1024 * 1024)
+
+    class Payload(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            sent = 0
+            while sent < size:
+                piece = chunk[: min(len(chunk), size - sent)]
+                self.wfile.write(piece)
+                sent += len(piece)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Payload)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:6.1f}"
+
+
+def _p90(values: list[float]) -> float:
+    return sorted(values)[int(len(values) * 0.9) - 1]
+
+
+if __name__ == "__main__":
+    main()
