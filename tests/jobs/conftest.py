@@ -18,6 +18,7 @@ from ballet.queue import DeliveryQueue
 from ballet.services import Services
 from ballet.session_jobs import ArqSessionLauncher, SessionJobs
 from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.ticket_source import GitHubTicketSource
@@ -60,8 +61,18 @@ def origin(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def agent_script(tmp_path: Path) -> Path:
-    path = tmp_path / "agent.py"
+    """The scripted agent, in a directory of its own that sessions may read."""
+    path = tmp_path / "agent" / "agent.py"
+    path.parent.mkdir()
     path.write_text(AGENT)
+    return path
+
+
+@pytest.fixture
+def observed(tmp_path: Path) -> Path:
+    """A directory the (confined) sessions may write and the test reads."""
+    path = tmp_path / "observed"
+    path.mkdir()
     return path
 
 
@@ -93,6 +104,8 @@ def session_jobs(
     origin: Path,
     tmp_path: Path,
     github: FakeGitHub,
+    agent_script: Path,
+    observed: Path,
 ) -> SessionJobs:
     parent_env = {
         "PATH": os.environ["PATH"],
@@ -115,7 +128,11 @@ def session_jobs(
         workspaces=Workspaces(tmp_path / "workspaces", parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,
-        options=SessionOptions(heartbeat_seconds=0.2, grace_seconds=0.5),
+        options=SessionOptions(
+            heartbeat_seconds=0.2,
+            grace_seconds=0.5,
+            isolation=Isolation(readonly_paths=(agent_script.parent,), test_writable=(observed,)),
+        ),
         heartbeat_seconds=0.2,
         builtin_skills=builtin_skills(),
     )

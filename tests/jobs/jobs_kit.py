@@ -24,7 +24,7 @@ HOUSE_STYLE = "Write like the house: short sentences."
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 # The scripted agent: commits a file, reports what its context held, and (when
-# AGENT_HANG names a file) writes its pid there and hangs with a child process.
+# its argument names a file) writes its pid namespace there and hangs with a child.
 AGENT = r"""
 import json, os, subprocess, sys, time
 from pathlib import Path
@@ -33,7 +33,8 @@ prompt = Path(os.environ["BALLET_PROMPT"]).read_text()
 hang = Path(sys.argv[1]) if len(sys.argv) > 1 else None
 if hang is not None and not hang.exists():  # hangs on its first run only
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    hang.write_text(f"{os.getpid()} {child.pid}")
+    hang.with_suffix(".tmp").write_text(os.readlink("/proc/self/ns/pid"))
+    hang.with_suffix(".tmp").rename(hang)
     time.sleep(600)
 stage = os.environ["BALLET_STAGE"]
 Path(f"{stage}.txt").write_text(f"{stage} was here\n")

@@ -62,10 +62,10 @@ async def test_a_session_that_reports_counts_as_reported_with_its_wall_time(
 
 
 async def test_a_session_past_its_timeout_counts_as_timeout_and_runs_meanwhile(
-    session_jobs: SessionJobs, tickets: EngineTickets, agent_script: Path, tmp_path: Path
+    session_jobs: SessionJobs, tickets: EngineTickets, agent_script: Path, observed: Path
 ) -> None:
     # The agent hangs; the stage's timeout (minutes in .ballet.yml) is cut to a second.
-    start = await tickets.request(agent_runtime(agent_script, str(tmp_path / "agent.pids")))
+    start = await tickets.request(agent_runtime(agent_script, str(observed / "agent.pids")))
     spec = await build_runner_spec(session_jobs, start.spec)
     spec = spec.model_copy(update={"timeout_seconds": 1.0})
     timeouts = delta("ballet_sessions_total", adapter="command", result="timeout")

@@ -15,11 +15,11 @@ from ballet.heartbeats import heartbeat_key
 from ballet.queue import SESSIONS_QUEUE
 from ballet.services import Services
 from ballet.session_jobs import ArqSessionLauncher
-from ballet.sessions.process import group_alive
 from ballet.settings import Settings
 from git_repos import git
 from jobs_kit import REPO, EngineTickets, agent_runtime
 from jobs_running import eventually, queued_finish, run_sessions, sessions_spec, worker_group
+from process_namespaces import namespace_alive, namespace_ends
 
 pytestmark = pytest.mark.anyio
 
@@ -32,9 +32,9 @@ async def hanging_session(
     launcher: ArqSessionLauncher,
     agent_script: Path,
     pids: Path,
-) -> AsyncIterator[tuple[str, int]]:
-    """A worker running a session whose agent hangs: (job key, agent pid); the
-    worker stops cleanly when the block ends."""
+) -> AsyncIterator[tuple[str, str]]:
+    """A worker running a session whose agent hangs: (job key, the session's pid
+    namespace); the worker stops cleanly when the block ends."""
     start = await tickets.request(agent_runtime(agent_script, str(pids)))
     await launcher.launch(start)
     group = worker_group(settings, services, sessions_spec(settings), burst=False)
@@ -42,11 +42,10 @@ async def hanging_session(
     try:
 
         async def agent_hangs() -> bool:
-            return pids.exists() and len(pids.read_text().split()) == 2
+            return pids.exists()
 
         await eventually(agent_hangs, "the agent starting")
-        agent_pid, _child_pid = map(int, pids.read_text().split())
-        yield start.spec.job_key, agent_pid
+        yield start.spec.job_key, pids.read_text()
     finally:
         group.stop()
         await serving
@@ -59,12 +58,12 @@ async def test_cancel_aborts_a_running_session_and_kills_its_processes(
     tickets: EngineTickets,
     launcher: ArqSessionLauncher,
     agent_script: Path,
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    pids = tmp_path / "agent.pids"
+    pids = observed / "agent.pids"
     session = hanging_session(settings, services, tickets, launcher, agent_script, pids)
-    async with session as (job_key, agent_pid):
-        assert group_alive(agent_pid)
+    async with session as (job_key, namespace):
+        assert namespace_alive(namespace)
         assert await redis.exists(heartbeat_key(job_key))
 
         await launcher.cancel(CancelSession(repo=REPO, job_key=job_key))
@@ -76,8 +75,8 @@ async def test_cancel_aborts_a_running_session_and_kills_its_processes(
 
         await eventually(job_ended, "the aborted job ending")
 
-    # The group is the agent's: it and the child it spawned are gone, not merely signalled.
-    assert not group_alive(agent_pid)
+    # The session's processes, the agent's child too, are gone, not merely signalled.
+    assert namespace_ends(namespace)
     info = await job.result_info()
     assert info is not None and not info.success
     assert isinstance(info.result, asyncio.CancelledError)
@@ -112,14 +111,14 @@ async def test_a_session_interrupted_by_a_worker_stopping_runs_again_on_the_next
     tickets: EngineTickets,
     launcher: ArqSessionLauncher,
     agent_script: Path,
-    tmp_path: Path,
+    observed: Path,
 ) -> None:
-    pids = tmp_path / "agent.pids"
+    pids = observed / "agent.pids"
     # A deploy: the worker stops cleanly under a running session.
     session = hanging_session(settings, services, tickets, launcher, agent_script, pids)
-    async with session as (job_key, agent_pid):
+    async with session as (job_key, namespace):
         pass
-    assert not group_alive(agent_pid)
+    assert namespace_ends(namespace)
     assert await queued_finish(redis, job_key) is None
 
     # Another worker picks the job up again and runs the session afresh.
