@@ -132,7 +132,7 @@ def test_unknown_key_under_a_non_text_runtime_name() -> None:
     assert isinstance(result, list)
     assert [(e.line, e.column) for e in result] == [(1, 12), (1, 32)]
     assert result[1].message == (
-        "unknown key `foo` in runtimes[1]; valid keys: adapter, command, effort, env, model"
+        "unknown key `foo` in runtimes[1]; valid keys: adapter, command, effort, egress, env, model"
     )
 
 
@@ -168,3 +168,10 @@ def test_yes_read_as_a_boolean_key_is_explained() -> None:
     error = only_error(text)
     assert (error.line, error.column) == (4, 37)
     assert "yes/no/on/off/true/false" in error.message
+
+
+def test_egress_may_name_public_destinations_only() -> None:
+    error = only_error("runtimes:\n  c: {adapter: claude-code, egress: [pypi.org, 10.0.0.1:443]}\n")
+    assert (error.line, error.column) == (2, 48)
+    assert error.message.startswith("runtimes.c.egress[1]:")
+    assert "private" in error.message and "BALLET_SESSION_EGRESS_ALLOW" in error.message
