@@ -11,7 +11,7 @@ Per ticket, Redis holds:
 
 Indexes find a ticket from a pull request number or a branch, and remember
 which installation serves a repository. A record missing from Redis is rebuilt
-from the hidden state block of its tracking comment (DESIGN section 2): the
+from the hidden state block of its tracking comment (docs/architecture.md): the
 comment is written through on every transition, so GitHub is the backup.
 """
 
