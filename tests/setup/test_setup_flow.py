@@ -9,25 +9,17 @@ the events the manifest subscribes to.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import stat
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
-import pytest
 from ballet.demo import repo as demo
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import load_settings
 from ballet.setup.manifest import manifest_template
+from setup_kit import wait_for
 
 
 class Forms(HTMLParser):
@@ -52,59 +44,6 @@ def parse(html: str) -> Forms:
     forms = Forms()
     forms.feed(html)
     return forms
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(check: Callable[[], object], what: str, log: Path, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if check():
-                return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen; log:\n{log.read_text()}")
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
-    with BackgroundSandbox(tmp_path / "sandbox") as running:
-        yield running
-
-
-@pytest.fixture
-def serve(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[tuple[str, Path, Path]]:
-    """`ballet serve` with no App: (its URL, its data dir, its log)."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
-    env |= {
-        "BALLET_GITHUB_API_URL": sandbox.api_url,
-        "BALLET_DATA_DIR": str(tmp_path / "data"),
-        "BALLET_WRITE_SPACING_SECONDS": "0",
-    }
-    log = tmp_path / "serve.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, "serve up", log)
-        yield url, tmp_path / "data", log
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def start_setup(browser: httpx.Client) -> str:
