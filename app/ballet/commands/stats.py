@@ -54,7 +54,13 @@ def parse_since(text: str, now: datetime) -> datetime:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(args.env_file)
-        url = settings.require_redis_url()
+        if settings.redis_url is None:
+            return fail(
+                "ballet stats reads the ticket records in Redis: set REDIS_URL to the server"
+                " Ballet uses (for `ballet serve`'s embedded Valkey, the url of its"
+                " 'embedded valkey started' log line)"
+            )
+        url = settings.redis_url.get_secret_value()
         since = parse_since(args.since, datetime.now(UTC)) if args.since else None
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
