@@ -33,7 +33,10 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 SECRET = "bench-secret"
-PAYLOAD = Path(__file__).resolve().parents[2] / "shared/github-webhooks/issues/labeled.payload.json"
+PAYLOAD = (
+    Path(__file__).resolve().parents[1]
+    / "tests/fixtures/github-webhooks/issues/labeled.payload.json"
+)
 
 
 def floor_app() -> Starlette:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-WEBHOOKS_DIR = REPO_ROOT.parent / "shared" / "github-webhooks"
+# Vendored from octokit/webhooks (MIT): see fixtures/github-webhooks/README.md.
+WEBHOOKS_DIR = Path(__file__).resolve().parent / "fixtures" / "github-webhooks"
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "worker": ("ballet.commands.worker", "run only a worker"),
     "validate": ("ballet.commands.validate", "check a .ballet.yml file"),
     "schema": ("ballet.commands.schema", "print the JSON Schema of .ballet.yml"),
+    "stats": ("ballet.commands.stats", "per-stage runs, outcomes, durations and rework"),
     "sandbox": ("ballet.sandbox.cli", "run the GitHub double or the offline demo"),
 }
 

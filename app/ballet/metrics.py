@@ -18,8 +18,9 @@ from typing import Literal, get_args
 
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
+from ballet.core.check_runs import CANCELLED, FAILURE, SUCCESS
 from ballet.core.config import Adapter
-from ballet.core.record import TERMINAL, Status
+from ballet.core.record import TERMINAL, Record, StageRun, Status, WaitKind
 
 # -- webhook ingress and deliveries ---------------------------------------------------
 
@@ -58,6 +59,60 @@ TICKETS_ENDED = Counter(
     "ballet_tickets_ended_total",
     "Tickets that reached an end state, by status (done, failed, cancelled).",
     ["status"],
+)
+
+# -- flow: stages, iterations, waits, questions, usage --------------------------------
+
+# A stage id is the repository's choice: only the built-in template's ids are
+# labels of their own; a sign-off session is `signoff`, any other stage `other`.
+BUILTIN_STAGES = frozenset({"implement", "review", "verify", "approval", "integrate"})
+# Outcomes too are the agents' words: the known vocabulary, anything else `other`.
+KNOWN_OUTCOMES = SUCCESS | FAILURE | CANCELLED | {"question", "waived", "skipped"}
+STAGES_FINISHED = Counter(
+    "ballet_stages_finished_total",
+    "Stage runs that ended, by stage (a built-in stage id, signoff, or other) and outcome"
+    " (the report's outcome when it is a known one, else other).",
+    ["stage", "outcome"],
+)
+ITERATION_BUCKETS = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
+FLOW_ITERATIONS = Histogram(
+    "ballet_flow_iterations",
+    "Iterations an ended ticket took (1: no stage sent it back), by end status.",
+    ["status"],
+    buckets=ITERATION_BUCKETS,
+)
+# From the labelled issue to the end: minutes for a small fix, days for a
+# ticket that waits on people.
+LEAD_TIME_BUCKETS = (
+    *(60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0),
+    *(86400.0, 172800.0, 604800.0, 1209600.0),
+)
+FLOW_LEAD_TIME = Histogram(
+    "ballet_flow_lead_time_seconds",
+    "Time from a ticket's start to its end, by end status (done, failed, cancelled).",
+    ["status"],
+    buckets=LEAD_TIME_BUCKETS,
+)
+FLOW_WAITS = Counter(
+    "ballet_flow_waits_total",
+    "Waits a ticket entered, by reason (question, approval, checks, review, merge, merge_result).",
+    ["reason"],
+)
+QUESTIONS = Counter(
+    "ballet_questions_total",
+    "Questions raised to a person (a blocking question in a report, the iteration limit,"
+    " a used-up budget, a stuck stage, an outcome with no target).",
+)
+UsageDirection = Literal["input", "output"]
+USAGE_TOKENS = Counter(
+    "ballet_usage_tokens_total",
+    "Model tokens the agent sessions used, by direction (input, output), as their"
+    " runtimes metered them.",
+    ["direction"],
+)
+USAGE_COST = Counter(
+    "ballet_usage_cost_usd_total",
+    "Cost in US dollars of the agent sessions, as their runtimes metered it.",
 )
 
 # -- agent sessions ----------------------------------------------------------------------
@@ -144,6 +199,10 @@ for _adapter in get_args(Adapter):
     SESSIONS_RUNNING.labels(_adapter)
 for _decision in ("allowed", "refused"):
     SESSION_EGRESS.labels(_decision)
+for _reason in get_args(WaitKind):
+    FLOW_WAITS.labels(_reason)
+for _direction in get_args(UsageDirection):
+    USAGE_TOKENS.labels(_direction)
 
 
 def ticket_advanced(event: str, before: Status | None, after: Status) -> None:
@@ -151,6 +210,49 @@ def ticket_advanced(event: str, before: Status | None, after: Status) -> None:
     TICKET_EVENTS.labels(event, "applied").inc()
     if after in TERMINAL and before not in TERMINAL:
         TICKETS_ENDED.labels(after).inc()
+
+
+def stage_label(run: StageRun) -> str:
+    """The bounded `stage` label of a run."""
+    if run.role is not None:
+        return "signoff"
+    return run.stage if run.stage in BUILTIN_STAGES else "other"
+
+
+def outcome_label(outcome: str | None) -> str:
+    return outcome if outcome in KNOWN_OUTCOMES else "other"
+
+
+def finished_runs(before: Record | None, after: Record) -> list[StageRun]:
+    """The runs of `after` that ended in this transition (history only grows)."""
+    earlier = before.history if before is not None else ()
+    return [
+        run
+        for i, run in enumerate(after.history)
+        if run.end is not None and (i >= len(earlier) or earlier[i].end is None)
+    ]
+
+
+def flow_observed(before: Record | None, after: Record) -> None:
+    """What a transition from `before` (None: a new ticket) to `after` adds to the flow
+    figures: stage runs that ended, their usage, a new wait, new questions and,
+    when the ticket ended, its iterations and lead time."""
+    for run in finished_runs(before, after):
+        STAGES_FINISHED.labels(stage_label(run), outcome_label(run.outcome)).inc()
+        USAGE_TOKENS.labels("input").inc(run.usage.input_tokens)
+        USAGE_TOKENS.labels("output").inc(run.usage.output_tokens)
+        USAGE_COST.inc(run.usage.cost_usd)
+    wait = after.waiting
+    was = before.waiting if before is not None else None
+    if wait is not None and (was is None or (was.kind, was.since) != (wait.kind, wait.since)):
+        FLOW_WAITS.labels(wait.kind).inc()
+    asked = len(after.questions) - (len(before.questions) if before is not None else 0)
+    if asked > 0:
+        QUESTIONS.inc(asked)
+    if after.status in TERMINAL and (before is None or before.status not in TERMINAL):
+        FLOW_ITERATIONS.labels(after.status).observe(after.iteration)
+        lead = (after.updated_at - after.created_at).total_seconds()
+        FLOW_LEAD_TIME.labels(after.status).observe(max(lead, 0.0))
 
 
 def session_ended(

@@ -2,6 +2,11 @@
 
 Without REDIS_URL it runs an embedded Valkey that keeps its data under
 BALLET_DATA_DIR and stops with it; SIGINT or SIGTERM stops everything.
+
+Without BALLET_APP_ID it also serves `/setup`, which registers the GitHub App
+(ballet.setup) and writes its credentials to the env file: `--env-file`, or
+else BALLET_DATA_DIR/github-app.env, which later starts read by themselves.
+Once the App is registered, serve restarts its web app and worker with them.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import argparse
 import asyncio
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import structlog
 
@@ -27,7 +33,8 @@ from ballet.process import (
 from ballet.queue import QueueUnavailable, redis_settings
 from ballet.services import build_services
 from ballet.sessions.confine import SandboxUnavailable
-from ballet.settings import Settings, SettingsError
+from ballet.settings import Settings, SettingsError, load_settings
+from ballet.setup import SetupFlow
 from ballet.web import create_app
 from ballet.web.server import ServerFailed, WebServer
 from ballet.worker import WorkerGroup
@@ -49,9 +56,43 @@ def _queue_url(settings: Settings) -> Iterator[str]:
         yield url
 
 
+# Where the setup flow writes the App's credentials when no --env-file is given.
+SETUP_ENV_FILE = "github-app.env"
+
+
+class UntilRegistered:
+    """A component that ends when the setup flow registered an App, so that serve
+    restarts with its credentials."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.registered = False
+
+    def set(self) -> None:
+        self.registered = True
+        self._event.set()
+
+    async def run(self) -> None:
+        await self._event.wait()
+
+    def stop(self) -> None:
+        self._event.set()
+
+
+def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None, Path]:
+    """The settings, the generated webhook secret's file (if used) and the env file
+    the setup flow writes to."""
+    settings = prepare(args)
+    env_file = Path(args.env_file) if args.env_file else settings.data_dir / SETUP_ENV_FILE
+    if args.env_file is None and env_file.is_file():
+        settings = load_settings(env_file)
+    settings, secret_file = with_local_webhook_secret(settings)
+    return settings, secret_file, env_file
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        settings, secret_file = with_local_webhook_secret(prepare(args))
+        settings, secret_file, env_file = _settings(args)
         if settings.redis_url is not None:  # refused if malformed, before anything starts
             redis_settings(settings.redis_url.get_secret_value())
         require_session_sandbox(settings)
@@ -59,20 +100,44 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     try:
         with _queue_url(settings) as url:
-            app = create_app(settings, url)
-            components: list[Component] = [
-                WebServer(app, args.host, args.port),
-                WorkerGroup(settings, url, build_services),
-            ]
-            if secret_file is not None:
-                log.warning(
-                    "no BALLET_WEBHOOK_SECRET set: using the generated secret in"
-                    f" {secret_file}; give the same secret to your GitHub App's webhook"
-                )
-            log.info("ballet serving", url=f"http://{args.host}:{args.port}/webhooks")
-            asyncio.run(run_until_signalled(components))
-    except EmbeddedValkeyError as exc:
+            while _serve(args, settings, url, secret_file, env_file):
+                log.info("GitHub App registered: restarting with its credentials")
+                settings, secret_file, env_file = _settings(args)
+    except (SettingsError, ValueError, EmbeddedValkeyError) as exc:
         return fail(str(exc))
     except (QueueUnavailable, ServerFailed) as exc:
         return fail(str(exc), code=1)
     return 0
+
+
+def _serve(
+    args: argparse.Namespace,
+    settings: Settings,
+    url: str,
+    secret_file: Path | None,
+    env_file: Path,
+) -> bool:
+    """Serve until a signal (False) or until /setup registered an App (True)."""
+    until_registered = UntilRegistered()
+    setup = None
+    if settings.app_id is None:
+        setup = SetupFlow(settings.github_api_url, env_file, on_registered=until_registered.set)
+    app = create_app(settings, url, setup=setup)
+    components: list[Component] = [
+        WebServer(app, args.host, args.port),
+        WorkerGroup(settings, url, build_services),
+    ]
+    if setup is not None:
+        components.append(until_registered)
+        log.warning(
+            f"no GitHub App configured: open http://{args.host}:{args.port}/setup to register"
+            f" one on {setup.web_url}; its credentials will be saved in {env_file}"
+        )
+    elif secret_file is not None:
+        log.warning(
+            "no BALLET_WEBHOOK_SECRET set: using the generated secret in"
+            f" {secret_file}; give the same secret to your GitHub App's webhook"
+        )
+    log.info("ballet serving", url=f"http://{args.host}:{args.port}/webhooks")
+    asyncio.run(run_until_signalled(components))
+    return until_registered.registered

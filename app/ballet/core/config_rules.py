@@ -1,4 +1,4 @@
-"""The rules a well-typed `.ballet.yml` must still follow (DESIGN section 3).
+"""The rules a well-typed `.ballet.yml` must still follow (docs/configuration.md).
 
 Pydantic checks each value's shape; these rules check how values refer to
 each other: names that must exist, stage kinds' required keys, and the stage

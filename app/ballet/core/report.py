@@ -1,7 +1,7 @@
 """The session contract's JSON documents: a stage report and a phase handoff.
 
-Other programs (agent runtimes, scripted agents) write these; DESIGN.md
-section 5 is the contract and these models must accept exactly it.
+Other programs (agent runtimes, scripted agents) write these;
+docs/session-contract.md is the contract and these models must accept exactly it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class Report(Lenient):
     open_questions: tuple[str, ...] = ()
     questions: tuple[Question, ...] = ()
     usage: Usage = Usage()
-    # Roles whose sign-off this session asks for (DESIGN.md §4: roles may add one).
+    # Roles whose sign-off this session asks for (docs/architecture.md: roles may add one).
     require_signoffs: tuple[str, ...] = ()
 
 

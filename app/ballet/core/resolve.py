@@ -48,7 +48,7 @@ class SkillsTooLargeError(ResolveError):
 
 
 def default_config(default_runtime: Runtime) -> BalletConfig:
-    """The built-in template for a repository without `.ballet.yml` (DESIGN section 3)."""
+    """The built-in template for a repository without `.ballet.yml` (docs/configuration.md)."""
     stages = (
         Stage(id="implement", kind="agent", skills=("implementer",), next={"done": "review"}),
         Stage(

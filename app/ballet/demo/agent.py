@@ -17,7 +17,8 @@ Lines `demo:<stage>=<outcome>@<iteration>` in the issue body script other
 outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`;
 `demo:sleep-<stage>=<seconds>` slows a stage, `demo:crash-<stage>=yes` makes its
 first attempt crash without a report, and `demo:break-ci=yes@1` has implement
-turn the repository's CI red in that iteration.
+turn the repository's CI red in that iteration; `demo:usage=yes` has every session
+report the usage of a metered model (USAGE below), as a `command` runtime may.
 Only the standard library is used: a session's environment is bare.
 """
 
@@ -33,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 PASSING = ("done", "approve", "pass", "signed_off", "merged")
+USAGE = {"input_tokens": 1000, "output_tokens": 250, "cost_usd": 0.5}
+NO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
 
 
 def git(*args: str) -> str:
@@ -174,7 +177,7 @@ def main() -> int:
         report = {"outcome": "signed_off", "summary": f"Signed off as {role}."}
     else:
         report = knowledge()
-    report.setdefault("usage", {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0})
+    report.setdefault("usage", USAGE if scripted(body, "usage", 0) else NO_USAGE)
     Path(os.environ["BALLET_REPORT"]).write_text(json.dumps(report))
     return 0
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
-# Permissions that may drive a ticket (DESIGN section 2 and 6).
+# Permissions that may drive a ticket (docs/architecture.md, docs/commands.md).
 WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
 
 MergeMethod = Literal["merge", "squash", "rebase"]

@@ -186,8 +186,8 @@ class Interpreter:
         """Merge once the head's checks are green; None while they still run.
 
         The engine waits for the merge's result: the edge owns "wait for the
-        checks, then merge" (DESIGN section 4). A merge that must wait is kept
-        in the memo and resumed by `resume_merge` when checks finish.
+        checks, then merge" (docs/architecture.md, "Stage kinds"). A merge that
+        must wait is kept in the memo and resumed by `resume_merge` when checks finish.
         """
         repo, number = effect.repo, effect.number
         pr = await self._forge.get_pr(repo, number)

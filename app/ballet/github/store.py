@@ -11,7 +11,7 @@ Per ticket, Redis holds:
 
 Indexes find a ticket from a pull request number or a branch, and remember
 which installation serves a repository. A record missing from Redis is rebuilt
-from the hidden state block of its tracking comment (DESIGN section 2): the
+from the hidden state block of its tracking comment (docs/architecture.md): the
 comment is written through on every transition, so GitHub is the backup.
 """
 
@@ -105,6 +105,15 @@ class RecordStore:
             await self._redis.set(self._k("record", key), record.model_dump_json())
             await self._index(record)
         return record
+
+    async def records(self, repo: str | None = None) -> AsyncIterator[Record]:
+        """Every record Redis holds (finished ones for FINISHED_TTL_SECONDS), or one
+        repository's; for reports such as `ballet stats`, never for a ticket's work."""
+        pattern = self._k("record", f"{_glob_escape(repo)}#*" if repo else "*")
+        async for name in self._redis.scan_iter(match=pattern, count=500):
+            raw = await self._redis.get(name)
+            if raw is not None:
+                yield Record.model_validate_json(raw)
 
     async def _rebuild(self, key: str, forge: Forge, pr_hint: int | None) -> Record | None:
         repo, issue = split_key(key)
@@ -214,6 +223,10 @@ class RecordStore:
     async def installation_of(self, repo: str) -> int | None:
         raw = await _sync_or_async(self._redis.hget(self._k("installations", "by-repo"), repo))
         return int(raw) if raw is not None else None
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
 def _text(value: bytes | str) -> str:

@@ -248,6 +248,7 @@ class TicketService:
         # or platform wait times out too); an ended one stops getting them.
         await self._live.track(new)
         metrics.ticket_advanced(event.kind, record.status if record else None, new.status)
+        metrics.flow_observed(record, new)
         log.info("ticket advanced", ticket=key, kind=event.kind, status=new.status, stage=new.stage)
         return True
 

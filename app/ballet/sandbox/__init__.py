@@ -1,4 +1,4 @@
-"""GitHub on loopback: a stateful HTTP double of the GitHub that Ballet uses (DESIGN.md §7).
+"""GitHub on loopback: a stateful HTTP double of the GitHub that Ballet uses (docs/architecture.md).
 
 Run it with `ballet sandbox serve` (prints `{"api_url", "env_file"}` when ready) or,
 in-process, with `ballet.sandbox.server.BackgroundSandbox(data_dir, webhook_url)`.

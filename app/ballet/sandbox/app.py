@@ -19,6 +19,7 @@ from ballet.sandbox import (
     admin,
     githttp,
     graphql,
+    manifest_flow,
     rest_app,
     rest_checks,
     rest_gitdata,
@@ -35,6 +36,7 @@ from ballet.sandbox.webhooks import WebhookQueue
 ROUTES = [
     *admin.ROUTES,
     *rest_app.ROUTES,
+    *manifest_flow.ROUTES,
     *rest_repos.ROUTES,
     *rest_gitdata.ROUTES,
     *rest_issues.ROUTES,

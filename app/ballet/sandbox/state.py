@@ -193,6 +193,11 @@ class AppIdentity:
     webhook_secret: str
     private_key_pem: bytes
     public_key_pem: bytes
+    # Set when the App was registered through the manifest flow (manifest_flow.py);
+    # None: the sandbox's defaults (shapes.PERMISSIONS, shapes.EVENTS).
+    name: str | None = None
+    permissions: dict[str, str] | None = None
+    events: tuple[str, ...] | None = None
 
     @property
     def bot_login(self) -> str:
@@ -213,6 +218,8 @@ class Sandbox:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    # Manifest-flow codes not yet converted: code -> (manifest, owner).
+    manifest_codes: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def next_id(self) -> int:

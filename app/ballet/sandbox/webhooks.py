@@ -22,6 +22,7 @@ import structlog
 log = structlog.get_logger(__name__)
 HOOK_ID = 424242
 USER_AGENT = "GitHub-Hookshot/sandbox"
+ALWAYS_SENT = frozenset({"installation", "installation_repositories", "ping"})
 
 
 @dataclass
@@ -58,6 +59,8 @@ class WebhookQueue:
     url: str | None
     secret: str
     app_id: int
+    # The events the App subscribed to (set by the manifest flow); None: every event.
+    events: frozenset[str] | None = None
     log: list[Delivery] = field(default_factory=list)
     _queue: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
     _next_id: int = 1
@@ -66,16 +69,23 @@ class WebhookQueue:
         """Log and queue a delivery; returns at once."""
         action = payload.get("action")
         delivery = Delivery(
-            self._next_id,
+            self._next_id if self.subscribed(event) else 0,  # 0: never sent, never logged
             str(uuid.uuid4()),
             event,
             action if isinstance(action, str) else None,
             json.dumps(payload).encode(),
         )
+        if not delivery.id:
+            delivery.error = f"not sent: the App is not subscribed to {event} events"
+            return delivery
         self._next_id += 1
         self.log.append(delivery)
         self._queue.put_nowait(delivery)
         return delivery
+
+    def subscribed(self, event: str) -> bool:
+        # GitHub sends an App its own installation events whatever it subscribed to.
+        return self.events is None or event in self.events or event in ALWAYS_SENT
 
     def get(self, delivery_id: int) -> Delivery | None:
         return next((d for d in self.log if d.id == delivery_id), None)

@@ -1,4 +1,4 @@
-"""Stage sessions: a fresh process in a fresh clone, per DESIGN.md section 5.
+"""Stage sessions: a fresh process in a fresh clone, per docs/session-contract.md.
 
 The worker calls `run_session(spec, workspaces=…, git_auth=…, heartbeat=…)`
 once per session (one phase of a phased stage per call) under the arq job id

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from ballet.queue import DeliveryQueue, open_pool
 from ballet.settings import Settings
+from ballet.setup import SetupFlow
 from ballet.web.errors import http_error, internal_error
 from ballet.web.probes import healthz, metrics, readyz
 from ballet.web.state import WebState
@@ -24,8 +25,11 @@ ROUTES = [
 ]
 
 
-def create_app(settings: Settings, redis_url: str | None = None) -> Starlette:
-    """The web app. Refuses to build without a webhook secret or a queue URL."""
+def create_app(
+    settings: Settings, redis_url: str | None = None, *, setup: SetupFlow | None = None
+) -> Starlette:
+    """The web app. Refuses to build without a webhook secret or a queue URL.
+    With `setup`, it also serves the first-run pages that register the GitHub App."""
     secrets = settings.require_webhook_secrets()
     url = redis_url or settings.require_redis_url()
 
@@ -44,7 +48,7 @@ def create_app(settings: Settings, redis_url: str | None = None) -> Starlette:
             await redis.aclose(close_connection_pool=True)
 
     return Starlette(
-        routes=ROUTES,
+        routes=[*ROUTES, *(setup.routes() if setup is not None else ())],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: internal_error},
     )

@@ -179,7 +179,14 @@ CI_APP_SLUG = "github-actions"
 
 
 def app(sb: Sandbox) -> JSON:
-    return _app(sb, sb.app.app_id, sb.app.slug, "The App that the Ballet sandbox hosts")
+    shape = _app(sb, sb.app.app_id, sb.app.slug, "The App that the Ballet sandbox hosts")
+    if sb.app.name is not None:
+        shape["name"] = sb.app.name
+    if sb.app.permissions is not None:
+        shape["permissions"] = sb.app.permissions
+    if sb.app.events is not None:
+        shape["events"] = list(sb.app.events)
+    return shape
 
 
 def ci_app(sb: Sandbox) -> JSON:

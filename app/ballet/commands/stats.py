@@ -1,0 +1,87 @@
+"""`ballet stats [--repo R] [--since D] [--json]`: per-stage figures from the records.
+
+Reads the ticket records in Redis (REDIS_URL; finished tickets stay there for
+30 days) and prints, per stage, its runs, their outcomes, the mean duration
+and the rework rate: the share of runs that sent the ticket back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+from ballet.core.record import Record
+from ballet.github.store import RecordStore
+from ballet.process import add_env_file_argument, fail
+from ballet.queue import QueueUnavailable, connect
+from ballet.settings import SettingsError, load_settings
+from ballet.stats import render_table, stage_stats
+
+_RELATIVE = re.compile(r"^(\d+)([mhdw])$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", help="only this repository (owner/name)")
+    parser.add_argument(
+        "--since",
+        help="only runs started since: a date (2026-11-01), a time (2026-11-01T12:00Z)"
+        " or an age (30m, 12h, 7d, 2w)",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_env_file_argument(parser)
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """`text` as an aware datetime; raises ValueError saying what is accepted."""
+    relative = _RELATIVE.match(text.strip())
+    if relative:
+        amount, unit = int(relative.group(1)), _UNITS[relative.group(2)]
+        return now - timedelta(**{unit: amount})
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"--since {text!r} is neither a date, a time nor an age: write e.g."
+            " 2026-11-01, 2026-11-01T12:00Z or 7d"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(args.env_file)
+        if settings.redis_url is None:
+            return fail(
+                "ballet stats reads the ticket records in Redis: set REDIS_URL to the server"
+                " Ballet uses (for `ballet serve`'s embedded Valkey, the url of its"
+                " 'embedded valkey started' log line)"
+            )
+        url = settings.redis_url.get_secret_value()
+        since = parse_since(args.since, datetime.now(UTC)) if args.since else None
+    except (SettingsError, ValueError) as exc:
+        return fail(str(exc))
+    try:
+        records = asyncio.run(_records(url, args.repo))
+    except QueueUnavailable as exc:
+        return fail(str(exc), code=1)
+    rows = stage_stats(records, since)
+    if args.json:
+        print(json.dumps([row.as_dict() for row in rows], indent=2))
+    elif not rows:
+        scope = f" of {args.repo}" if args.repo else ""
+        print(f"no finished stage runs{scope} in the records" + (" since then" if since else ""))
+    else:
+        print(render_table(rows))
+    return 0
+
+
+async def _records(url: str, repo: str | None) -> list[Record]:
+    redis = await connect(url)
+    try:
+        return [record async for record in RecordStore(redis).records(repo)]
+    finally:
+        await redis.aclose()
