@@ -13,8 +13,6 @@ from ballet.core.commands import HELP_TEXT
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", ROOT / "manifests" / "README.md", *ROOT.glob("docs/*.md")])
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
-# Written on the confined-sessions branch; drop this once it is merged.
-ELSEWHERE = {ROOT / "docs" / "security.md"}
 
 
 def tracked_files() -> list[Path]:
@@ -30,7 +28,7 @@ def test_every_relative_link_resolves(doc: Path) -> None:
         if re.match(r"^[a-z]+:", target):
             continue  # http(s), mailto: not this test's business
         path = (doc.parent / target).resolve()
-        assert path.exists() or path in ELSEWHERE, f"{doc.name} links to missing {target}"
+        assert path.exists(), f"{doc.name} links to missing {target}"
 
 
 def test_nothing_in_the_repository_needs_the_development_only_shared_folder() -> None:

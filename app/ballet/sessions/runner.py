@@ -6,7 +6,7 @@ branch, remove the workspace. Every way this can go wrong ends in a `failed`
 report whose summary says which and shows the end of the output; the caller
 never gets an exception for a session that merely went badly.
 
-A non-zero exit with a valid report keeps the report (DESIGN.md section 5:
+A non-zero exit with a valid report keeps the report (docs/session-contract.md:
 "a non-zero exit *without a report*" fails). Commits of a session Ballet
 failed (timeout, no valid report) are not pushed.
 """
