@@ -105,14 +105,26 @@ async def _run(
         runtime_effort=spec.runtime.effort,
     )
     prompt = render_prompt(
-        spec, report_path=report_path, handoff_path=handoff_path if phased else None
+        spec,
+        report_path=report_path,
+        handoff_path=handoff_path if phased else None,
+        report_in_reply=adapter.report_in_reply,
     )
     prompt_path, context_path = files / "prompt.md", files / "context.json"
     prompt_path.write_text(prompt)
     context_path.write_text(json.dumps(build_context(spec), indent=2, ensure_ascii=False))
     _exclude(workspace.clone, adapter.git_excludes)
     invocation = Invocation(
-        prompt, prompt_path, report_path, files, workspace.clone, choice.model, choice.effort
+        prompt,
+        prompt_path,
+        report_path,
+        files,
+        workspace.clone,
+        choice.model,
+        choice.effort,
+        home=workspace.home,
+        base_url=spec.runtime.base_url,
+        declared={name: parent_env[name] for name in spec.runtime.env if name in parent_env},
     )
     ballet_env = {
         "BALLET_REPORT": str(report_path),
@@ -134,6 +146,7 @@ async def _run(
             ballet_env=ballet_env,
             home=workspace.home,
         )
+        adapter.prepare(invocation)
     except RuntimeConfigError as error:
         return _failed(SessionFailure("runtime", str(error)), None, None, None, started)
     meter = adapter.meter(invocation)
@@ -151,6 +164,7 @@ async def _run(
     except OSError as error:
         message = f"could not start {argv[0]!r}: {error}; install the CLI on the worker's PATH"
         return _failed(SessionFailure("runtime", message), None, None, None, started)
+    adapter.after_exit(invocation)
     tail = outcome.output_tail(OUTPUT_TAIL_CHARS)
     usage = meter.usage()
     try:
