@@ -54,6 +54,7 @@ class ModelServer:
     file_name: str = "greeting.txt"
     file_text: str = "hello from the model"
     summary: str = "greeted"
+    claimed_usage: dict[str, Any] | None = None  # a `usage` the agent's report claims
     served: list[Served] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
@@ -62,7 +63,10 @@ class ModelServer:
     # -- the script -----------------------------------------------------------------
 
     def report(self) -> dict[str, Any]:
-        return {"outcome": "done", "summary": self.summary}
+        report: dict[str, Any] = {"outcome": "done", "summary": self.summary}
+        if self.claimed_usage is not None:
+            report["usage"] = self.claimed_usage
+        return report
 
     def command(self, prompt: str) -> str:
         found = REPORT_PATH.search(prompt)
