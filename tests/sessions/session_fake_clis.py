@@ -92,10 +92,10 @@ print(json.dumps({"type": "turn.completed",
 AIDER = """
 p = argparse.ArgumentParser(prog="aider")
 p.add_argument("--message-file")
-for name in ("--yes-always", "--no-pretty", "--no-stream", "--no-analytics",
-             "--no-check-update", "--no-show-release-notes", "--no-gitignore"):
+for name in ("--yes-always", "--no-pretty", "--no-stream", "--no-fancy-input", "--no-analytics",
+             "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings",
+             "--no-detect-urls", "--no-suggest-shell-commands", "--no-gitignore"):
     p.add_argument(name, action="store_true")
-p.add_argument("--analytics-log")
 p.add_argument("--chat-history-file")
 p.add_argument("--input-history-file")
 p.add_argument("--model")
@@ -103,15 +103,21 @@ p.add_argument("--reasoning-effort")
 args = p.parse_args()
 record(args)
 prompt = open(args.message_file).read()
+assert "Write this JSON to" not in prompt, "aider is asked for its report in its reply"
 os.makedirs(".aider.tags.cache.v4", exist_ok=True)
 open(".aider.tags.cache.v4/cache.db", "w").write("x")
-with open(args.analytics_log, "a") as log:
+# What Ballet's sitecustomize records for each litellm call: the edit and the commit message.
+with open(os.environ["BALLET_AIDER_USAGE"], "a") as log:
     for tokens in ((1000, 100, 0.01), (500, 50, 0.005)):
-        props = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "cost": tokens[2],
-                 "total_cost": 0.015, "main_model": args.model}
-        log.write(json.dumps({"event": "message_send", "properties": props, "time": 1}) + "\\n")
-    log.write(json.dumps({"event": "exit", "properties": {}, "time": 2}) + "\\n")
-act(prompt)
+        log.write(json.dumps({"model": args.model, "prompt_tokens": tokens[0],
+                              "completion_tokens": tokens[1], "cost": tokens[2]}) + "\\n")
+open("work.txt", "w").write(prompt[:40])
+subprocess.run(["git", "add", "work.txt"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "Work"], check=True)
+with open(args.chat_history_file, "a") as history:
+    history.write("#### " + prompt.replace("\\n", "\\n#### ") + "\\n\\n")
+    history.write('I did it.\\n\\n{"outcome": "done", "summary": "did the work"}\\n\\n')
+    history.write("> Tokens: 1.5k sent, 150 received.\\n")
 print("Tokens: 1.5k sent, 150 received. Cost: $0.01 message, $0.015 session.")
 """
 
@@ -143,6 +149,7 @@ r = sub.add_parser("run")
 r.add_argument("--format", choices=["default", "json"])
 r.add_argument("--dir")
 r.add_argument("--auto", action="store_true")
+r.add_argument("--title")
 r.add_argument("-m", "--model")
 r.add_argument("--variant")
 r.add_argument("message", nargs="+")
