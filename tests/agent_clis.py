@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOLS = Path(os.environ.get("BALLET_TOOLS_DIR", REPO_ROOT / ".ballet-tools"))
 NPM_BIN = TOOLS / "npm" / "node_modules" / ".bin"
 AIDER_BIN = TOOLS / "aider" / "bin"
