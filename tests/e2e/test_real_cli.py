@@ -1,4 +1,4 @@
-"""A ticket from label to merge with a real agent CLI: Claude Code, run by the
+"""A ticket from label to merge with each real agent CLI: the CLI, run by the
 worker against the scripted model server on loopback, does the Implement stage;
 the record keeps the usage the server served."""
 
@@ -26,19 +26,40 @@ def model_server() -> Iterator[ModelServer]:
         stop()
 
 
-async def test_a_real_claude_code_session_takes_a_ticket_to_merged(
-    stack: Stack, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+# adapter, executable, model, key, what base_url adds to the server's address, priced
+CASES = [
+    ("claude-code", "claude", "claude-sonnet-4-5", "ANTHROPIC_API_KEY", "", True),
+    ("codex", "codex", "gpt-5.1-codex", "OPENAI_API_KEY", "/v1", False),
+    ("gemini", "gemini", "gemini-2.5-pro", "GEMINI_API_KEY", "", False),
+    ("opencode", "opencode", "ballet/fake-model", "OPENAI_API_KEY", "/v1", False),
+    ("aider", "aider", "openai/gpt-4.1", "OPENAI_API_KEY", "/v1", True),
+]
+
+
+@pytest.mark.parametrize(
+    ("adapter", "executable", "model", "key", "path", "priced"), CASES, ids=[c[0] for c in CASES]
+)
+async def test_a_real_cli_session_takes_a_ticket_to_merged(
+    stack: Stack,
+    model_server: ModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    adapter: str,
+    executable: str,
+    model: str,
+    key: str,
+    path: str,
+    priced: bool,
 ) -> None:
-    require_cli("claude")
+    require_cli(executable)
     # The worker's environment, as an operator sets it: the CLIs on PATH, the key.
     monkeypatch.setenv("PATH", f"{NPM_BIN}:{AIDER_BIN}:{os.environ['PATH']}")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-e2e")
+    monkeypatch.setenv(key, "key-for-e2e")
     ballet_yml = f"""\
 trigger_label: ballet
 runtimes:
-  claude: {{adapter: claude-code, model: claude-sonnet-4-5, env: [ANTHROPIC_API_KEY],
-           base_url: "{model_server.url}"}}
-default_runtime: claude
+  agent: {{adapter: {adapter}, model: {model}, env: [{key}],
+          base_url: "{model_server.url}{path}"}}
+default_runtime: agent
 pipelines:
   default:
     stages:
@@ -47,10 +68,10 @@ pipelines:
       - {{id: integrate, kind: platform, action: merge,
          next: {{merged: $done, returned: implement}}}}
 """
-    repo = await new_repo(stack, "real-claude", ballet_yml=ballet_yml)
+    repo = await new_repo(stack, f"real-{executable}", ballet_yml=ballet_yml)
     number = await ticket(stack, repo)
 
-    view = await wait_until(stack, repo, number, merged, timeout=120)
+    view = await wait_until(stack, repo, number, merged, timeout=150)
 
     assert outcomes(view) == [("implement", 1, "done"), ("integrate", 1, "merged")]
     await assert_merged_cleanly(stack, view, repo, number)
@@ -61,4 +82,4 @@ pipelines:
         served_in,
         served_out,
     )
-    assert implement.usage.cost_usd > 0
+    assert (implement.usage.cost_usd > 0) == priced
