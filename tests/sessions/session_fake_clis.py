@@ -58,7 +58,14 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": fail,
                   "result": "API Error: 500" if fail else "done", "session_id": "s1",
                   "total_cost_usd": 0.0123,
                   "usage": {"input_tokens": 100, "cache_read_input_tokens": 20,
-                            "cache_creation_input_tokens": 3, "output_tokens": 50}}))
+                            "cache_creation_input_tokens": 3, "output_tokens": 50},
+                  # Every model it called: `usage` above leaves out the side call (haiku).
+                  "modelUsage": {
+                      "claude-sonnet-4-5": {"inputTokens": 100, "cacheReadInputTokens": 20,
+                                            "cacheCreationInputTokens": 3, "outputTokens": 50,
+                                            "costUSD": 0.0120},
+                      "claude-haiku-4-5": {"inputTokens": 30, "outputTokens": 7,
+                                           "costUSD": 0.0003}}}))
 sys.exit(1 if fail else 0)
 """
 

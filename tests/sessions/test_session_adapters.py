@@ -19,7 +19,7 @@ CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
     (
         "claude-code",
         "claude",
-        Usage(input_tokens=123, output_tokens=50, cost_usd=0.0123),
+        Usage(input_tokens=153, output_tokens=57, cost_usd=0.0123),  # modelUsage, not usage
         ["--model", "sonnet", "--effort", "low"],
     ),
     (
