@@ -479,3 +479,54 @@ def serve(server: ModelServer) -> Callable[[], None]:
         sock.close()
 
     return stop
+
+
+@dataclass
+class RefusingProxy:
+    """An HTTP(S) proxy that refuses everything and records what was asked of it:
+    given as HTTPS_PROXY/HTTP_PROXY, it shows any host a CLI reaches beyond its model
+    API (which NO_PROXY keeps direct)."""
+
+    asked: list[str] = field(default_factory=list)
+    url: str = ""
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            self.asked.append(line.decode(errors="replace").strip())
+            writer.write(
+                b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            await writer.drain()
+        finally:
+            writer.close()
+
+
+def serve_proxy(proxy: RefusingProxy) -> Callable[[], None]:
+    """Start `proxy` on 127.0.0.1:<ephemeral> in a thread; returns its stop function."""
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    holder: dict[str, asyncio.AbstractServer] = {}
+
+    async def start() -> None:
+        server = await asyncio.start_server(proxy._handle, "127.0.0.1", 0)
+        host, port = server.sockets[0].getsockname()[:2]
+        proxy.url = f"http://{host}:{port}"
+        holder["server"] = server
+        started.set()
+
+    def run() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    started.wait(10)
+
+    def stop() -> None:
+        loop.call_soon_threadsafe(holder["server"].close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+
+    return stop

@@ -15,7 +15,7 @@ import pytest
 from agent_clis import cli_search_path
 from ballet.sessions import Workspaces
 from git_repos import make_origin
-from model_server import ModelServer, serve
+from model_server import ModelServer, RefusingProxy, serve, serve_proxy
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +29,16 @@ def model_server() -> Iterator[ModelServer]:
     stop = serve(server)
     try:
         yield server
+    finally:
+        stop()
+
+
+@pytest.fixture
+def refusing_proxy() -> Iterator[RefusingProxy]:
+    proxy = RefusingProxy()
+    stop = serve_proxy(proxy)
+    try:
+        yield proxy
     finally:
         stop()
 

@@ -22,9 +22,13 @@ from ballet.sessions import (
     run_session,
 )
 from git_repos import git
-from model_server import ModelServer
+from model_server import ModelServer, RefusingProxy
 
 BRANCH = "ballet/7-greeting"
+# What a CLI asks the egress proxy for that no setting turns off (docs/runtimes.md):
+# opencode npm-installs `@opencode-ai/plugin` into its config directory at every
+# start, in the background; refused, it goes on without it.
+KNOWN_EGRESS = {"opencode": ["CONNECT registry.npmjs.org:443 HTTP/1.1"]}
 
 
 @dataclass(frozen=True)
@@ -76,17 +80,29 @@ def run(spec: SessionSpec, workspaces: Workspaces, env: dict[str, str]) -> Sessi
 def test_the_real_cli_commits_reports_and_is_metered(
     case: Case,
     model_server: ModelServer,
+    refusing_proxy: RefusingProxy,
     origin: Path,
     workspaces: Workspaces,
     parent_env: dict[str, str],
 ) -> None:
     require_cli(case.executable)
+    # Only the model API is reachable (as under Ballet's egress proxy): any other
+    # host the CLI tries goes to a proxy that refuses and records it.
+    proxy_env = {
+        "HTTPS_PROXY": refusing_proxy.url,
+        "HTTP_PROXY": refusing_proxy.url,
+        "https_proxy": refusing_proxy.url,
+        "http_proxy": refusing_proxy.url,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+    parent_env = {**parent_env, **proxy_env}
     # The agent's report claims a usage of its own; what the CLI metered must win.
     model_server.claimed_usage = {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0}
     runtime = Runtime(
         adapter=case.adapter,
         model=case.model,
-        env=(case.key,),
+        env=(case.key, *proxy_env),
         base_url=model_server.url + case.path,
     )
     result = run(spec_for(runtime, origin), workspaces, parent_env)
@@ -111,6 +127,9 @@ def test_the_real_cli_commits_reports_and_is_metered(
         model_server.served
     )
     assert result.report.usage == result.usage
+    assert refusing_proxy.asked == KNOWN_EGRESS.get(case.adapter, []), (
+        "the CLI reached beyond its model API"
+    )
     if case.costed:
         assert result.usage.cost_usd > 0
 

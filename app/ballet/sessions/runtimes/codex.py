@@ -31,6 +31,13 @@ from ballet.sessions.runtimes.base import (
 
 KEY_NAMES = ("CODEX_API_KEY", "OPENAI_API_KEY")  # first declared wins
 PROVIDER = "ballet"
+QUIET_FEATURES = (
+    "plugins",
+    "remote_plugin",
+    "apps",
+    "plugin_sharing",
+    "skill_mcp_dependency_install",
+)
 
 
 def toml_string(value: str) -> str:
@@ -53,6 +60,11 @@ class CodexAdapter(RuntimeAdapter):
             "--ephemeral",
             "-c",
             'approval_policy="never"',
+            # No traffic but the model API: no usage analytics, no plugin, app or
+            # skill-dependency downloads (GitHub, chatgpt.com).
+            "-c",
+            "analytics.enabled=false",
+            *(arg for feature in QUIET_FEATURES for arg in ("--disable", feature)),
         ]
         if invocation.base_url:
             provider = (

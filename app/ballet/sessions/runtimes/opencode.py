@@ -34,6 +34,7 @@ from ballet.sessions.runtimes.base import (
 BUILT_IN_PROVIDERS = ("anthropic", "openai", "google")
 QUIET = {
     "OPENCODE_DISABLE_AUTOUPDATE": "true",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true",  # else installed from npm at start
     "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
     "OPENCODE_DISABLE_MODELS_FETCH": "true",
     "OPENCODE_DISABLE_SHARE": "true",
