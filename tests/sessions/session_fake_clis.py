@@ -79,6 +79,7 @@ e.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-ful
 e.add_argument("--skip-git-repo-check", action="store_true")
 e.add_argument("--ephemeral", action="store_true")
 e.add_argument("-c", "--config", action="append", default=[])
+e.add_argument("--disable", action="append", default=[])
 e.add_argument("-m", "--model")
 e.add_argument("prompt")
 args = p.parse_args()
