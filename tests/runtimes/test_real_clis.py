@@ -102,6 +102,7 @@ def test_the_real_cli_commits_reports_and_is_metered(
     runtime = Runtime(
         adapter=case.adapter,
         model=case.model,
+        effort="high",
         env=(case.key, *proxy_env),
         base_url=model_server.url + case.path,
     )
@@ -127,6 +128,11 @@ def test_the_real_cli_commits_reports_and_is_metered(
         model_server.served
     )
     assert result.report.usage == result.usage
+    first = model_server.requests[0]["body"]
+    if case.adapter == "codex":
+        assert first["reasoning"]["effort"] == "high"
+    if case.adapter == "claude-code":
+        assert first["thinking"]["type"] == "enabled"
     assert refusing_proxy.asked == KNOWN_EGRESS.get(case.adapter, []), (
         "the CLI reached beyond its model API"
     )
