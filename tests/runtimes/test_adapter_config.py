@@ -108,3 +108,15 @@ def test_aider_writes_no_report_over_one_the_session_wrote(tmp_path: Path) -> No
     (tmp_path / "report.json").write_text('{"outcome": "done", "summary": "file"}')
     adapter_for("aider").after_exit(invocation(tmp_path))
     assert "file" in (tmp_path / "report.json").read_text()
+
+
+def test_aider_report_never_goes_through_a_symlink_or_reads_a_fifo(tmp_path: Path) -> None:
+    import os
+
+    target = tmp_path / "outside.txt"
+    (tmp_path / "aider-chat.md").write_text('{"outcome": "done", "summary": "reply"}\n')
+    (tmp_path / "report.json").symlink_to(target)  # planted by the session
+    adapter_for("aider").after_exit(invocation(tmp_path))
+    assert not target.exists()
+    os.mkfifo(tmp_path / "fifo.md")
+    assert report_from_reply(tmp_path / "fifo.md") is None  # and does not block

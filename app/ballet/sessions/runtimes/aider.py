@@ -33,7 +33,9 @@ from ballet.sessions.runtimes.base import (
     flag,
     json_object,
     number,
+    read_session_file,
     tokens,
+    write_session_file,
 )
 
 USAGE_LOG = "aider-usage.jsonl"
@@ -137,11 +139,10 @@ class AiderAdapter(RuntimeAdapter):
         (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
 
     def after_exit(self, invocation: Invocation) -> None:
-        if invocation.report_path.exists():
-            return
+        # A report already there (or anything else at its path) is left as it is.
         report = report_from_reply(invocation.files_dir / CHAT_HISTORY)
         if report is not None:
-            invocation.report_path.write_text(report)
+            write_session_file(invocation.report_path, report)
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return AiderMeter(invocation)
@@ -153,11 +154,10 @@ def report_from_reply(chat_history: Path) -> str | None:
     In the chat history, the prompt's lines start with `#### ` and aider's own
     notes with `> `; everything else is what the model replied.
     """
-    try:
-        lines = chat_history.read_text(errors="replace").splitlines()
-    except OSError:
+    text = read_session_file(chat_history)
+    if text is None:
         return None
-    for line in reversed(lines):
+    for line in reversed(text.splitlines()):
         text = line.strip()
         if text.startswith(("#", ">")) or not text.startswith("{"):
             continue
@@ -172,11 +172,10 @@ class AiderMeter(UsageMeter):
         self._log = invocation.files_dir / USAGE_LOG
 
     def usage(self) -> Usage | None:
-        try:
-            lines = self._log.read_text(errors="replace").splitlines()
-        except OSError:
+        text = read_session_file(self._log)
+        if text is None:
             return None
-        calls = [call for call in map(json_object, lines) if call]
+        calls = [call for call in map(json_object, text.splitlines()) if call]
         if not calls:
             return None
         return Usage(

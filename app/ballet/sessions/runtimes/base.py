@@ -17,6 +17,8 @@ A runtime's `command:` in `.ballet.yml` replaces the CLI's executable (e.g.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,6 +118,36 @@ class RuntimeAdapter:
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return UsageMeter()
+
+
+# What Ballet reads of a file a session could have written (aider's chat history
+# and usage log): enough for any real session, never unbounded.
+SESSION_FILE_LIMIT = 16 * 1024 * 1024
+
+
+def read_session_file(path: Path, limit: int = SESSION_FILE_LIMIT) -> str | None:
+    """A file in the session's directory, as text; None when it is missing or not a
+    plain file. Never follows a symlink (out of the workspace) nor blocks on a FIFO:
+    the session may have put either there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read(limit).decode("utf-8", "replace")
+
+
+def write_session_file(path: Path, text: str) -> bool:
+    """Create `path` with `text` unless anything (a file, a symlink) is already there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return False
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+    return True
 
 
 def json_object(line: bytes | str) -> dict[str, Any] | None:
