@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from ballet.demo.stack import Stack, running_stack
-from ballet.queue import connect
-
-# This area's own Redis database, emptied before each test; other areas use others.
-REDIS_DB = 5
+from scenarios import e2e_redis
 
 
 @pytest.fixture
@@ -26,9 +22,5 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
-    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
-    pool = await connect(url)
-    await pool.flushdb()
-    await pool.aclose()
-    async with running_stack(tmp_path, redis_url=url) as running:
+    async with running_stack(tmp_path, redis_url=await e2e_redis(redis_url)) as running:
         yield running

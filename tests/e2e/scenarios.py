@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ballet.core.check_runs import conclusion_of, name_of
 from ballet.core.record import decode_record
@@ -17,8 +18,11 @@ from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, wait_until
+from ballet.queue import connect
 
 MARKER = "<!-- ballet:marker "
+# This area's own Redis database, emptied before each test; other areas use others.
+REDIS_DB = 5
 STATE = "ballet:state"
 
 
@@ -191,3 +195,12 @@ async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int
 
 
 __all__ = ["merged", "status_is", "wait_until", "waiting_for"]
+
+
+async def e2e_redis(redis_url: str) -> str:
+    """This area's Redis database, emptied."""
+    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+    pool = await connect(url)
+    await pool.flushdb()
+    await pool.aclose()
+    return url

@@ -58,7 +58,14 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": fail,
                   "result": "API Error: 500" if fail else "done", "session_id": "s1",
                   "total_cost_usd": 0.0123,
                   "usage": {"input_tokens": 100, "cache_read_input_tokens": 20,
-                            "cache_creation_input_tokens": 3, "output_tokens": 50}}))
+                            "cache_creation_input_tokens": 3, "output_tokens": 50},
+                  # Every model it called: `usage` above leaves out the side call (haiku).
+                  "modelUsage": {
+                      "claude-sonnet-4-5": {"inputTokens": 100, "cacheReadInputTokens": 20,
+                                            "cacheCreationInputTokens": 3, "outputTokens": 50,
+                                            "costUSD": 0.0120},
+                      "claude-haiku-4-5": {"inputTokens": 30, "outputTokens": 7,
+                                           "costUSD": 0.0003}}}))
 sys.exit(1 if fail else 0)
 """
 
@@ -72,6 +79,7 @@ e.add_argument("--sandbox", choices=["read-only", "workspace-write", "danger-ful
 e.add_argument("--skip-git-repo-check", action="store_true")
 e.add_argument("--ephemeral", action="store_true")
 e.add_argument("-c", "--config", action="append", default=[])
+e.add_argument("--disable", action="append", default=[])
 e.add_argument("-m", "--model")
 e.add_argument("prompt")
 args = p.parse_args()
@@ -92,10 +100,10 @@ print(json.dumps({"type": "turn.completed",
 AIDER = """
 p = argparse.ArgumentParser(prog="aider")
 p.add_argument("--message-file")
-for name in ("--yes-always", "--no-pretty", "--no-stream", "--no-analytics",
-             "--no-check-update", "--no-show-release-notes", "--no-gitignore"):
+for name in ("--yes-always", "--no-pretty", "--no-stream", "--no-fancy-input", "--no-analytics",
+             "--no-check-update", "--no-show-release-notes", "--no-show-model-warnings",
+             "--no-detect-urls", "--no-suggest-shell-commands", "--no-gitignore"):
     p.add_argument(name, action="store_true")
-p.add_argument("--analytics-log")
 p.add_argument("--chat-history-file")
 p.add_argument("--input-history-file")
 p.add_argument("--model")
@@ -103,15 +111,21 @@ p.add_argument("--reasoning-effort")
 args = p.parse_args()
 record(args)
 prompt = open(args.message_file).read()
+assert "Write this JSON to" not in prompt, "aider is asked for its report in its reply"
 os.makedirs(".aider.tags.cache.v4", exist_ok=True)
 open(".aider.tags.cache.v4/cache.db", "w").write("x")
-with open(args.analytics_log, "a") as log:
+# What Ballet's sitecustomize records for each litellm call: the edit and the commit message.
+with open(os.environ["BALLET_AIDER_USAGE"], "a") as log:
     for tokens in ((1000, 100, 0.01), (500, 50, 0.005)):
-        props = {"prompt_tokens": tokens[0], "completion_tokens": tokens[1], "cost": tokens[2],
-                 "total_cost": 0.015, "main_model": args.model}
-        log.write(json.dumps({"event": "message_send", "properties": props, "time": 1}) + "\\n")
-    log.write(json.dumps({"event": "exit", "properties": {}, "time": 2}) + "\\n")
-act(prompt)
+        log.write(json.dumps({"model": args.model, "prompt_tokens": tokens[0],
+                              "completion_tokens": tokens[1], "cost": tokens[2]}) + "\\n")
+open("work.txt", "w").write(prompt[:40])
+subprocess.run(["git", "add", "work.txt"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "Work"], check=True)
+with open(args.chat_history_file, "a") as history:
+    history.write("#### " + prompt.replace("\\n", "\\n#### ") + "\\n\\n")
+    history.write('I did it.\\n\\n{"outcome": "done", "summary": "did the work"}\\n\\n')
+    history.write("> Tokens: 1.5k sent, 150 received.\\n")
 print("Tokens: 1.5k sent, 150 received. Cost: $0.01 message, $0.015 session.")
 """
 
@@ -143,6 +157,7 @@ r = sub.add_parser("run")
 r.add_argument("--format", choices=["default", "json"])
 r.add_argument("--dir")
 r.add_argument("--auto", action="store_true")
+r.add_argument("--title")
 r.add_argument("-m", "--model")
 r.add_argument("--variant")
 r.add_argument("message", nargs="+")

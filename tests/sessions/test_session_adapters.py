@@ -26,7 +26,7 @@ CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
     (
         "claude-code",
         "claude",
-        Usage(input_tokens=123, output_tokens=50, cost_usd=0.0123),
+        Usage(input_tokens=153, output_tokens=57, cost_usd=0.0123),  # modelUsage, not usage
         ["--model", "sonnet", "--effort", "low"],
     ),
     (
@@ -98,7 +98,7 @@ def test_adapter_runs_its_cli_and_reads_its_usage(
     assert not any(name.startswith(".aider") for name in pushed.splitlines())
 
 
-def test_the_report_own_usage_wins_over_the_cli_figures(
+def test_what_the_cli_metered_wins_over_the_usage_a_report_claims(
     make_spec: MakeSpec,
     write_script: WriteScript,
     workspaces: Workspaces,
@@ -113,7 +113,26 @@ def test_the_report_own_usage_wins_over_the_cli_figures(
     write_script("codex", script)
     result = run(make_spec(runtime=Runtime(adapter="codex")), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
-    assert result.usage == Usage(input_tokens=1, output_tokens=2)
+    assert result.usage == Usage(input_tokens=200, output_tokens=70)
+    assert result.report.usage == result.usage
+
+
+def test_a_command_runtime_reports_its_own_usage(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
+) -> None:
+    write_script(
+        "agent",
+        "import json, os\n"
+        "json.dump({'outcome': 'done', 'summary': 's', 'usage': {'input_tokens': 5,"
+        " 'output_tokens': 6, 'cost_usd': 0.5}}, open(os.environ['BALLET_REPORT'], 'w'))\n",
+    )
+    result = run(make_spec(), workspaces, parent_env, options)
+    assert result.failure_reason is None, result.report.summary
+    assert result.usage == Usage(input_tokens=5, output_tokens=6, cost_usd=0.5)
 
 
 def test_claude_research_phase_runs_opus_with_high_effort(

@@ -79,3 +79,16 @@ def test_many_long_earlier_reports_keep_the_prompt_under_an_argument_limit(
     assert "REPORT-0 " not in prompt
     assert "older report(s) left out here" in prompt
     assert prompt.index("REPORT-38") < prompt.index("REPORT-39")  # oldest first
+
+
+def test_the_report_example_claims_no_usage_and_aider_reports_in_its_reply(
+    make_spec: MakeSpec, tmp_path: Path
+) -> None:
+    spec = make_spec()
+    report = tmp_path / "report.json"
+    to_file = render_prompt(spec, report_path=report, handoff_path=None)
+    in_reply = render_prompt(spec, report_path=report, handoff_path=None, report_in_reply=True)
+    assert '"usage"' not in to_file and '"usage"' not in in_reply
+    assert f"Write this JSON to `{report}`" in to_file
+    assert "Write this JSON to" not in in_reply
+    assert "JSON on one single line" in in_reply

@@ -73,7 +73,8 @@ def test_the_session_sees_only_allowed_variables_and_a_fresh_home(
     env: dict[str, str] = seen["env"]
     for secret in SECRETS.values():
         assert secret not in json.dumps(env)
-    allowed = {"PATH", "LANG", "LC_ALL", "HOME", "ANTHROPIC_API_KEY"}
+    # TMPDIR: a directory of the session's own (every adapter sets it).
+    allowed = {"PATH", "LANG", "LC_ALL", "HOME", "TMPDIR", "ANTHROPIC_API_KEY"}
     contract = {
         "BALLET_REPORT",
         "BALLET_CONTEXT",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ballet.core.egress import parse_rule
 
@@ -36,6 +36,7 @@ Label = Annotated[str, Field(min_length=1, max_length=50)]
 STAGE_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
+BASE_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
 
 
 def _public_destination(text: str) -> str:
@@ -64,11 +65,24 @@ class Runtime(Strict):
     env: tuple[EnvName, ...] = ()
     """Names of the deployment's environment variables the session may see, e.g. API keys."""
     command: tuple[str, ...] | None = None
-    """For `adapter: command`: the argv to run in the session's clone."""
+    """For `adapter: command`: the argv to run in the session's clone. For the other
+    adapters: the CLI's executable and leading arguments, instead of its usual name."""
+    base_url: str | None = Field(default=None, pattern=BASE_URL_PATTERN)
+    """The model API endpoint the CLI talks to instead of its provider's own, e.g. a
+    gateway or an OpenAI-, Anthropic- or Gemini-compatible server (docs/runtimes.md)."""
     egress: tuple[EgressHost, ...] = ()
     """Public hosts (`host` or `host:port`, default port 443, `*.domain` for subdomains) the
     session may reach through Ballet's egress proxy besides its provider's API, e.g. a
     package index. Loopback, private and link-local destinations are refused."""
+
+    @model_validator(mode="after")
+    def _base_url_needs_an_llm_cli(self) -> Runtime:
+        if self.base_url is not None and self.adapter == "command":
+            raise ValueError(
+                "`base_url` is for the agent CLIs (claude-code, codex, aider, gemini, "
+                "opencode); a `command` runtime reads its own configuration: remove it"
+            )
+        return self
 
 
 class Role(Strict):

@@ -69,9 +69,14 @@ class Stack:
 
 @contextlib.asynccontextmanager
 async def running_stack(
-    data_dir: Path, *, redis_url: str | None = None, session_slots: int = 2
+    data_dir: Path,
+    *,
+    redis_url: str | None = None,
+    session_slots: int = 2,
+    session_egress_allow: tuple[str, ...] = (),
 ) -> AsyncIterator[Stack]:
-    """Start everything under `data_dir`; stop everything when the block ends."""
+    """Start everything under `data_dir`; stop everything when the block ends.
+    `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
@@ -88,6 +93,7 @@ async def running_stack(
             redis_url=url,
             data_dir=data_dir / "ballet",
             session_slots=session_slots,
+            session_egress_allow=session_egress_allow,
             # The sandbox has no secondary rate limit to respect.
             write_spacing_seconds=0.0,
         )

@@ -84,11 +84,13 @@ def failed_report(
     return Report(outcome="failed", summary=summary, usage=usage or Usage())
 
 
-def with_usage(report: Report, parsed: Usage | None) -> Report:
-    """The CLI's own usage figures fill in a report that states none."""
-    if parsed is None or "usage" in report.model_fields_set:
+def with_usage(report: Report, metered: Usage | None) -> Report:
+    """What the CLI metered replaces whatever usage the report claims (an agent may
+    copy an example, or guess); a report's own usage counts only where nothing was
+    metered, i.e. for a `command` runtime, whose program knows what it spent."""
+    if metered is None:
         return report
-    return report.model_copy(update={"usage": parsed})
+    return report.model_copy(update={"usage": metered})
 
 
 def handoff_from_report(report: Report) -> Handoff:

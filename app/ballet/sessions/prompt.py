@@ -41,7 +41,6 @@ REPORT_EXAMPLE = {
     "constraints": [],
     "open_questions": [],
     "questions": [{"text": "…", "blocking": True}],
-    "usage": {"input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0},
 }
 HANDOFF_EXAMPLE = {"summary": "…", "decisions": [], "constraints": [], "open_questions": []}
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
@@ -67,7 +66,12 @@ def acceptance_criteria(body: str) -> str | None:
 
 
 def render_prompt(
-    spec: SessionSpec, *, report_path: Path, handoff_path: Path | None, outcomes_hint: str = ""
+    spec: SessionSpec,
+    *,
+    report_path: Path,
+    handoff_path: Path | None,
+    outcomes_hint: str = "",
+    report_in_reply: bool = False,
 ) -> str:
     ticket = spec.ticket
     parts = [f"# Ballet session: {spec.stage.id} for {ticket.ref}"]
@@ -107,7 +111,7 @@ def render_prompt(
         parts.append(f"## Handoff from the previous phase\n\n```json\n{handoff}\n```")
     if spec.phase:
         parts.append(f"## This phase: {spec.phase}\n\n{PHASE_GOALS[spec.phase]}")
-    parts.append(_contract(report_path, handoff_path, outcomes_hint))
+    parts.append(_contract(report_path, handoff_path, outcomes_hint, report_in_reply))
     return "\n\n".join(parts) + "\n"
 
 
@@ -135,13 +139,28 @@ def _earlier_reports(reports: tuple[EarlierReport, ...]) -> str:
     return "\n\n".join([head, *reversed(kept)])
 
 
-def _contract(report_path: Path, handoff_path: Path | None, outcomes_hint: str) -> str:
-    text = (
-        "## When you finish: write your report\n\n"
-        f"Write this JSON to `{report_path}` (also in $BALLET_REPORT). Only `outcome` "
-        "and `summary` are required. Without this file the session counts as failed.\n\n"
-        f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
-    )
+def _contract(
+    report_path: Path, handoff_path: Path | None, outcomes_hint: str, report_in_reply: bool
+) -> str:
+    if report_in_reply:
+        # Aider edits files only inside the repository and runs no shell commands:
+        # Ballet takes the report from the reply and writes it to BALLET_REPORT itself.
+        text = (
+            "## When you finish: give your report\n\n"
+            "End your last reply with your report as JSON on one single line, not in a "
+            "code block; Ballet reads the last such line of your reply and writes it to "
+            f"`{report_path}` (also in $BALLET_REPORT). Do not create that file yourself. "
+            "Only `outcome` and `summary` are required. Without the report the session "
+            "counts as failed. Its shape:\n\n"
+            f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
+        )
+    else:
+        text = (
+            "## When you finish: write your report\n\n"
+            f"Write this JSON to `{report_path}` (also in $BALLET_REPORT). Only `outcome` "
+            "and `summary` are required. Without this file the session counts as failed.\n\n"
+            f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
+        )
     if outcomes_hint:
         text += f"\n{outcomes_hint}\n"
     text += (

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ballet.core.report import Handoff, Report, Usage
 from ballet.sessions.confine import Isolation, SessionPaths, confined
-from ballet.sessions.confine.providers import PROVIDER_HOSTS
+from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
 from ballet.sessions.environment import session_environment
 from ballet.sessions.git import GitError
@@ -112,14 +112,26 @@ async def _run(
         runtime_effort=spec.runtime.effort,
     )
     prompt = render_prompt(
-        spec, report_path=report_path, handoff_path=handoff_path if phased else None
+        spec,
+        report_path=report_path,
+        handoff_path=handoff_path if phased else None,
+        report_in_reply=adapter.report_in_reply,
     )
     prompt_path, context_path = files / "prompt.md", files / "context.json"
     prompt_path.write_text(prompt)
     context_path.write_text(json.dumps(build_context(spec), indent=2, ensure_ascii=False))
     _exclude(workspace.clone, adapter.git_excludes)
     invocation = Invocation(
-        prompt, prompt_path, report_path, files, workspace.clone, choice.model, choice.effort
+        prompt,
+        prompt_path,
+        report_path,
+        files,
+        workspace.clone,
+        choice.model,
+        choice.effort,
+        home=workspace.home,
+        base_url=spec.runtime.base_url,
+        declared={name: parent_env[name] for name in spec.runtime.env if name in parent_env},
     )
     ballet_env = {
         "BALLET_REPORT": str(report_path),
@@ -141,6 +153,7 @@ async def _run(
             ballet_env=ballet_env,
             home=workspace.home,
         )
+        adapter.prepare(invocation)
     except RuntimeConfigError as error:
         return _failed(SessionFailure("runtime", str(error)), None, None, None, started)
     meter = adapter.meter(invocation)
@@ -150,7 +163,7 @@ async def _run(
     paths = SessionPaths(
         workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root
     )
-    hosts = (*PROVIDER_HOSTS[spec.runtime.adapter], *spec.runtime.egress)
+    hosts = runtime_destinations(spec.runtime)
     try:
         async with confined(
             options.isolation, paths, argv, env, runtime_hosts=hosts, session=key
@@ -169,6 +182,7 @@ async def _run(
         program = options.isolation.bwrap if options.isolation.mode == "bwrap" else argv[0]
         message = f"could not start {program!r}: {error}; install it on the worker's PATH"
         return _failed(SessionFailure("runtime", message), None, None, None, started)
+    adapter.after_exit(invocation)
     tail = outcome.output_tail(OUTPUT_TAIL_CHARS) + _refusals(sandbox.refused)
     egress = {"egress_allowed": sandbox.allowed, "egress_refused": len(sandbox.refused)}
     usage = meter.usage()

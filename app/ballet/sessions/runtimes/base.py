@@ -1,17 +1,26 @@
 """What a runtime adapter is: how to invoke its CLI, and how to read its usage.
 
 An adapter builds the non-interactive argv for one session (prompt, model,
-effort), names the fixed environment variables its CLI needs, and gives a
-meter that reads token usage and cost from the CLI's output where it reports
-them. A runtime's `command:` in `.ballet.yml` replaces the CLI's executable
-(e.g. `[/opt/claude/bin/claude]`) for LLM adapters, and is the whole argv for
-the `command` adapter.
+effort, endpoint), names the environment variables its CLI needs (credentials
+under the name the CLI really reads), writes the configuration files its CLI
+needs into the session's HOME, and gives a meter that reads token usage and
+cost from the CLI's output. What a CLI meters always wins over what its report
+claims (only the `command` adapter, which meters nothing, may report usage).
+
+Every adapter points the CLI's temporary files at `<session files>/tmp` (TMPDIR)
+so a CLI writes only in HOME, the clone and the session's own directory.
+A runtime's `command:` in `.ballet.yml` replaces the CLI's executable (e.g.
+`[/opt/claude/bin/claude]`) for LLM adapters, and is the whole argv for the
+`command` adapter.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +41,14 @@ class Invocation:
     workdir: Path  # the clone
     model: str | None
     effort: str | None
+    home: Path  # the session's fresh HOME
+    base_url: str | None = None  # the runtime's `base_url:`
+    # The declared `env:` variables the worker has, by name: what the CLI may be given.
+    declared: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def tmp_dir(self) -> Path:
+        return self.files_dir / "tmp"
 
 
 class UsageMeter:
@@ -73,6 +90,9 @@ class RuntimeAdapter:
     executable: str
     # LLM CLIs don't know the contract: the prompt tells them where to report.
     writes_report_itself = False
+    # A CLI that cannot write a file outside the clone (aider) gives its report as the
+    # last JSON line of its reply; the prompt says so and `after_exit` writes the file.
+    report_in_reply = False
     # Files the CLI leaves in the clone that must never be committed.
     git_excludes: tuple[str, ...] = ()
 
@@ -86,10 +106,48 @@ class RuntimeAdapter:
         raise NotImplementedError
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        return {}
+        return {"TMPDIR": str(invocation.tmp_dir)}
+
+    def prepare(self, invocation: Invocation) -> None:
+        """Write what the CLI needs before it starts (its TMPDIR, config in HOME)."""
+        invocation.tmp_dir.mkdir(exist_ok=True)
+
+    def after_exit(self, invocation: Invocation) -> None:
+        """Called once the process has ended, before Ballet reads the report."""
+        return None
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return UsageMeter()
+
+
+# What Ballet reads of a file a session could have written (aider's chat history
+# and usage log): enough for any real session, never unbounded.
+SESSION_FILE_LIMIT = 16 * 1024 * 1024
+
+
+def read_session_file(path: Path, limit: int = SESSION_FILE_LIMIT) -> str | None:
+    """A file in the session's directory, as text; None when it is missing or not a
+    plain file. Never follows a symlink (out of the workspace) nor blocks on a FIFO:
+    the session may have put either there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.read(limit).decode("utf-8", "replace")
+
+
+def write_session_file(path: Path, text: str) -> bool:
+    """Create `path` with `text` unless anything (a file, a symlink) is already there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return False
+    with os.fdopen(fd, "w") as file:
+        file.write(text)
+    return True
 
 
 def json_object(line: bytes | str) -> dict[str, Any] | None:

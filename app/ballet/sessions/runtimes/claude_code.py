@@ -1,9 +1,14 @@
 """`claude-code`: `claude -p` with stream-json output.
 
-Usage comes from the last `{"type":"result"}` line: `usage` (input counts
-fresh plus cache-read plus cache-write tokens) and `total_cost_usd`.
+Usage comes from the last `{"type":"result"}` line: `modelUsage` (every model
+the CLI called, its own side calls included; fresh plus cache-read plus
+cache-write input tokens) and `total_cost_usd`. Its `usage` field is not
+used: it leaves out calls other than the main loop's.
+
 Running as root, bypass mode refuses to start unless IS_SANDBOX=1; the session
-is already isolated by Ballet (fresh clone, fresh HOME, filtered environment).
+is already confined by Ballet. `base_url` becomes ANTHROPIC_BASE_URL. Its
+non-essential traffic (update checks, telemetry, error reports) is turned off:
+a session's only network is the model API.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from ballet.sessions.runtimes.base import (
     number,
     tokens,
 )
+
+INPUT_KEYS = ("inputTokens", "cacheReadInputTokens", "cacheCreationInputTokens")
 
 
 class ClaudeCodeAdapter(RuntimeAdapter):
@@ -43,7 +50,15 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        return {"IS_SANDBOX": "1"}
+        env = {
+            **super().environment(invocation),
+            "IS_SANDBOX": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+        }
+        if invocation.base_url:
+            env["ANTHROPIC_BASE_URL"] = invocation.base_url
+        return env
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return ClaudeMeter()
@@ -53,16 +68,23 @@ class ClaudeMeter(EventMeter):
     event_type = "result"
 
     def read(self, event: dict[str, Any], before: Usage) -> Usage:
-        usage = mapping(event.get("usage"))
+        models = [mapping(m) for m in mapping(event.get("modelUsage")).values()]
+        if not models:  # an older CLI: only the main loop's usage
+            usage = mapping(event.get("usage"))
+            return Usage(
+                input_tokens=sum(
+                    tokens(usage.get(key))
+                    for key in (
+                        "input_tokens",
+                        "cache_read_input_tokens",
+                        "cache_creation_input_tokens",
+                    )
+                ),
+                output_tokens=tokens(usage.get("output_tokens")),
+                cost_usd=number(event.get("total_cost_usd")),
+            )
         return Usage(
-            input_tokens=sum(
-                tokens(usage.get(key))
-                for key in (
-                    "input_tokens",
-                    "cache_read_input_tokens",
-                    "cache_creation_input_tokens",
-                )
-            ),
-            output_tokens=tokens(usage.get("output_tokens")),
+            input_tokens=sum(tokens(m.get(key)) for m in models for key in INPUT_KEYS),
+            output_tokens=sum(tokens(m.get("outputTokens")) for m in models),
             cost_usd=number(event.get("total_cost_usd")),
         )

@@ -2,12 +2,21 @@
 
 Folder trust is on by default and an untrusted folder is fatal in headless
 mode (exit 55), so the workspace is trusted by flag and environment. The CLI
-has no effort flag (effort is ignored). Usage comes from the `result` event's
-`stats`; Gemini reports no cost.
+has no effort flag (effort is ignored).
+
+Before it starts, Ballet writes the session HOME's `~/.gemini/settings.json`:
+usage statistics and auto-update off (no traffic but the model API) and, when
+GEMINI_API_KEY or GOOGLE_API_KEY is declared, API-key auth selected — without
+that, `base_url` (GOOGLE_GEMINI_BASE_URL) switches the CLI to a gateway auth
+mode that a plain API key does not satisfy.
+
+Usage comes from the `result` event's `stats` (every model call of the run,
+cached tokens included in `input_tokens`); Gemini reports no cost.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ballet.core.report import Usage
@@ -20,6 +29,8 @@ from ballet.sessions.runtimes.base import (
     mapping,
     tokens,
 )
+
+API_KEY_NAMES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
 class GeminiAdapter(RuntimeAdapter):
@@ -41,7 +52,22 @@ class GeminiAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        env = {**super().environment(invocation), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        if invocation.base_url:
+            env["GOOGLE_GEMINI_BASE_URL"] = invocation.base_url
+        return env
+
+    def prepare(self, invocation: Invocation) -> None:
+        super().prepare(invocation)
+        settings: dict[str, Any] = {
+            "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+            "privacy": {"usageStatisticsEnabled": False},
+        }
+        if any(name in invocation.declared for name in API_KEY_NAMES):
+            settings["security"] = {"auth": {"selectedType": "gemini-api-key"}}
+        directory = invocation.home / ".gemini"
+        directory.mkdir(exist_ok=True)
+        (directory / "settings.json").write_text(json.dumps(settings, indent=2))
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return GeminiMeter()

@@ -1,0 +1,156 @@
+"""Each runtime adapter drives its real CLI through `run_session` against a scripted
+model server on loopback: the CLI edits a file, commits, reports and exits; the
+branch is pushed, the report parsed, and the usage Ballet meters is what the
+server served (never what the report claims)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from agent_clis import require_cli
+from ballet.core.config import Adapter, Runtime
+from ballet.core.egress import parse_rule
+from ballet.sessions import (
+    SessionOptions,
+    SessionResult,
+    SessionSpec,
+    StageInfo,
+    TicketInfo,
+    Workspaces,
+    anonymous,
+    run_session,
+)
+from ballet.sessions.confine import Isolation
+from git_repos import git
+from model_server import ModelServer
+
+BRANCH = "ballet/7-greeting"
+# What a CLI asks the egress proxy for that no setting turns off (docs/runtimes.md):
+# opencode npm-installs `@opencode-ai/plugin` into its config directory at every
+# start, in the background; refused, it goes on without it.
+KNOWN_EGRESS = {"opencode": ["registry.npmjs.org:443"]}
+
+
+@dataclass(frozen=True)
+class Case:
+    adapter: Adapter
+    executable: str
+    model: str
+    key: str  # the variable the runtime declares, as docs/runtimes.md says
+    path: str  # what `base_url` adds to the server's address
+    costed: bool  # the CLI prices the calls itself
+
+
+CASES = [
+    Case("claude-code", "claude", "claude-sonnet-4-5", "ANTHROPIC_API_KEY", "", costed=True),
+    Case("codex", "codex", "gpt-5.1-codex", "OPENAI_API_KEY", "/v1", costed=False),
+    Case("gemini", "gemini", "gemini-2.5-pro", "GEMINI_API_KEY", "", costed=False),
+    Case("opencode", "opencode", "ballet/fake-model", "OPENAI_API_KEY", "/v1", costed=False),
+    Case("aider", "aider", "openai/gpt-4.1", "OPENAI_API_KEY", "/v1", costed=True),
+]
+
+
+def spec_for(runtime: Runtime, origin: Path) -> SessionSpec:
+    return SessionSpec(
+        ticket=TicketInfo(
+            repo="octo/demo",
+            number=7,
+            title="Add a greeting",
+            body="Add greeting.txt. See https://example.com/spec for the wording.",
+            labels=("ballet",),
+            author="octocat",
+            url="https://github.com/octo/demo/issues/7",
+        ),
+        stage=StageInfo(id="implement", skills=("implementer",)),
+        skill_texts={"implementer": "Write the code."},
+        runtime=runtime,
+        timeout_seconds=120,
+        pipeline_name="default",
+        branch=BRANCH,
+        base="main",
+        clone_url=origin.as_uri(),
+    )
+
+
+def run(
+    spec: SessionSpec, workspaces: Workspaces, env: dict[str, str], model_server: ModelServer
+) -> SessionResult:
+    """The session confined as in production; the operator allows the model server
+    (BALLET_SESSION_EGRESS_ALLOW), so nothing but the model API is reachable."""
+    port = urlsplit(model_server.url).port
+    isolation = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
+    options = SessionOptions(isolation=isolation)
+    return asyncio.run(
+        run_session(
+            spec, workspaces=workspaces, git_auth=anonymous, parent_env=env, options=options
+        )
+    )
+
+
+def refused_destinations(result: SessionResult) -> list[str]:
+    """What Ballet's egress proxy refused the session, from the end of its output."""
+    _, _, refusals = result.output_tail.partition("--- egress refused by Ballet's proxy")
+    return re.findall(r"^(\S+) is not an allowed destination", refusals, re.M)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.adapter for c in CASES])
+def test_the_real_cli_commits_reports_and_is_metered(
+    case: Case,
+    model_server: ModelServer,
+    origin: Path,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+) -> None:
+    require_cli(case.executable)
+    # The agent's report claims a usage of its own; what the CLI metered must win.
+    model_server.claimed_usage = {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0}
+    runtime = Runtime(
+        adapter=case.adapter,
+        model=case.model,
+        effort="high",
+        env=(case.key,),
+        base_url=model_server.url + case.path,
+    )
+    result = run(spec_for(runtime, origin), workspaces, parent_env, model_server)
+
+    assert result.failure_reason is None, result.report.summary + result.output_tail[-3000:]
+    assert result.report.outcome == "done"
+    assert result.report.summary == model_server.summary
+    pushed = git("show", f"refs/heads/{BRANCH}:{model_server.file_name}", cwd=origin)
+    assert pushed == model_server.file_text
+    assert result.head_sha == git("rev-parse", f"refs/heads/{BRANCH}", cwd=origin)
+    files = git("ls-tree", "-r", "--name-only", f"refs/heads/{BRANCH}", cwd=origin)
+    assert files.splitlines() == ["README.md", model_server.file_name]
+
+    kinds = [s.kind for s in model_server.served]
+    if case.adapter == "aider":
+        # One reply with the edit and the report, then aider's commit-message call.
+        assert kinds == ["aider", "side"], kinds
+    else:
+        assert kinds == ["tool_call", "final"], kinds
+    served_in, served_out = model_server.total()
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (served_in, served_out), (
+        model_server.served
+    )
+    assert result.report.usage == result.usage
+    first = model_server.requests[0]["body"]
+    if case.adapter == "codex":
+        assert first["reasoning"]["effort"] == "high"
+    if case.adapter == "claude-code":
+        assert first["thinking"]["type"] == "enabled"
+    # Confined: only the model API was reachable, and the CLI asked for nothing else.
+    assert refused_destinations(result) == KNOWN_EGRESS.get(case.adapter, []), (
+        "the CLI reached beyond its model API"
+    )
+    if case.costed:
+        assert result.usage.cost_usd > 0
+
+
+def test_a_missing_cli_fails_with_how_to_install_it() -> None:
+    with pytest.raises(pytest.fail.Exception, match=r"install-agent-clis\.sh"):
+        require_cli("no-such-agent-cli")
