@@ -4,8 +4,8 @@ What githubkit gives us, set up here:
 - App authentication: the App's JWT buys installation tokens; githubkit caches
   each token in its cache strategy until a minute before it expires, and the
   strategy here is Redis, so every worker process shares one token per
-  installation instead of minting its own. The tokens are sealed (AES-GCM,
-  keyed by the App's private key): Redis alone gives no usable token.
+  installation instead of minting its own. Every credential in Redis is
+  sealed (sealed_cache.py): Redis alone gives no usable token.
 - Conditional GETs: githubkit's HTTP cache (hishel) stores bodies with their
   ETag in Redis and revalidates with If-None-Match; a 304 costs no rate limit.
 - The throttler hook: `WritePacer` makes writes serial and spaced per
@@ -17,21 +17,13 @@ What githubkit gives us, set up here:
 
 from __future__ import annotations
 
-import base64
-import os
 import random
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import httpx
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from githubkit import AppAuthStrategy, AppInstallationAuthStrategy, GitHub
-from githubkit.cache import AsyncRedisCacheStrategy
-from githubkit.cache.redis import AsyncRedisCache
 from githubkit.exception import (
     GitHubException,
     GraphQLFailed,
@@ -40,17 +32,16 @@ from githubkit.exception import (
     RequestFailed,
 )
 from githubkit.typing import RetryOption
-from hishel import AsyncBaseStorage, AsyncRedisStorage
 from redis.asyncio import Redis
 
 from ballet import metrics
 from ballet.github.forge import ForgeError, ForgeUnavailable, NotFound, RateLimited
 from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.github.sealed_cache import SealedCacheStrategy
 from ballet.metrics import RateLimitKind
 
 # GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
 SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
-HTTP_CACHE_TTL_SECONDS = 24 * 3600
 PER_PAGE = 100
 # More than this many pages of comments is not a ticket Ballet can serve anyway.
 MAX_PAGES = 30
@@ -61,63 +52,6 @@ class GitHubAppCredentials:
     app_id: int
     private_key: str
     api_url: str = "https://api.github.com"
-
-
-class _SharedRedisStorage(AsyncRedisStorage):
-    # githubkit closes the cache storage after every request made outside a
-    # client context, and hishel's close closes the Redis client: that would
-    # cut every connection of the worker's shared pool under other jobs' feet
-    # ("Connection closed by server"). The pool belongs to the worker.
-    async def close(self) -> None:
-        return None
-
-
-class _SealedRedisCache(AsyncRedisCache):
-    """githubkit's token cache (installation tokens, the App's JWT), sealed with
-    AES-GCM under a key derived from the App's private key: whoever reads Redis
-    (or its append-only file) without the key gets no usable token."""
-
-    def __init__(self, client: Redis, prefix: str | None, key: bytes) -> None:
-        super().__init__(client, prefix)
-        self._aead = AESGCM(key)
-
-    async def aget(self, key: str) -> str | None:
-        sealed = await super().aget(key)
-        if sealed is None:
-            return None
-        try:
-            raw = base64.b64decode(sealed)
-            return self._aead.decrypt(raw[:12], raw[12:], key.encode()).decode()
-        except (ValueError, InvalidTag):
-            return None  # written in the clear or under another key: fetch anew
-
-    async def aset(self, key: str, value: str, ex: timedelta) -> None:
-        nonce = os.urandom(12)
-        sealed = nonce + self._aead.encrypt(nonce, value.encode(), key.encode())
-        await super().aset(key, base64.b64encode(sealed).decode(), ex)
-
-
-class _RedisHttpCache(AsyncRedisCacheStrategy):
-    def __init__(self, client: Redis, prefix: str, *, sealing_key: bytes) -> None:
-        super().__init__(client, prefix)
-        self._sealing_key = sealing_key
-
-    async def get_async_cache_storage(self) -> AsyncRedisCache:
-        return _SealedRedisCache(self.client, self.prefix, self._sealing_key)
-
-    # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
-    # and pull requests revalidating with 304s across a working day.
-    async def get_async_hishel_storage(self) -> AsyncBaseStorage:
-        return _SharedRedisStorage(
-            client=self.client, key_prefix=self.prefix or "hishel", ttl=HTTP_CACHE_TTL_SECONDS
-        )
-
-
-def sealing_key(private_key: str) -> bytes:
-    """A 256-bit key for the token cache, derived from the App's private key."""
-    return HKDF(
-        algorithm=hashes.SHA256(), length=32, salt=None, info=b"ballet token cache v1"
-    ).derive(private_key.encode())
 
 
 class ServerErrorRetry:
@@ -189,9 +123,7 @@ class GitHubClients:
         # httpx's own context honours SSL_CERT_FILE / SSL_CERT_DIR (a GHES CA).
         self._pool = transport or httpx.AsyncHTTPTransport(verify=httpx.create_ssl_context())
         self._transport = _KeptOpenTransport(self._pool)
-        self._cache = _RedisHttpCache(
-            redis, "ballet:gh", sealing_key=sealing_key(credentials.private_key)
-        )
+        self._cache = SealedCacheStrategy(redis, "ballet:gh", private_key=credentials.private_key)
 
     async def aclose(self) -> None:
         """Close the shared connection pool (at worker shutdown)."""
