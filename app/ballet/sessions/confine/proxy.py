@@ -176,8 +176,14 @@ def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
     return head + b"\r\n\r\n", early
 
 
+# A plain-HTTP request is forwarded alone: the proxy rewrites only its first line,
+# so the connection must not carry a second (in absolute form, to maybe another host).
+_HOP_BY_HOP = ("connection:", "keep-alive:", "proxy-connection:", "proxy-authorization:")
+
+
 def _parse_head(head: bytes) -> tuple[str, str, bytes]:
-    """(method, target, the head to send upstream for a plain-HTTP request)."""
+    """(method, target, the head to send upstream for a plain-HTTP request: origin-form,
+    `Connection: close`, so the client opens a new connection for its next request)."""
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):
@@ -187,12 +193,9 @@ def _parse_head(head: bytes) -> tuple[str, str, bytes]:
         return method, target, b""
     url = urlsplit(target)
     path = (url.path or "/") + (f"?{url.query}" if url.query else "")
-    kept = [
-        line
-        for line in lines[1:]
-        if line and not line.lower().startswith(("proxy-connection:", "proxy-authorization:"))
-    ]
-    return method, target, "\r\n".join([f"{method} {path} {version}", *kept, "", ""]).encode()
+    kept = [line for line in lines[1:] if line and not line.lower().startswith(_HOP_BY_HOP)]
+    first = f"{method} {path} {version}"
+    return method, target, "\r\n".join([first, *kept, "Connection: close", "", ""]).encode()
 
 
 def _destination(method: str, target: str) -> tuple[str, int]:
