@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,24 @@ WEBHOOKS_DIR = Path(__file__).resolve().parent / "fixtures" / "github-webhooks"
 def anyio_backend() -> str:
     """Async tests (`pytest.mark.anyio`) run on asyncio, the loop arq and Ballet use."""
     return "asyncio"
+
+
+@pytest.fixture
+def observed(tmp_path: Path) -> Path:
+    """A directory confined sessions may write (`Isolation.test_writable`) and the
+    test reads afterwards: what an agent saw, its pid namespace."""
+    path = tmp_path / "observed"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def model_server() -> Iterator[Any]:
+    """The scripted model server the real agent CLIs talk to (tests/model_server.py)."""
+    from model_server import running_model_server
+
+    with running_model_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

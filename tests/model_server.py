@@ -27,6 +27,7 @@ import shlex
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -479,3 +480,14 @@ def serve(server: ModelServer) -> Callable[[], None]:
         sock.close()
 
     return stop
+
+
+@contextmanager
+def running_model_server() -> Iterator[ModelServer]:
+    """A scripted model server on 127.0.0.1:<ephemeral> for the block."""
+    server = ModelServer()
+    stop = serve(server)
+    try:
+        yield server
+    finally:
+        stop()

@@ -82,13 +82,6 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_json: bool = False
 
-    @field_validator("session_egress_allow", "session_readonly_paths", mode="before")
-    @classmethod
-    def _split_list(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
-
     @field_validator("session_egress_allow")
     @classmethod
     def _check_rules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -96,16 +89,17 @@ class Settings(BaseSettings):
             parse_rule(entry, trusted=True)  # raises with what to write instead
         return value
 
-    @field_validator("default_runtime_env", mode="before")
+    @field_validator(
+        "default_runtime_env",
+        "webhook_secret",
+        "webhook_secrets",
+        "session_egress_allow",
+        "session_readonly_paths",
+        mode="before",
+    )
     @classmethod
-    def _split_names(cls, value: object) -> object:
-        if isinstance(value, str):
-            return tuple(part.strip() for part in value.split(",") if part.strip())
-        return value
-
-    @field_validator("webhook_secret", "webhook_secrets", mode="before")
-    @classmethod
-    def _split_secrets(cls, value: object) -> object:
+    def _split_commas(cls, value: object) -> object:
+        """The comma-separated lists of the environment, as tuples."""
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value

@@ -5,14 +5,14 @@ the record keeps the usage the server served."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from agent_clis import AIDER_BIN, NPM_BIN, require_cli
 from ballet.demo.stack import Stack, running_stack
-from model_server import ModelServer, serve
+from model_server import ModelServer
 from scenarios import (
     assert_merged_cleanly,
     e2e_redis,
@@ -24,16 +24,6 @@ from scenarios import (
 )
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    server = ModelServer()
-    stop = serve(server)
-    try:
-        yield server
-    finally:
-        stop()
 
 
 @pytest.fixture

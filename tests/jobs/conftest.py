@@ -69,14 +69,6 @@ def agent_script(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def observed(tmp_path: Path) -> Path:
-    """A directory the (confined) sessions may write and the test reads."""
-    path = tmp_path / "observed"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def settings(jobs_redis_url: str, tmp_path: Path) -> Settings:
     return Settings(redis_url=jobs_redis_url, data_dir=tmp_path)
 

@@ -8,29 +8,17 @@ with the command that installs it: a contract test that skips proves nothing.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_clis import cli_search_path
 from ballet.sessions import Workspaces
 from git_repos import make_origin
-from model_server import ModelServer, serve
 
 
 @pytest.fixture(scope="session")
 def cli_path() -> str:
     return cli_search_path()
-
-
-@pytest.fixture
-def model_server() -> Iterator[ModelServer]:
-    server = ModelServer()
-    stop = serve(server)
-    try:
-        yield server
-    finally:
-        stop()
 
 
 @pytest.fixture

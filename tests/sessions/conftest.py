@@ -46,14 +46,6 @@ def workspaces(tmp_path: Path, parent_env: dict[str, str]) -> Workspaces:
 
 
 @pytest.fixture
-def observed(tmp_path: Path) -> Path:
-    """A directory the (confined) session may write and the test reads afterwards."""
-    path = tmp_path / "observed"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def options(observed: Path) -> SessionOptions:
     """Confined sessions (the default) that may write `observed`; a short grace."""
     return SessionOptions(grace_seconds=0.5, isolation=Isolation(test_writable=(observed,)))

@@ -3,10 +3,20 @@ fixture types, live pids."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from ballet.sessions import SessionSpec
+from ballet.sessions import (
+    GitAuth,
+    SessionOptions,
+    SessionResult,
+    SessionSpec,
+    Workspaces,
+    anonymous,
+    run_session,
+)
+from process_namespaces import alive as alive  # re-exported: pid tests use it from here
 
 # Secrets a worker holds that must never reach a session.
 SECRETS = {
@@ -29,10 +39,16 @@ MakeSpec = Callable[..., SessionSpec]  # the `make_spec` fixture
 WriteScript = Callable[[str, str], Path]  # the `write_script` fixture
 
 
-def alive(pid: int) -> bool:
-    """Running, as opposed to gone or a zombie no one reaps (this machine's init)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
+def run(
+    spec: SessionSpec,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    options: SessionOptions,
+    git_auth: GitAuth = anonymous,
+) -> SessionResult:
+    """`run_session` to its end, as the worker runs it (confined, with `options`)."""
+    return asyncio.run(
+        run_session(
+            spec, workspaces=workspaces, git_auth=git_auth, parent_env=parent_env, options=options
+        )
+    )

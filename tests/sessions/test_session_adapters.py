@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -12,15 +11,11 @@ from ballet.core.config import Adapter, Runtime
 from ballet.core.report import Usage
 from ballet.sessions import (
     SessionOptions,
-    SessionResult,
-    SessionSpec,
     Workspaces,
-    anonymous,
-    run_session,
 )
 from git_repos import git, remote_refs
 from session_fake_clis import fake_cli
-from session_helpers import MakeSpec, WriteScript
+from session_helpers import MakeSpec, WriteScript, run
 
 CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
     (
@@ -49,19 +44,6 @@ CASES: list[tuple[Adapter, str, Usage, list[str]]] = [
         ["-m", "sonnet", "--variant", "low"],
     ),
 ]
-
-
-def run(
-    spec: SessionSpec,
-    workspaces: Workspaces,
-    parent_env: dict[str, str],
-    options: SessionOptions,
-) -> SessionResult:
-    return asyncio.run(
-        run_session(
-            spec, workspaces=workspaces, git_auth=anonymous, parent_env=parent_env, options=options
-        )
-    )
 
 
 def contains_run(argv: list[str], run: list[str]) -> bool:

@@ -3,7 +3,6 @@ and leave behind. Real bubblewrap, real proxy, real processes."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import threading
@@ -17,10 +16,10 @@ from typing import Any
 import pytest
 from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
-from ballet.sessions import SessionOptions, SessionResult, SessionSpec, Workspaces, run_session
+from ballet.sessions import SessionOptions, Workspaces
 from git_repos import git, remote_refs
 from process_namespaces import namespace_ends, record_namespace
-from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript
+from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript, run
 
 REPORT = """
 json.dump({"outcome": "done", "summary": "probed"}, open(os.environ["BALLET_REPORT"], "w"))
@@ -59,20 +58,6 @@ def listening_port() -> Iterator[int]:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         yield listener.getsockname()[1]
-
-
-def run(
-    spec: SessionSpec, workspaces: Workspaces, env: dict[str, str], options: SessionOptions
-) -> SessionResult:
-    return asyncio.run(
-        run_session(
-            spec, workspaces=workspaces, git_auth=_anonymous, parent_env=env, options=options
-        )
-    )
-
-
-async def _anonymous(repo: str) -> str | None:
-    return None
 
 
 PROBE = """

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -11,41 +10,18 @@ from ballet.core.config import Runtime
 from ballet.core.report import Handoff, Report
 from ballet.sessions import (
     EarlierReport,
-    GitAuth,
     SessionOptions,
-    SessionResult,
-    SessionSpec,
     Workspaces,
-    anonymous,
-    run_session,
     static_token,
 )
 from ballet.sessions.confine.session import PROXY_VARIABLES
 from git_repos import git, remote_refs
-from session_helpers import COMMIT_AND_REPORT, SECRETS, MakeSpec, WriteScript
+from session_helpers import COMMIT_AND_REPORT, SECRETS, MakeSpec, WriteScript, run
 
 REPORT_DONE = """
 import json, os
 json.dump({"outcome": "done", "summary": "did it"}, open(os.environ["BALLET_REPORT"], "w"))
 """
-
-
-def run(
-    spec: SessionSpec,
-    workspaces: Workspaces,
-    parent_env: dict[str, str],
-    options: SessionOptions,
-    git_auth: GitAuth = anonymous,
-) -> SessionResult:
-    return asyncio.run(
-        run_session(
-            spec,
-            workspaces=workspaces,
-            git_auth=git_auth,
-            parent_env=parent_env,
-            options=options,
-        )
-    )
 
 
 def test_the_session_sees_only_allowed_variables_and_a_fresh_home(
