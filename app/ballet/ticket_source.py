@@ -46,13 +46,19 @@ class _Lenient(BaseModel):
 
 
 class _Label(_Lenient):
-    name: str
+    name: str | None = None
 
 
 class _Issue(_Lenient):
     body: str | None = None
     html_url: str
-    labels: list[_Label] = []
+    # GitHub documents a label as an object or a bare name.
+    labels: list[_Label | str] = []
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        names = (lbl if isinstance(lbl, str) else lbl.name for lbl in self.labels)
+        return tuple(n for n in names if n)
 
 
 class GitHubTicketSource:
@@ -104,7 +110,7 @@ class GitHubTicketSource:
         data = _Issue.model_validate(response.raw_response.json())
         return IssueDetails(
             body=data.body or "",
-            labels=tuple(label.name for label in data.labels),
+            labels=data.label_names,
             url=data.html_url,
         )
 

@@ -211,6 +211,8 @@ class Sandbox:
     installations: dict[str, int] = field(default_factory=dict)  # owner -> installation id
     tokens: dict[str, Token] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Accounts deleted (`DELETE /_sandbox/users/{login}`): their comments show `"user": null`.
+    deleted_users: set[str] = field(default_factory=set)
     # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
