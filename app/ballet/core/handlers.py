@@ -25,6 +25,7 @@ from ballet.core.events import (
     SessionFinished,
     TicketRequested,
 )
+from ballet.core.limits import TITLE_MAX, clip, clip_handoff
 from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
@@ -40,7 +41,7 @@ class IllegalEvent(Exception):
 
 def start(tx: Tx, ev: TicketRequested) -> None:
     p = ev.pipeline
-    title = ev.title
+    title = clip(ev.title, TITLE_MAX)
     branch = branch_name(p.branch, ev.issue, title, p.ticket_type) if p.branch else None
     known = tuple(r for r in p.signoffs if r in p.roles)
     rec = Record(
@@ -127,7 +128,7 @@ def route_session(
     stage = rec.pipeline.stage(rec.stage or "")
     if phase is not None and rep.outcome == "done" and phase != stage.phases[-1]:
         nxt = stage.phases[stage.phases.index(phase) + 1]
-        tx.set(handoff=handoff)
+        tx.set(handoff=clip_handoff(handoff))
         steps.start_session(tx, stage.id, nxt)
         return f"phase `{nxt}`"
     target, why = routing.next_target(rec.pipeline, stage.id, rep.outcome)
