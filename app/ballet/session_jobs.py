@@ -33,11 +33,11 @@ from pydantic import ValidationError
 from ballet import metrics
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
-from ballet.core.events import SessionFinished
+from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
 from ballet.github.store import RecordStore
-from ballet.heartbeats import beating, crashed_summary, forget_last_beat, last_beat
+from ballet.heartbeats import beating, forget_last_beat, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
 from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
@@ -109,7 +109,10 @@ class SessionJobs:
     artifacts: Artifacts
     parent_env: Mapping[str, str] | None = None  # the worker's env; None: os.environ
     options: SessionOptions = field(default_factory=SessionOptions)
-    heartbeat_seconds: float = 30.0
+    # The heartbeat key lives TTL_BEATS beats: a dead worker's sessions are seen
+    # within ~40 s of its death, plus the reconciler's 30 s between sweeps.
+    heartbeat_seconds: float = 10.0
+    crash_retries: int = 2  # Settings.session_crash_retries
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
 
@@ -131,6 +134,7 @@ def session_jobs_for(
         artifacts=Artifacts(redis),
         parent_env=parent_env,
         builtin_skills=builtin_skills(),
+        crash_retries=settings.session_crash_retries,
     )
 
 
@@ -148,10 +152,20 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     began = await last_beat(jobs.redis, spec.job_key) if job_try > 1 else None
     if began is not None:
         # An earlier try began this session and its worker went away; running it
-        # again could push a second, different result onto the branch.
-        result = crashed_result(began)
-        await _deliver(jobs, spec, result)
-        return result.report.outcome
+        # again could push a second, different result onto the branch. The ticket
+        # runs the stage again as a new attempt (a new job) instead.
+        crashed = SessionCrashed(
+            now=jobs.clock(),
+            job_key=spec.job_key,
+            stage=spec.stage,
+            iteration=spec.iteration,
+            attempt=spec.attempt,
+            phase=spec.phase,
+            last_beat=began,
+            retries_allowed=jobs.crash_retries,
+        )
+        await deliver_crash(jobs.redis, ticket_of(spec), crashed)
+        return CRASHED
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
         # fetch or push must not look like a dead worker to the reconciler, nor
@@ -211,6 +225,16 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
     )
 
 
+CRASHED = "crashed"
+
+
+async def deliver_crash(redis: ArqRedis, ticket: str, event: SessionCrashed) -> bool:
+    """Tell the ticket its session's worker died, under the event id the session's
+    own result would have had: a session that only finished late is never
+    reported twice. False when either was sent already."""
+    return await send_ticket_event(redis, ticket, event, event_id=finished_event_id(event.job_key))
+
+
 RUN_STAGE_SESSION_JOB: Function = func(
     run_stage_session, name=RUN_STAGE_SESSION, keep_result=KEEP_SECONDS
 )
@@ -252,10 +276,6 @@ async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
         raise
     metrics.session_ended(adapter, result.failure_reason or "reported", result.duration_seconds)
     return result
-
-
-def crashed_result(since: datetime | None) -> SessionResult:
-    return failed_result(crashed_summary(since))
 
 
 def failed_result(summary: str) -> SessionResult:
