@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from ballet.sandbox import events, gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found
+from ballet.sandbox.faults import Faults, FaultSpec
 from ballet.sandbox.handler import int_param, now, respond, sandbox_of
 from ballet.sandbox.state import CheckRun, CheckSuite, Repo
 
@@ -258,7 +259,40 @@ async def create_foreign_check_run(request: Request) -> JSONResponse:
     return respond({"id": run.id}, 201)
 
 
+async def start_faults(request: Request) -> JSONResponse:
+    """`{"rate", "kinds", "seed"}`: fail that share of the App's requests from now on."""
+    try:
+        spec = FaultSpec.model_validate_json(await request.body())
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
+        raise ApiError(
+            422,
+            'Send {"rate": 0.2, "kinds": ["502", "secondary_rate_limit", "timeout"], "seed": 1}',
+            errors,
+        ) from exc
+    sb = sandbox_of(request)
+    sb.faults = Faults.start(spec)
+    return respond(sb.faults.summary(), 201)
+
+
+async def stop_faults(request: Request) -> JSONResponse:
+    """End the fault plan; says how many faults of each kind it injected."""
+    sb = sandbox_of(request)
+    was, sb.faults = sb.faults, None
+    return respond(was.summary() if was is not None else {"injected": {}})
+
+
+async def show_faults(request: Request) -> JSONResponse:
+    faults = sandbox_of(request).faults
+    return respond(faults.summary() if faults is not None else None)
+
+
 ROUTES = [
+    Route("/_sandbox/faults", start_faults, methods=["POST"]),
+    Route("/_sandbox/faults", stop_faults, methods=["DELETE"]),
+    Route("/_sandbox/faults", show_faults, methods=["GET"]),
     Route("/_sandbox/users/{login}", delete_user, methods=["DELETE"]),
     Route("/_sandbox/repos/{owner}/{repo}/check-runs", create_foreign_check_run, methods=["POST"]),
     Route("/_sandbox/repos", create_repo, methods=["POST"]),

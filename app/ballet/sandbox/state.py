@@ -213,6 +213,8 @@ class Sandbox:
     requests: list[dict[str, Any]] = field(default_factory=list)
     # Accounts deleted (`DELETE /_sandbox/users/{login}`): their comments show `"user": null`.
     deleted_users: set[str] = field(default_factory=set)
+    # The fault plan on now (`POST /_sandbox/faults`), None when GitHub is well.
+    faults: Any = None  # ballet.sandbox.faults.Faults
     # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
