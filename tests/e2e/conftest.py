@@ -32,3 +32,18 @@ async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     await pool.aclose()
     async with running_stack(tmp_path, redis_url=url) as running:
         yield running
+
+
+# The database of the tests that run `ballet worker` processes of their own.
+BARE_REDIS_DB = 6
+
+
+@pytest.fixture
+async def bare_stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The stack without its in-process worker: the test starts `ballet worker`s."""
+    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{BARE_REDIS_DB}"))
+    pool = await connect(url)
+    await pool.flushdb()
+    await pool.aclose()
+    async with running_stack(tmp_path, redis_url=url, worker=False) as running:
+        yield running

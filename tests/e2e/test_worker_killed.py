@@ -15,51 +15,15 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from ballet.demo.stack import Stack, running_stack, worker_env
-from ballet.queue import connect
+from ballet.demo.stack import Stack
 from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
+from worker_processes import worker_process
 
 pytestmark = pytest.mark.anyio
-
-REDIS_DB = 6
-
-
-@pytest.fixture
-async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
-    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
-    pool = await connect(url)
-    await pool.flushdb()
-    await pool.aclose()
-    async with running_stack(tmp_path, redis_url=url, worker=False) as running:
-        yield running
-
-
-@contextlib.contextmanager
-def worker_process(stack: Stack, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
-    env.pop("REDIS_URL", None)
-    env.update(worker_env(stack.settings))
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "worker"], env=env, stdout=out, stderr=out
-        )
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> int:
@@ -74,8 +38,9 @@ async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Pa
 
 
 async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
-    stack: Stack, tmp_path: Path
+    bare_stack: Stack, tmp_path: Path
 ) -> None:
+    stack = bare_stack
     repo = await new_repo(stack, "killed")
     first_log, second_log = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
     with worker_process(stack, first_log) as first:
