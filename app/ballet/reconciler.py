@@ -33,7 +33,7 @@ from ballet.core.record import TERMINAL, Record
 from ballet.heartbeats import is_beating, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
-from ballet.session_jobs import deliver_crash
+from ballet.session_jobs import deliver_crash, is_launched
 from ballet.ticket_events import send_ticket_event
 from ballet.ticket_source import TicketSource
 
@@ -123,6 +123,14 @@ class Reconciler:
             return None  # waiting for a session slot: it has not beaten yet
         if status == JobStatus.in_progress and began is None:
             return None  # picked up a moment ago, before its first beat
+        if (
+            status == JobStatus.not_found
+            and began is None
+            and not await is_launched(self._redis, job_key)
+        ):
+            # Its StartSession is still in the ticket's outbox (a busy or unreachable
+            # GitHub holds the effects before it): nothing was lost, it is on its way.
+            return None
         return job_key
 
     async def _report_crash(self, record: Record, job_key: str, now: datetime) -> bool:

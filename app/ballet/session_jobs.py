@@ -65,6 +65,11 @@ def finished_event_id(job_key: str) -> str:
     return f"session-finished:{job_key}"
 
 
+async def is_launched(redis: ArqRedis, job_key: str) -> bool:
+    """Whether the session's job was ever enqueued (its launch marker outlives the job)."""
+    return bool(await redis.exists(LAUNCHED_PREFIX + job_key))
+
+
 class ArqSessionLauncher:
     """The `SessionLauncher` of the GitHub edge, on the sessions queue."""
 

@@ -16,6 +16,7 @@ from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.reconciler import LAUNCH_GRACE, Reconciler
 from ballet.services import Services
 from ballet.session_jobs import (
+    LAUNCHED_PREFIX,
     ArqSessionLauncher,
     SessionJobs,
 )
@@ -127,7 +128,7 @@ async def test_ended_tickets_leave_the_live_set_and_their_artifacts_go(
     assert await redis.zcard(EVENTS_QUEUE) == 0
 
 
-async def test_a_session_not_yet_enqueued_right_after_its_stage_started_is_no_crash(
+async def test_a_session_not_yet_enqueued_is_no_crash_however_long_it_takes(
     session_jobs: SessionJobs, redis: ArqRedis, tickets: EngineTickets, agent_script: Path
 ) -> None:
     # The record is saved before the StartSession effect reaches the queue: a
@@ -149,4 +150,8 @@ async def test_a_session_not_yet_enqueued_right_after_its_stage_started_is_no_cr
         session_jobs.artifacts,
         clock=lambda: run_start + LAUNCH_GRACE * 2,
     )
+    # Its StartSession still waits in the outbox (GitHub slow ahead of it): on its way.
+    assert (await much_later.sweep()).crashed == ()
+    # Launched, then gone without a trace (its job expired with a dead worker): a crash.
+    await redis.set(LAUNCHED_PREFIX + start.spec.job_key, "1")
     assert (await much_later.sweep()).crashed == (start.spec.job_key,)
