@@ -56,6 +56,8 @@ class Sweep:
 
 # How long after a stage run starts its session may still be on its way to the queue.
 LAUNCH_GRACE = timedelta(minutes=2)
+# How long a session never launched may still be on its way before it counts as lost.
+LAUNCH_LOST = timedelta(minutes=15)
 
 
 class Reconciler:
@@ -126,10 +128,14 @@ class Reconciler:
         if (
             status == JobStatus.not_found
             and began is None
+            and now - run.start < LAUNCH_LOST
             and not await is_launched(self._redis, job_key)
         ):
             # Its StartSession is still in the ticket's outbox (a busy or unreachable
             # GitHub holds the effects before it): nothing was lost, it is on its way.
+            # Past LAUNCH_LOST it counts as lost (a Redis that lost the outbox) and the
+            # stage runs again; should the old one launch after all, it finds the
+            # ticket moved on and does not run.
             return None
         return job_key
 

@@ -13,7 +13,7 @@ from ballet.core.report import Report
 from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from ballet.reconciler import LAUNCH_GRACE, Reconciler
+from ballet.reconciler import LAUNCH_GRACE, LAUNCH_LOST, Reconciler
 from ballet.services import Services
 from ballet.session_jobs import (
     LAUNCHED_PREFIX,
@@ -155,3 +155,19 @@ async def test_a_session_not_yet_enqueued_is_no_crash_however_long_it_takes(
     # Launched, then gone without a trace (its job expired with a dead worker): a crash.
     await redis.set(LAUNCHED_PREFIX + start.spec.job_key, "1")
     assert (await much_later.sweep()).crashed == (start.spec.job_key,)
+
+
+async def test_a_session_never_launched_for_longer_than_any_outbox_waits_is_lost(
+    session_jobs: SessionJobs, redis: ArqRedis, tickets: EngineTickets, agent_script: Path
+) -> None:
+    # A Redis that lost the ticket's outbox: the StartSession will never come.
+    start = await tickets.request(agent_runtime(agent_script))
+    await redis.sadd(LIVE_TICKETS, TICKET)
+    run_start = tickets.records[TICKET].history[-1].start
+    lost = Reconciler(
+        session_jobs.redis,
+        session_jobs.tickets,
+        session_jobs.artifacts,
+        clock=lambda: run_start + LAUNCH_LOST + LAUNCH_GRACE,
+    )
+    assert (await lost.sweep()).crashed == (start.spec.job_key,)
