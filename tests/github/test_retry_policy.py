@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from ballet.github.github_client import ServerErrorRetry
-from githubkit.exception import GitHubException, RequestFailed, RequestTimeout
+from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
 from githubkit.response import Response
 
 API = "https://api.github.com/repos/o/r"
@@ -29,6 +29,9 @@ def failed(method: str, path: str, status: int) -> RequestFailed:
         (failed("GET", "/pulls/1", 404), False),
         (RequestTimeout(httpx.ReadTimeout("slow", request=httpx.Request("GET", API))), True),
         (RequestTimeout(httpx.ReadTimeout("slow", request=httpx.Request("POST", API))), False),
+        (RequestError(httpx.ReadError("reset", request=httpx.Request("GET", API))), True),
+        (RequestError(httpx.ReadError("reset", request=httpx.Request("PATCH", API))), False),
+        (RequestError(ValueError("no request at all")), False),
     ],
 )
 def test_what_is_retried(exc: GitHubException, again: bool) -> None:

@@ -30,7 +30,6 @@ from githubkit.exception import (
     RateLimitExceeded,
     RequestError,
     RequestFailed,
-    RequestTimeout,
 )
 from githubkit.typing import RetryOption
 from hishel import AsyncBaseStorage, AsyncRedisStorage
@@ -79,8 +78,8 @@ class _RedisHttpCache(AsyncRedisCacheStrategy):
 
 class ServerErrorRetry:
     """Retry 5xx a few times with exponential backoff and full jitter, and reads that
-    timed out (a write that timed out may have happened: the effect's own retry,
-    which finds its comment by marker, decides instead)."""
+    timed out or lost their connection (a write that did may have happened: the
+    effect's own retry, which finds its comment by marker, decides instead)."""
 
     def __init__(self, max_retries: int = 3, base_seconds: float = 0.5) -> None:
         self.max_retries = max_retries
@@ -93,11 +92,22 @@ class ServerErrorRetry:
             and exc.response.status_code >= 500
             and not _creates_twice(exc.response.raw_request)
         )
-        read_timed_out = isinstance(exc, RequestTimeout) and exc.request.method in ("GET", "HEAD")
-        if retry_count < self.max_retries and (server_error or read_timed_out):
+        read_broke = _read_without_answer(exc)
+        if retry_count < self.max_retries and (server_error or read_broke):
             delay = random.uniform(0, self.base_seconds * 2**retry_count)
             return RetryOption(True, timedelta(seconds=delay))
         return RetryOption(False)
+
+
+def _read_without_answer(exc: GitHubException) -> bool:
+    """A GET or HEAD that timed out or lost its connection: safe to send again."""
+    if not isinstance(exc, RequestError) or isinstance(exc, RequestFailed):
+        return False
+    try:
+        method = exc.exc.request.method
+    except (AttributeError, RuntimeError):  # an error raised before any request was made
+        return False
+    return method in ("GET", "HEAD")
 
 
 def _creates_twice(request: httpx.Request) -> bool:
