@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -129,12 +129,16 @@ def session_jobs_for(
     forges: Callable[[int], Forge],
     *,
     parent_env: Mapping[str, str] | None = None,
+    find_installation: Callable[[str], Awaitable[int | None]] | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
-    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`)."""
+    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
+    `GitHubEdge.forges.installation_of`)."""
     return SessionJobs(
         redis=redis,
-        tickets=GitHubTicketSource(store, forges, api_url=settings.github_api_url),
+        tickets=GitHubTicketSource(
+            store, forges, api_url=settings.github_api_url, find_installation=find_installation
+        ),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,

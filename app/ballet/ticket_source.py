@@ -9,7 +9,7 @@ installation token, which reaches git per command and never a file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -71,8 +71,12 @@ class GitHubTicketSource:
         *,
         api_url: str,
         clone_urls: Callable[[str], str] | None = None,
+        find_installation: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self._store = store
+        # Asked (with the App's JWT) when Redis no longer knows the repository's
+        # installation: Redis was lost, and a running session must still finish.
+        self._find_installation = find_installation
         self._forges = forges
         self._api_url = api_url
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
@@ -80,6 +84,10 @@ class GitHubTicketSource:
 
     async def _forge(self, repo: str) -> Forge:
         installation = await self._store.installation_of(repo)
+        if installation is None and self._find_installation is not None:
+            installation = await self._find_installation(repo)
+            if installation is not None:
+                await self._store.remember_installation(repo, installation)
         if installation is None:
             raise ForgeError(
                 f"no App installation is known for {repo}; is Ballet still installed there?"

@@ -236,6 +236,19 @@ class GitHubForge:
         body.pop("head_sha")
         await self._client.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
 
+    async def find_check_run(
+        self, repo: str, head_sha: str, name: str, external_id: str
+    ) -> int | None:
+        runs = m.CheckRunList.model_validate(
+            await self._client.json(
+                "GET",
+                f"/repos/{repo}/commits/{head_sha}/check-runs",
+                params={"check_name": name, "filter": "all", "per_page": PER_PAGE},
+            )
+        )
+        found = [r.id for r in runs.check_runs if r.name == name and r.external_id == external_id]
+        return max(found, default=None)
+
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary:
         runs = m.CheckRunList.model_validate(
             await self._client.json(

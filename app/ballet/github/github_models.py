@@ -114,6 +114,7 @@ class CheckRunData(Lenient):
     status: CheckRunStatus = "queued"
     conclusion: str | None = None
     html_url: str | None = None
+    external_id: str | None = None
 
 
 def _readable_runs(value: Any) -> Any:
