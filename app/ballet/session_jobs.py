@@ -262,6 +262,12 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         )
     try:
         return await run_counted(jobs, runner_spec)
+    except (RateLimited, ForgeUnavailable) as exc:
+        # GitHub failed the clone's or the push's token past its retries: nothing was
+        # pushed, so the session runs again later rather than the stage failing on it.
+        defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
+        log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
+        raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
     except Exception as exc:
         # A bug or a lost disk must still end the stage with a report, not a silent job.
         log.exception("session could not run", job_key=spec.job_key)

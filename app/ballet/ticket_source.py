@@ -9,6 +9,7 @@ installation token, which reaches git per command and never a file.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -39,6 +40,10 @@ class TicketSource(Protocol):
     async def clone_url(self, repo: str) -> str: ...
 
     async def git_token(self, repo: str) -> str | None: ...
+
+
+GIT_TOKEN_TRIES = 4
+GIT_TOKEN_MAX_WAIT = 60.0
 
 
 class _Lenient(BaseModel):
@@ -133,4 +138,18 @@ class GitHubTicketSource:
 
     async def git_token(self, repo: str) -> str | None:
         # githubkit caches the installation token until shortly before it expires.
-        return (await (await self._forge(repo)).git_remote(repo)).token
+        # Asked mid-session (for the clone and the push): a GitHub that is briefly
+        # failing or rate limiting is waited out here, a few times, rather than
+        # losing the agent's finished work to it.
+        for attempt in range(GIT_TOKEN_TRIES):
+            try:
+                return (await (await self._forge(repo)).git_remote(repo)).token
+            except RateLimited as exc:
+                if attempt + 1 == GIT_TOKEN_TRIES:
+                    raise
+                await asyncio.sleep(min(exc.retry_after_seconds, GIT_TOKEN_MAX_WAIT))
+            except ForgeUnavailable:
+                if attempt + 1 == GIT_TOKEN_TRIES:
+                    raise
+                await asyncio.sleep(min(2.0**attempt, GIT_TOKEN_MAX_WAIT))
+        raise AssertionError("unreachable")

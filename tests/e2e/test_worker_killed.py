@@ -1,11 +1,14 @@
-"""A worker SIGKILLed mid-session (an OOM kill, a node eviction) costs no person.
+"""A worker SIGKILLed mid-session (an OOM kill, a node eviction), and then Redis
+flushed during the next session, cost no person.
 
 Web and sandbox run in this process; the workers are real `ballet worker`
 processes on the same Valkey. The first is killed while the implement
 session's agent runs; a second worker starts (what a supervisor does). Its
 reconciler sees the session's heartbeat gone, the ticket runs implement again
-as attempt 2, and the ticket merges with one pull request, one report per
-stage run and one tracking comment, and nobody typed a command.
+as attempt 2. While the review session runs next, Valkey is flushed; the
+record comes back from the tracking comment and the review's result is kept.
+The ticket merges with one pull request, one report per stage run and one
+tracking comment, and nobody typed a command.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from ballet.demo.stack import Stack
+from ballet.demo.watch import View
+from ballet.queue import connect
 from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
 from worker_processes import worker_process
 
@@ -37,6 +42,11 @@ async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Pa
     raise AssertionError(f"the implement session never started:\n{log.read_text()[-3000:]}")
 
 
+def reviewing(view: View) -> bool:
+    record = view.record
+    return record is not None and record.status == "running" and record.stage == "review"
+
+
 async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
     bare_stack: Stack, tmp_path: Path
 ) -> None:
@@ -44,7 +54,9 @@ async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
     repo = await new_repo(stack, "killed")
     first_log, second_log = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
     with worker_process(stack, first_log) as first:
-        number = await ticket(stack, repo, directives="demo:hang-implement=600")
+        number = await ticket(
+            stack, repo, directives="demo:hang-implement=600\ndemo:sleep-review=8"
+        )
         agent = await hanging_agent(stack.settings.data_dir, first, first_log)
         first.send_signal(signal.SIGKILL)
         assert first.wait(timeout=30) == -signal.SIGKILL
@@ -55,6 +67,12 @@ async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
         os.killpg(agent, signal.SIGKILL)
 
     with worker_process(stack, second_log):
+        # ...and Redis loses everything while the next session (review) runs.
+        await wait_until(stack, repo, number, reviewing, timeout=300)
+        await asyncio.sleep(2)  # the review session is under way
+        pool = await connect(stack.settings.require_redis_url())
+        await pool.flushdb()
+        await pool.aclose()
         view = await wait_until(stack, repo, number, merged, timeout=300)
     recovered = time.monotonic() - killed
 

@@ -266,3 +266,18 @@ async def test_a_session_the_ticket_moved_on_from_while_queued_is_skipped(
     assert await queued_finish(redis, start.spec.job_key) is None
     assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran
     assert await Artifacts(redis).of(f"{REPO}#7") == ()
+
+
+async def test_the_git_token_waits_out_a_briefly_failing_github(
+    session_jobs: SessionJobs, tickets: EngineTickets, agent_script: Path, github: FakeGitHub
+) -> None:
+    # Asked mid-session for the push: a rate limit or a 502 there must not lose the work.
+    await tickets.request(agent_runtime(agent_script))
+    repo_path = f"^/repos/{REPO}$"
+    github.fail_next(
+        "GET", repo_path, 403, {"message": "secondary rate limit"}, {"retry-after": "1"}
+    )
+    github.fail_next("GET", repo_path, 502, {"message": "Server Error"})
+    token = await session_jobs.tickets.git_token(REPO)
+    assert token
+    assert github.requests_to("GET", f"/repos/{REPO}") >= 3
