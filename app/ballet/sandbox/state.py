@@ -12,9 +12,12 @@ import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ballet.sandbox.webhooks import WebhookQueue
+
+if TYPE_CHECKING:
+    from ballet.sandbox.faults import Faults  # which imports this module
 
 # GitHub's permission levels, weakest first: the index is the strength.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -214,7 +217,7 @@ class Sandbox:
     # Accounts deleted (`DELETE /_sandbox/users/{login}`): their comments show `"user": null`.
     deleted_users: set[str] = field(default_factory=set)
     # The fault plan on now (`POST /_sandbox/faults`), None when GitHub is well.
-    faults: Any = None  # ballet.sandbox.faults.Faults
+    faults: Faults | None = None
     # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
