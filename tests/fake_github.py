@@ -495,7 +495,12 @@ class FakeGitHub:
         return httpx.Response(200, json=run)
 
     def _list_checks(self, request: httpx.Request, repo: str, ref: str) -> httpx.Response:
-        runs = [r for r in self.check_runs.values() if r["head_sha"] == ref]
+        name = request.url.params.get("check_name")
+        runs = [
+            r
+            for r in self.check_runs.values()
+            if r["head_sha"] == ref and name in (None, r.get("name"))
+        ]
         return httpx.Response(200, json={"total_count": len(runs), "check_runs": runs})
 
     def _status(self, request: httpx.Request, repo: str, ref: str) -> httpx.Response:

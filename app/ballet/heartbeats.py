@@ -3,8 +3,9 @@
 While a session's job runs it beats: `ballet:heartbeat:<job key>` is set
 with a TTL of a few beats, so the key vanishes soon after its worker does.
 `ballet:heartbeat-last:<job key>` keeps the time of the last beat much longer,
-for the crash report ("no heartbeat since …") and to tell a retried job of a
-session that had begun from one that never started.
+for the crash report ("no heartbeat since …"), to tell a retried job of a
+session that had begun from one that never started, and to let the reconciler
+count a silent session as crashed at once once it has beaten.
 """
 
 from __future__ import annotations
@@ -43,14 +44,6 @@ async def last_beat(redis: Redis, job_key: str) -> datetime | None:
 async def forget_last_beat(redis: Redis, job_key: str) -> None:
     """The job will be retried without having started its session: no crash to report."""
     await redis.delete(last_beat_key(job_key))
-
-
-def crashed_summary(since: datetime | None) -> str:
-    when = since.isoformat(timespec="seconds") if since else "it started"
-    return (
-        f"The session's worker stopped (no heartbeat since {when}); its work was not "
-        "pushed. `/ballet retry` runs the stage again."
-    )
 
 
 @contextlib.asynccontextmanager

@@ -1,11 +1,12 @@
-"""The reconciler: once a minute, settle what no webhook will ever settle.
+"""The reconciler: twice a minute, settle what no webhook will ever settle.
 
 For every live ticket it sends a `ReconcileTick(now)`, with which the engine
 times out sessions and waits that outlived their stage's timeout. Before
 that it looks for a crashed session: the record says a session runs, but its
 job's heartbeat key expired and arq no longer has it queued. That session
-will never report, so the reconciler reports for it: a `failed`
-SessionFinished, sent under the same event id the job itself would have used,
+will never report, so the reconciler reports for it: a SessionCrashed (the
+ticket re-runs the stage as a new attempt, a few times, then asks a person),
+sent under the same event id the job's own SessionFinished would have used,
 so a session that merely finished late is never reported twice.
 
 Live tickets are those whose last saved record was live (`ballet.live_tickets`);
@@ -27,13 +28,12 @@ from arq.jobs import Job, JobStatus
 
 from ballet import metrics
 from ballet.artifacts import Artifacts
-from ballet.core.events import ReconcileTick, SessionFinished
+from ballet.core.events import ReconcileTick, SessionCrashed
 from ballet.core.record import TERMINAL, Record
-from ballet.core.report import Report
-from ballet.heartbeats import crashed_summary, is_beating, last_beat
+from ballet.heartbeats import is_beating, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
-from ballet.session_jobs import finished_event_id
+from ballet.session_jobs import deliver_crash, is_launched
 from ballet.ticket_events import send_ticket_event
 from ballet.ticket_source import TicketSource
 
@@ -56,6 +56,8 @@ class Sweep:
 
 # How long after a stage run starts its session may still be on its way to the queue.
 LAUNCH_GRACE = timedelta(minutes=2)
+# How long a session never launched may still be on its way before it counts as lost.
+LAUNCH_LOST = timedelta(minutes=15)
 
 
 class Reconciler:
@@ -66,8 +68,10 @@ class Reconciler:
         artifacts: Artifacts,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        crash_retries: int = 2,
     ) -> None:
         self._redis = redis
+        self._crash_retries = crash_retries
         self._live = LiveTickets(redis)
         self._tickets = tickets
         self._artifacts = artifacts
@@ -107,36 +111,49 @@ class Reconciler:
         run = record.open_run
         if record.status != "running" or run is None or run.job_key is None:
             return None
-        if now - run.start < LAUNCH_GRACE:
-            # The record is saved before its StartSession is enqueued (and a
-            # retried outbox enqueues it later still): no job yet is no crash.
-            return None
         job_key = run.job_key
         if await is_beating(self._redis, job_key):
+            return None
+        began = await last_beat(self._redis, job_key)
+        if began is None and now - run.start < LAUNCH_GRACE:
+            # The record is saved before its StartSession is enqueued (and a
+            # retried outbox enqueues it later still): no job yet is no crash.
+            # A job that has beaten once is past that, so its silence counts at once.
             return None
         status = await Job(job_key, self._redis, _queue_name=SESSIONS_QUEUE).status()
         if status in NOT_STARTED:
             return None  # waiting for a session slot: it has not beaten yet
-        if status == JobStatus.in_progress and await last_beat(self._redis, job_key) is None:
+        if status == JobStatus.in_progress and began is None:
             return None  # picked up a moment ago, before its first beat
+        if (
+            status == JobStatus.not_found
+            and began is None
+            and now - run.start < LAUNCH_LOST
+            and not await is_launched(self._redis, job_key)
+        ):
+            # Its StartSession is still in the ticket's outbox (a busy or unreachable
+            # GitHub holds the effects before it): nothing was lost, it is on its way.
+            # Past LAUNCH_LOST it counts as lost (a Redis that lost the outbox) and the
+            # stage runs again; should the old one launch after all, it finds the
+            # ticket moved on and does not run.
+            return None
         return job_key
 
     async def _report_crash(self, record: Record, job_key: str, now: datetime) -> bool:
         run = record.open_run
         assert run is not None
         since = await last_beat(self._redis, job_key)
-        event = SessionFinished(
+        event = SessionCrashed(
             now=now,
             job_key=job_key,
             stage=run.stage,
             iteration=run.iteration,
             attempt=run.attempt,
             phase=run.phase,
-            report=Report(outcome="failed", summary=crashed_summary(since)),
+            last_beat=since,
+            retries_allowed=self._crash_retries,
         )
-        sent = await send_ticket_event(
-            self._redis, record.key, event, event_id=finished_event_id(job_key)
-        )
+        sent = await deliver_crash(self._redis, record.key, event)
         if sent:
             log.warning("session crashed", ticket=record.key, job_key=job_key, last_beat=since)
         return sent
@@ -149,9 +166,12 @@ async def reconcile(ctx: dict[str, Any]) -> None:
     if jobs is None:
         log.info("reconciler idle: this worker has no session jobs wired")
         return
-    sweep = await Reconciler(jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock).sweep()
+    sweep = await Reconciler(
+        jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock, crash_retries=jobs.crash_retries
+    ).sweep()
     log.info("reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended))
 
 
-# Every minute, once across all workers (arq's unique cron job id).
-RECONCILE_CRON: CronJob = cron(reconcile, name="reconcile", second=0, unique=True)
+# Twice a minute, once across all workers (arq's unique cron job id): with the
+# heartbeat's 40 s time to live, a dead worker's session is seen within ~70 s.
+RECONCILE_CRON: CronJob = cron(reconcile, name="reconcile", second={0, 30}, unique=True)

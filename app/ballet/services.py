@@ -71,6 +71,12 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         deliveries=deliveries,
         consumer=edge.service,
         tickets=edge.service,
-        session_jobs=session_jobs_for(settings, redis, edge.store, edge.forges.for_installation),
+        session_jobs=session_jobs_for(
+            settings,
+            redis,
+            edge.store,
+            edge.forges.for_installation,
+            find_installation=edge.forges.installation_of,
+        ),
         closers=[edge.aclose],
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,11 +36,11 @@ from ballet import metrics
 from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
 from ballet.core.egress import parse_rule
-from ballet.core.events import SessionFinished
+from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
 from ballet.github.store import RecordStore
-from ballet.heartbeats import beating, crashed_summary, forget_last_beat, last_beat
+from ballet.heartbeats import beating, forget_last_beat, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
 from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
@@ -67,6 +67,11 @@ SESSION_RETRY_SECONDS = 30.0
 def finished_event_id(job_key: str) -> str:
     """One SessionFinished per session, whether the job or the reconciler sends it."""
     return f"session-finished:{job_key}"
+
+
+async def is_launched(redis: ArqRedis, job_key: str) -> bool:
+    """Whether the session's job was ever enqueued (its launch marker outlives the job)."""
+    return bool(await redis.exists(LAUNCHED_PREFIX + job_key))
 
 
 class ArqSessionLauncher:
@@ -113,7 +118,10 @@ class SessionJobs:
     artifacts: Artifacts
     parent_env: Mapping[str, str] | None = None  # the worker's env; None: os.environ
     options: SessionOptions = field(default_factory=SessionOptions)
-    heartbeat_seconds: float = 30.0
+    # The heartbeat key lives TTL_BEATS beats: a dead worker's sessions are seen
+    # within ~40 s of its death, plus the reconciler's 30 s between sweeps.
+    heartbeat_seconds: float = 10.0
+    crash_retries: int = 2  # Settings.session_crash_retries
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
 
@@ -125,17 +133,22 @@ def session_jobs_for(
     forges: Callable[[int], Forge],
     *,
     parent_env: Mapping[str, str] | None = None,
+    find_installation: Callable[[str], Awaitable[int | None]] | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
-    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`)."""
+    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
+    `GitHubEdge.forges.installation_of`)."""
     return SessionJobs(
         redis=redis,
-        tickets=GitHubTicketSource(store, forges, api_url=settings.github_api_url),
+        tickets=GitHubTicketSource(
+            store, forges, api_url=settings.github_api_url, find_installation=find_installation
+        ),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,
         options=SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),
+        crash_retries=settings.session_crash_retries,
     )
 
 
@@ -166,10 +179,20 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     began = await last_beat(jobs.redis, spec.job_key) if job_try > 1 else None
     if began is not None:
         # An earlier try began this session and its worker went away; running it
-        # again could push a second, different result onto the branch.
-        result = crashed_result(began)
-        await _deliver(jobs, spec, result)
-        return result.report.outcome
+        # again could push a second, different result onto the branch. The ticket
+        # runs the stage again as a new attempt (a new job) instead.
+        crashed = SessionCrashed(
+            now=jobs.clock(),
+            job_key=spec.job_key,
+            stage=spec.stage,
+            iteration=spec.iteration,
+            attempt=spec.attempt,
+            phase=spec.phase,
+            last_beat=began,
+            retries_allowed=jobs.crash_retries,
+        )
+        await deliver_crash(jobs.redis, ticket_of(spec), crashed)
+        return CRASHED
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
         # fetch or push must not look like a dead worker to the reconciler, nor
@@ -229,6 +252,16 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
     )
 
 
+CRASHED = "crashed"
+
+
+async def deliver_crash(redis: ArqRedis, ticket: str, event: SessionCrashed) -> bool:
+    """Tell the ticket its session's worker died, under the event id the session's
+    own result would have had: a session that only finished late is never
+    reported twice. False when either was sent already."""
+    return await send_ticket_event(redis, ticket, event, event_id=finished_event_id(event.job_key))
+
+
 RUN_STAGE_SESSION_JOB: Function = func(
     run_stage_session, name=RUN_STAGE_SESSION, keep_result=KEEP_SECONDS
 )
@@ -247,6 +280,12 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         )
     try:
         return await run_counted(jobs, runner_spec)
+    except (RateLimited, ForgeUnavailable) as exc:
+        # GitHub failed the clone's or the push's token past its retries: nothing was
+        # pushed, so the session runs again later rather than the stage failing on it.
+        defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
+        log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
+        raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
     except Exception as exc:
         # A bug or a lost disk must still end the stage with a report, not a silent job.
         log.exception("session could not run", job_key=spec.job_key)
@@ -275,10 +314,6 @@ async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
         (result.egress_allowed, result.egress_refused),
     )
     return result
-
-
-def crashed_result(since: datetime | None) -> SessionResult:
-    return failed_result(crashed_summary(since))
 
 
 def failed_result(summary: str) -> SessionResult:

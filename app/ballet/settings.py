@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     data_dir: Path = Path(".ballet-data")
     workspace_dir: Path | None = None
     session_slots: int = Field(default=2, ge=1, le=256)
+    # A stage whose session's worker died (OOM kill, eviction) runs again on its
+    # own this many times (BALLET_SESSION_CRASH_RETRIES) before a person is asked.
+    session_crash_retries: int = Field(default=2, ge=0, le=10)
     event_slots: int = Field(default=10, ge=1, le=1000)
     delivery_dedupe_seconds: int = Field(default=DEFAULT_DEDUPE_SECONDS, ge=60)
     # A failed delivery is retried after this many seconds times its try squared.

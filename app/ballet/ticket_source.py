@@ -9,7 +9,8 @@ installation token, which reaches git per command and never a file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -41,18 +42,28 @@ class TicketSource(Protocol):
     async def git_token(self, repo: str) -> str | None: ...
 
 
+GIT_TOKEN_TRIES = 4
+GIT_TOKEN_MAX_WAIT = 60.0
+
+
 class _Lenient(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
 
 class _Label(_Lenient):
-    name: str
+    name: str | None = None
 
 
 class _Issue(_Lenient):
     body: str | None = None
     html_url: str
-    labels: list[_Label] = []
+    # GitHub documents a label as an object or a bare name.
+    labels: list[_Label | str] = []
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        names = (lbl if isinstance(lbl, str) else lbl.name for lbl in self.labels)
+        return tuple(n for n in names if n)
 
 
 class GitHubTicketSource:
@@ -65,8 +76,12 @@ class GitHubTicketSource:
         *,
         api_url: str,
         clone_urls: Callable[[str], str] | None = None,
+        find_installation: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self._store = store
+        # Asked (with the App's JWT) when Redis no longer knows the repository's
+        # installation: Redis was lost, and a running session must still finish.
+        self._find_installation = find_installation
         self._forges = forges
         self._api_url = api_url
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
@@ -74,6 +89,10 @@ class GitHubTicketSource:
 
     async def _forge(self, repo: str) -> Forge:
         installation = await self._store.installation_of(repo)
+        if installation is None and self._find_installation is not None:
+            installation = await self._find_installation(repo)
+            if installation is not None:
+                await self._store.remember_installation(repo, installation)
         if installation is None:
             raise ForgeError(
                 f"no App installation is known for {repo}; is Ballet still installed there?"
@@ -104,7 +123,7 @@ class GitHubTicketSource:
         data = _Issue.model_validate(response.raw_response.json())
         return IssueDetails(
             body=data.body or "",
-            labels=tuple(label.name for label in data.labels),
+            labels=data.label_names,
             url=data.html_url,
         )
 
@@ -119,4 +138,18 @@ class GitHubTicketSource:
 
     async def git_token(self, repo: str) -> str | None:
         # githubkit caches the installation token until shortly before it expires.
-        return (await (await self._forge(repo)).git_remote(repo)).token
+        # Asked mid-session (for the clone and the push): a GitHub that is briefly
+        # failing or rate limiting is waited out here, a few times, rather than
+        # losing the agent's finished work to it.
+        for attempt in range(GIT_TOKEN_TRIES):
+            try:
+                return (await (await self._forge(repo)).git_remote(repo)).token
+            except RateLimited as exc:
+                if attempt + 1 == GIT_TOKEN_TRIES:
+                    raise
+                await asyncio.sleep(min(exc.retry_after_seconds, GIT_TOKEN_MAX_WAIT))
+            except ForgeUnavailable:
+                if attempt + 1 == GIT_TOKEN_TRIES:
+                    raise
+                await asyncio.sleep(min(2.0**attempt, GIT_TOKEN_MAX_WAIT))
+        raise AssertionError("unreachable")

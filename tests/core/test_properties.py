@@ -24,6 +24,7 @@ from ballet.core.events import (
     PullRequestOpened,
     ReconcileTick,
     ReviewSubmitted,
+    SessionCrashed,
     SessionFinished,
     TicketRequested,
 )
@@ -134,6 +135,16 @@ def random_event(rec: Record, data: st.DataObject, minutes: float) -> AnyEvent:
         kind = "pr_closed"  # rare: a person ending the ticket stops everything else
     sha = data.draw(st.sampled_from(SHAS))
     if kind == "session" and rec.open_run is not None and rec.open_run.job_key is not None:
+        if data.draw(st.integers(0, 7)) == 0:  # now and then its worker dies instead
+            run = rec.open_run
+            return SessionCrashed(
+                now=now,
+                job_key=run.job_key,
+                stage=run.stage,
+                iteration=run.iteration,
+                attempt=run.attempt,
+                phase=run.phase,
+            )
         return session_result(rec, data, now)
     if kind == "command" or kind == "session":
         line = data.draw(st.sampled_from(LINES))

@@ -24,3 +24,15 @@ def anyio_backend() -> str:
 async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     async with running_stack(tmp_path, redis_url=await e2e_redis(redis_url)) as running:
         yield running
+
+
+# The database of the tests that run `ballet worker` processes of their own.
+BARE_REDIS_DB = 6
+
+
+@pytest.fixture
+async def bare_stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The stack without its in-process worker: the test starts `ballet worker`s."""
+    url = await e2e_redis(redis_url, BARE_REDIS_DB)
+    async with running_stack(tmp_path, redis_url=url, worker=False) as running:
+        yield running

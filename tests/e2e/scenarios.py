@@ -197,9 +197,9 @@ async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int
 __all__ = ["merged", "status_is", "wait_until", "waiting_for"]
 
 
-async def e2e_redis(redis_url: str) -> str:
-    """This area's Redis database, emptied."""
-    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{REDIS_DB}"))
+async def e2e_redis(redis_url: str, db: int = REDIS_DB) -> str:
+    """This area's Redis database (or `db`), emptied."""
+    url = urlunsplit(urlsplit(redis_url)._replace(path=f"/{db}"))
     pool = await connect(url)
     await pool.flushdb()
     await pool.aclose()

@@ -79,6 +79,7 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
 ) -> None:
     await service.on_delivery(labeled(webhooks_dir))
 
+    pr_head = repo.prs[(REPO, 101)].head_sha
     # The whole rate-limit budget of a ticket start, in order.
     assert repo.calls == [
         ("POST", "/app/installations/77/access_tokens"),
@@ -96,7 +97,9 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
         ("GET", f"{R}/issues/1/comments"),  # conditional: a 304
         ("POST", f"{R}/issues/1/comments"),  # tracking comment on the issue
         ("PATCH", f"{R}/issues/comments/1002"),  # ...becomes a pointer to the PR
-        ("POST", f"{R}/check-runs"),  # the stage run's check on the PR head
+        # The stage run's check on the PR head: none made yet (a lost memo would find it).
+        ("GET", f"{R}/commits/{pr_head}/check-runs"),
+        ("POST", f"{R}/check-runs"),
         ("GET", f"{R}/issues/101/comments"),
         ("POST", f"{R}/issues/101/comments"),  # tracking comment on the PR
     ]

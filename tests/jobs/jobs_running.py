@@ -7,13 +7,14 @@ from collections.abc import Awaitable, Callable
 
 from arq.connections import ArqRedis
 from arq.jobs import Job
-from ballet.core.events import SessionFinished
+from ballet.core.events import AnyEvent, SessionCrashed, SessionFinished
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.services import Services
 from ballet.session_jobs import finished_event_id
 from ballet.settings import Settings
 from ballet.ticket_events import APPLY_TICKET_EVENT_JOB, ticket_event_job_id
 from ballet.worker import QueueSpec, WorkerGroup, queue_specs
+from pydantic import TypeAdapter
 
 # The events queue without the reconciler's cron job, so no tick lands mid-test.
 EVENTS_ONLY = QueueSpec(
@@ -43,15 +44,32 @@ async def run_events(settings: Settings, services: Services) -> None:
     await worker_group(settings, services, EVENTS_ONLY, burst=True).run()
 
 
-async def queued_finish(redis: ArqRedis, job_key: str) -> SessionFinished | None:
-    """The SessionFinished queued on the events queue for a session, if any."""
+_EVENT: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
+
+
+async def queued_end(redis: ArqRedis, job_key: str) -> AnyEvent | None:
+    """What the events queue holds for a session's end (finished or crashed), if any."""
     job_id = ticket_event_job_id(finished_event_id(job_key))
     job = Job(job_id, redis, _queue_name=EVENTS_QUEUE)
     info = await job.info()
     if info is None:
         return None
     _ticket, event_json, _event_id = info.args
-    return SessionFinished.model_validate_json(event_json)
+    return _EVENT.validate_json(event_json)
+
+
+async def queued_finish(redis: ArqRedis, job_key: str) -> SessionFinished | None:
+    """The SessionFinished queued on the events queue for a session, if any."""
+    event = await queued_end(redis, job_key)
+    assert event is None or isinstance(event, SessionFinished), event
+    return event
+
+
+async def queued_crash(redis: ArqRedis, job_key: str) -> SessionCrashed | None:
+    """The SessionCrashed queued for a session whose worker died, if any."""
+    event = await queued_end(redis, job_key)
+    assert event is None or isinstance(event, SessionCrashed), event
+    return event
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], what: str, limit: float = 30.0) -> None:

@@ -9,20 +9,20 @@ import pytest
 from arq.connections import ArqRedis
 from arq.constants import job_key_prefix
 from ballet.artifacts import Artifact, Artifacts
-from ballet.core.events import ReconcileTick
 from ballet.core.report import Report
 from ballet.heartbeats import heartbeat_key, last_beat_key
 from ballet.live_tickets import LIVE_TICKETS
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from ballet.reconciler import LAUNCH_GRACE, Reconciler
+from ballet.reconciler import LAUNCH_GRACE, LAUNCH_LOST, Reconciler
 from ballet.services import Services
 from ballet.session_jobs import (
+    LAUNCHED_PREFIX,
     ArqSessionLauncher,
     SessionJobs,
 )
 from ballet.settings import Settings
 from jobs_kit import REPO, EngineTickets, agent_runtime
-from jobs_running import eventually, queued_finish, run_events
+from jobs_running import eventually, queued_crash, queued_finish, run_events
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +48,7 @@ async def worker_died(redis: ArqRedis, job_key: str) -> None:
     await eventually(expired, "the heartbeat key expiring")
 
 
-async def test_an_expired_heartbeat_becomes_a_failed_session_result(
+async def test_an_expired_heartbeat_runs_the_stage_again_as_a_new_attempt(
     settings: Settings,
     services: Services,
     session_jobs: SessionJobs,
@@ -67,17 +67,20 @@ async def test_an_expired_heartbeat_becomes_a_failed_session_result(
     sweep = await reconciler(session_jobs).sweep()
 
     assert sweep.crashed == (job_key,)
-    event = await queued_finish(redis, job_key)
+    event = await queued_crash(redis, job_key)
     assert event is not None
     assert (event.stage, event.iteration, event.attempt, event.now) == ("implement", 1, 1, NOW)
-    assert event.report.outcome == "failed"
-    assert "worker stopped (no heartbeat since 2026-01-01T12:04:00+00:00)" in event.report.summary
+    assert event.last_beat == datetime(2026, 1, 1, 12, 4, tzinfo=UTC)
+    assert event.retries_allowed == 2
     await run_events(settings, services)
-    assert event in tickets.applied  # the engine took it: the session is closed
+    assert event in tickets.applied  # the engine took it: the crashed run is closed...
     record = tickets.records[TICKET]
-    assert record.open_run is None and record.history[-1].outcome == "failed"
-    assert any(isinstance(e, ReconcileTick) for e in tickets.refused)  # nothing else to settle
-    assert (await reconciler(session_jobs).sweep()).crashed == ()
+    assert record.history[0].outcome == "crashed"
+    assert "no heartbeat since 2026-01-01T12:04:00+00:00" in record.history[0].summary
+    # ...and the stage runs again, as attempt 2, with nobody typing a command.
+    again = tickets.starts[-1].spec
+    assert (again.stage, again.attempt) == ("implement", 2) and again.job_key != job_key
+    assert record.open_run is not None and record.open_run.job_key == again.job_key
 
 
 async def test_a_live_heartbeat_is_no_crash(
@@ -125,7 +128,7 @@ async def test_ended_tickets_leave_the_live_set_and_their_artifacts_go(
     assert await redis.zcard(EVENTS_QUEUE) == 0
 
 
-async def test_a_session_not_yet_enqueued_right_after_its_stage_started_is_no_crash(
+async def test_a_session_not_yet_enqueued_is_no_crash_however_long_it_takes(
     session_jobs: SessionJobs, redis: ArqRedis, tickets: EngineTickets, agent_script: Path
 ) -> None:
     # The record is saved before the StartSession effect reaches the queue: a
@@ -147,4 +150,24 @@ async def test_a_session_not_yet_enqueued_right_after_its_stage_started_is_no_cr
         session_jobs.artifacts,
         clock=lambda: run_start + LAUNCH_GRACE * 2,
     )
+    # Its StartSession still waits in the outbox (GitHub slow ahead of it): on its way.
+    assert (await much_later.sweep()).crashed == ()
+    # Launched, then gone without a trace (its job expired with a dead worker): a crash.
+    await redis.set(LAUNCHED_PREFIX + start.spec.job_key, "1")
     assert (await much_later.sweep()).crashed == (start.spec.job_key,)
+
+
+async def test_a_session_never_launched_for_longer_than_any_outbox_waits_is_lost(
+    session_jobs: SessionJobs, redis: ArqRedis, tickets: EngineTickets, agent_script: Path
+) -> None:
+    # A Redis that lost the ticket's outbox: the StartSession will never come.
+    start = await tickets.request(agent_runtime(agent_script))
+    await redis.sadd(LIVE_TICKETS, TICKET)
+    run_start = tickets.records[TICKET].history[-1].start
+    lost = Reconciler(
+        session_jobs.redis,
+        session_jobs.tickets,
+        session_jobs.artifacts,
+        clock=lambda: run_start + LAUNCH_LOST + LAUNCH_GRACE,
+    )
+    assert (await lost.sweep()).crashed == (start.spec.job_key,)

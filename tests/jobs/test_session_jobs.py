@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,7 @@ from jobs_kit import (
     EngineTickets,
     agent_runtime,
 )
-from jobs_running import queued_finish, run_events, run_sessions
+from jobs_running import queued_crash, queued_finish, run_events, run_sessions
 
 pytestmark = pytest.mark.anyio
 
@@ -140,9 +141,10 @@ async def test_a_retried_job_of_a_session_that_began_reports_the_crash_instead(
         {"services": services, "job_try": 2}, start.model_dump(mode="json")
     )
 
-    assert outcome == "failed"
-    event = await finished(redis, start.spec.job_key)
-    assert "worker stopped (no heartbeat since 2026-01-01T12:03:00+00:00)" in event.report.summary
+    assert outcome == "crashed"
+    event = await queued_crash(redis, start.spec.job_key)
+    assert event is not None and event.job_key == start.spec.job_key
+    assert event.last_beat == datetime(2026, 1, 1, 12, 3, tzinfo=UTC)
     assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran again
 
 
@@ -264,3 +266,18 @@ async def test_a_session_the_ticket_moved_on_from_while_queued_is_skipped(
     assert await queued_finish(redis, start.spec.job_key) is None
     assert git("branch", "--list", "ballet/*", cwd=origin) == ""  # the agent never ran
     assert await Artifacts(redis).of(f"{REPO}#7") == ()
+
+
+async def test_the_git_token_waits_out_a_briefly_failing_github(
+    session_jobs: SessionJobs, tickets: EngineTickets, agent_script: Path, github: FakeGitHub
+) -> None:
+    # Asked mid-session for the push: a rate limit or a 502 there must not lose the work.
+    await tickets.request(agent_runtime(agent_script))
+    repo_path = f"^/repos/{REPO}$"
+    github.fail_next(
+        "GET", repo_path, 403, {"message": "secondary rate limit"}, {"retry-after": "1"}
+    )
+    github.fail_next("GET", repo_path, 502, {"message": "Server Error"})
+    token = await session_jobs.tickets.git_token(REPO)
+    assert token
+    assert github.requests_to("GET", f"/repos/{REPO}") >= 3

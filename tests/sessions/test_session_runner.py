@@ -260,6 +260,19 @@ def test_a_branchless_pipeline_pushes_nothing(
             "the limit is",
         ),
         (
+            # 100 MB: refused after reading at most the limit (1 MB) of it.
+            "import os\nwith open(os.environ['BALLET_REPORT'], 'wb') as f:\n"
+            "    for _ in range(100):\n        f.write(b' ' * (1024 * 1024))\n",
+            "invalid_report",
+            "104857600 bytes; the limit is 1048576",
+        ),
+        (
+            # A report that is endless (/dev/zero) or points out of the workspace.
+            "import os\nos.symlink('/dev/zero', os.environ['BALLET_REPORT'])\n",
+            "invalid_report",
+            "write a plain file",
+        ),
+        (
             "import time\nprint('thinking', flush=True)\ntime.sleep(60)\n",
             "timeout",
             "timeout",

@@ -29,7 +29,7 @@ FAILURE = frozenset(
     | {"timed_out"}
 )
 # The run stopped without a verdict of its own: retried, paused, a new head.
-CANCELLED = frozenset({"cancelled", "cancel", "retried", "paused", "superseded"})
+CANCELLED = frozenset({"cancelled", "cancel", "retried", "paused", "superseded", "crashed"})
 
 
 def conclusion_of(outcome: str | None) -> Conclusion:
@@ -59,14 +59,27 @@ def check_run_effects(before: Record | None, after: Record) -> list[SetCheckRun]
     effects: list[SetCheckRun] = []
     for i, run in enumerate(after.history):
         was = old[i] if i < len(old) else None
+        made: list[SetCheckRun] = []
         if was is not None and was.end is None and left is not None and left != head:
-            effects.append(_superseded(after, run, left, head))
+            made.append(_superseded(after, run, left, head))
         if run.end is not None and (was is None or was.end is None):
             if not _next_phase_follows(after, i):
-                effects.append(_completed(after, run, head))
+                made.append(_completed(after, run, head))
         elif run.end is None and (was is None or head_moved):
-            effects.append(_in_progress(after, run, head))
+            made.append(_in_progress(after, run, head))
+        key = _run_key(after, i)
+        effects.extend(e.model_copy(update={"run_key": key}) if key else e for e in made)
     return effects
+
+
+def _run_key(rec: Record, i: int) -> str:
+    """A run after a crash of its stage (same iteration) has a check run of its own attempt."""
+    run = rec.history[i]
+    same = (run.stage, run.iteration, run.role)
+    crashed = any(
+        r.outcome == "crashed" and (r.stage, r.iteration, r.role) == same for r in rec.history[:i]
+    )
+    return f"attempt-{run.attempt}" if crashed else ""
 
 
 def _next_phase_follows(rec: Record, i: int) -> bool:

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ballet.core.config import MergePolicy, ReviewPolicy
+from ballet.core.limits import COMMANDS_PER_COMMENT
 
 Verb = Literal[
     "approve",
@@ -71,7 +72,8 @@ ParsedCommand = Command | CommandError
 
 
 def parse_commands(body: str) -> tuple[ParsedCommand, ...]:
-    """Every `/ballet` line of a comment body, in order."""
+    """The `/ballet` lines of a comment body, in order: at most
+    `COMMANDS_PER_COMMENT`, then one `CommandError` saying how many more were refused."""
     found: list[ParsedCommand] = []
     fence: str | None = None
     for line in body.splitlines():
@@ -87,7 +89,17 @@ def parse_commands(body: str) -> tuple[ParsedCommand, ...]:
         match = _LINE.match(line)
         if match:
             found.append(parse_line(line.strip(), match["verb"] or "", match["rest"] or ""))
-    return tuple(found)
+    if len(found) <= COMMANDS_PER_COMMENT:
+        return tuple(found)
+    extra = len(found) - COMMANDS_PER_COMMENT
+    refused = CommandError(
+        line=f"({extra} more `/ballet` lines)",
+        message=(
+            f"Only the first {COMMANDS_PER_COMMENT} commands of a comment are taken; "
+            f"{extra} more were ignored. Put the others in a new comment."
+        ),
+    )
+    return (*found[:COMMANDS_PER_COMMENT], refused)
 
 
 def parse_line(line: str, verb: str, rest: str) -> ParsedCommand:

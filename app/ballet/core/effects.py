@@ -115,6 +115,9 @@ class SetCheckRun(Effect):
     status: Literal["queued", "in_progress", "completed"]
     conclusion: Literal["success", "failure", "neutral", "cancelled"] | None = None
     summary: str = ""
+    # Besides (name, head), what makes this check run one of its own: a stage
+    # re-run after its worker crashed gets a check run of its own attempt.
+    run_key: str = ""
 
 
 class SessionSpec(Frozen):

@@ -55,6 +55,21 @@ class SessionFinished(Event):
     handoff: Handoff | None = None
 
 
+class SessionCrashed(Event):
+    """A session's worker died mid-session (its heartbeat stopped): no report
+    will ever come. Not the agent's doing, so the stage runs again as a new
+    attempt, up to `retries_allowed` times per stage run, before a person is asked."""
+
+    kind: Literal["session_crashed"] = "session_crashed"
+    job_key: str
+    stage: str
+    iteration: int
+    attempt: int
+    phase: str | None = None
+    last_beat: datetime | None = None  # when the session's job last beat
+    retries_allowed: int = Field(default=2, ge=0)  # the deployment's setting
+
+
 class CommandIssued(Event):
     kind: Literal["command_issued"] = "command_issued"
     command: ParsedCommand  # a CommandError gets the help text as a reply
@@ -120,6 +135,7 @@ class ReconcileTick(Event):
 AnyEvent = Annotated[
     TicketRequested
     | SessionFinished
+    | SessionCrashed
     | CommandIssued
     | ReviewSubmitted
     | ChecksStarted

@@ -22,9 +22,11 @@ from ballet.core.events import (
     PullRequestOpened,
     ReconcileTick,
     ReviewSubmitted,
+    SessionCrashed,
     SessionFinished,
     TicketRequested,
 )
+from ballet.core.limits import TITLE_MAX, clip, clip_handoff
 from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
@@ -40,7 +42,7 @@ class IllegalEvent(Exception):
 
 def start(tx: Tx, ev: TicketRequested) -> None:
     p = ev.pipeline
-    title = ev.title
+    title = clip(ev.title, TITLE_MAX)
     branch = branch_name(p.branch, ev.issue, title, p.ticket_type) if p.branch else None
     known = tuple(r for r in p.signoffs if r in p.roles)
     rec = Record(
@@ -94,6 +96,45 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     steps.post_report(tx, key, done, rep, ev.handoff, next_step)
 
 
+CRASHED = "crashed"
+
+
+def session_crashed(tx: Tx, ev: SessionCrashed) -> None:
+    rec = tx.rec
+    run = rec.open_run
+    if run is None or run.job_key != ev.job_key:
+        raise IllegalEvent(f"stale crash report {ev.job_key}: the ticket has moved on")
+    when = ev.last_beat.isoformat(timespec="seconds") if ev.last_beat else "it started"
+    summary = (
+        f"The session's worker stopped (no heartbeat since {when}); nothing it did was pushed."
+    )
+    key = tx.marker("report", extra=run.phase or run.role or "")
+    done = steps.close_run(tx, CRASHED, summary, report_ref=key.render())
+    assert done is not None
+    same = (run.stage, run.iteration, run.role, run.phase)
+    crashes = sum(
+        1
+        for r in tx.rec.history
+        if r.outcome == CRASHED and (r.stage, r.iteration, r.role, r.phase) == same
+    )
+    if crashes > ev.retries_allowed:
+        steps.ask(
+            tx,
+            f"the `{run.stage}` session's worker died {crashes} times in a row "
+            f"(Ballet re-ran it {ev.retries_allowed} times on its own); check the workers "
+            "(memory, evictions), then `/ballet retry`",
+        )
+        next_step = "a question: the retries are used up"
+    else:
+        if run.role is None:
+            tx.set(attempt=steps.next_attempt(tx.rec, run.stage, None))
+        # The crash was the infrastructure's, not the ticket's: a used-up budget does
+        # not stop the re-run (the session still counts).
+        steps.start_session(tx, run.stage, run.phase, role=run.role, bypass_budget=True)
+        next_step = f"a new attempt (automatic retry {crashes} of {ev.retries_allowed})"
+    steps.post_report(tx, key, done, Report(outcome=CRASHED, summary=summary), None, next_step)
+
+
 def add_required_roles(tx: Tx, rep: Report) -> None:
     rec = tx.rec
     new = [
@@ -127,7 +168,7 @@ def route_session(
     stage = rec.pipeline.stage(rec.stage or "")
     if phase is not None and rep.outcome == "done" and phase != stage.phases[-1]:
         nxt = stage.phases[stage.phases.index(phase) + 1]
-        tx.set(handoff=handoff)
+        tx.set(handoff=clip_handoff(handoff))
         steps.start_session(tx, stage.id, nxt)
         return f"phase `{nxt}`"
     target, why = routing.next_target(rec.pipeline, stage.id, rep.outcome)

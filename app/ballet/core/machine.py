@@ -52,6 +52,9 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     (None, "ticket_requested"): Rule(h.start, ONWARD, "open branch + draft PR, enter first stage"),
     # A session's report picks the next stage (next phase, sign-off, question...).
     ("running", "session_finished"): Rule(h.session_finished, ONWARD, "route the report's outcome"),
+    # A session whose worker died runs again as a new attempt; past the retries, a question.
+    ("running", "session_crashed"): Rule(h.session_crashed, ("running", "waiting"),
+                                         "re-run a crashed session, or ask"),
     # The reconciler settles a session past its stage's timeout with a question.
     ("running", "reconcile_tick"): Rule(h.session_timeout, ("waiting",), "session timed out"),
     # ...and a forge wait past its timeout, or checks that never started.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
 
@@ -35,7 +36,18 @@ def find_marker(body: str) -> str | None:
 
 
 def with_marker(body: str, key: str) -> str:
+    # GitHub refuses a comment over its limit, and a refused comment is a lost one.
+    # A tracking comment is cut before its state block, which must survive whole.
+    if len(body) > COMMENT_MAX:
+        text_part, block, state = body.rpartition(STATE_BLOCK_START)
+        if block:
+            body = clip(text_part, COMMENT_MAX - len(block + state)) + block + state
+        else:
+            body = clip(body, COMMENT_MAX)
     return f"{marker_for(key)}\n{body}"
+
+
+STATE_BLOCK_START = "<!-- ballet:state "
 
 
 def text(value: str) -> str:

@@ -19,6 +19,7 @@ from ballet.core.effects import (
     SessionSpec,
     StartSession,
 )
+from ballet.core.limits import RUN_SUMMARY_MAX, clip
 from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
 from ballet.core.report import Handoff, Report
 from ballet.core.routing import DONE, FAILED, QUESTION
@@ -35,7 +36,8 @@ def close_run(tx: Tx, outcome: str, summary: str = "", **extra: Any) -> StageRun
     run = tx.rec.open_run
     if run is None:
         return None
-    done = run.model_copy(update={"outcome": outcome, "summary": summary, "end": tx.now, **extra})
+    kept = clip(summary, RUN_SUMMARY_MAX)  # the report comment has it all
+    done = run.model_copy(update={"outcome": outcome, "summary": kept, "end": tx.now, **extra})
     tx.set(history=(*tx.rec.history[:-1], done))
     return done
 

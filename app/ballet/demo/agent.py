@@ -15,10 +15,12 @@ working directory and the `BALLET_*` variables of the session contract.
 
 Lines `demo:<stage>=<outcome>@<iteration>` in the issue body script other
 outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`;
-`demo:sleep-<stage>=<seconds>` slows a stage, `demo:crash-<stage>=yes` makes its
-first attempt crash without a report, and `demo:break-ci=yes@1` has implement
-turn the repository's CI red in that iteration; `demo:usage=yes` has every session
-report the usage of a metered model (USAGE below), as a `command` runtime may.
+`demo:sleep-<stage>=<seconds>` slows a stage, `demo:hang-<stage>=<seconds>` slows
+only its first attempt (writing its pid to `$HOME/hanging.pid`, so a test can kill
+the worker under it), `demo:crash-<stage>=yes` makes its first attempt crash
+without a report, and `demo:break-ci=yes@1` has implement turn the repository's
+CI red in that iteration; `demo:usage=yes` has every session report the usage of
+a metered model (USAGE below), as a `command` runtime may.
 Only the standard library is used: a session's environment is bare.
 """
 
@@ -138,6 +140,10 @@ def main() -> int:
     pause = scripted(body, f"sleep-{stage_id}", iteration)
     if pause:
         time.sleep(float(pause))
+    hang = scripted(body, f"hang-{stage_id}", iteration)
+    if hang and int(stage.get("attempt", 1)) == 1:
+        (Path(os.environ["HOME"]) / "hanging.pid").write_text(str(os.getpid()))
+        time.sleep(float(hang))
     if scripted(body, f"crash-{stage_id}", iteration) and int(stage.get("attempt", 1)) == 1:
         print("the agent crashed on purpose (scenario)", file=sys.stderr)
         return 3

@@ -74,9 +74,13 @@ async def running_stack(
     redis_url: str | None = None,
     session_slots: int = 2,
     session_egress_allow: tuple[str, ...] = (),
+    worker: bool = True,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
-    `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here)."""
+
+    `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here).
+    `worker=False` leaves the worker out: a test runs `ballet worker` processes of
+    its own (`worker_env` gives their environment), to kill them as an OOM would."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
@@ -98,19 +102,36 @@ async def running_stack(
             write_spacing_seconds=0.0,
         )
         web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
-        worker = WorkerGroup(settings, url, build_services)
-        tasks = [asyncio.create_task(web.run()), asyncio.create_task(worker.run())]
+        workers = [WorkerGroup(settings, url, build_services)] if worker else []
+        tasks = [asyncio.create_task(web.run())]
+        tasks += [asyncio.create_task(w.run()) for w in workers]
         try:
             await _wait_ready(web_url, tasks)
             yield Stack(sandbox.api_url, web_url, settings, sandbox)
         finally:
             web.stop()
-            worker.stop()
+            for w in workers:
+                w.stop()
             _, pending = await asyncio.wait(tasks, timeout=20)
             for task in pending:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    """The environment of a `ballet worker` process serving this stack."""
+    assert settings.private_key is not None and settings.redis_url is not None
+    return {
+        "BALLET_APP_ID": str(settings.app_id),
+        "BALLET_PRIVATE_KEY": settings.private_key.get_secret_value(),
+        "BALLET_WEBHOOK_SECRET": ",".join(s.get_secret_value() for s in settings.webhook_secret),
+        "BALLET_GITHUB_API_URL": settings.github_api_url,
+        "REDIS_URL": settings.redis_url.get_secret_value(),
+        "BALLET_DATA_DIR": str(settings.data_dir),
+        "BALLET_SESSION_SLOTS": str(settings.session_slots),
+        "BALLET_WRITE_SPACING_SECONDS": str(settings.write_spacing_seconds),
+    }
 
 
 async def _wait_ready(web_url: str, tasks: list[asyncio.Task[None]]) -> None:

@@ -213,6 +213,12 @@ class Forge(Protocol):
 
     async def update_check_run(self, repo: str, check_run_id: int, spec: CheckRunSpec) -> None: ...
 
+    async def find_check_run(
+        self, repo: str, head_sha: str, name: str, external_id: str
+    ) -> int | None:
+        """The check run named `name` with `external_id` on `head_sha`, if one was made."""
+        ...
+
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary: ...
 
     async def merge_pr(

@@ -42,6 +42,9 @@ from ballet.metrics import RateLimitKind
 
 # GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
 SECONDARY_LIMIT_DEFAULT_WAIT = 60.0
+# githubkit waits forever by default; a request GitHub never answers must not hold a
+# job (or a session's slot) until arq's job timeout. GitHub itself gives up at 10 s.
+REQUEST_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 PER_PAGE = 100
 # More than this many pages of comments is not a ticket Ballet can serve anyway.
 MAX_PAGES = 30
@@ -55,22 +58,45 @@ class GitHubAppCredentials:
 
 
 class ServerErrorRetry:
-    """Retry 5xx a few times with exponential backoff and full jitter."""
+    """Retry 5xx a few times with exponential backoff and full jitter, and reads that
+    timed out or lost their connection (a write that did may have happened: the
+    effect's own retry, which finds its comment by marker, decides instead)."""
 
     def __init__(self, max_retries: int = 3, base_seconds: float = 0.5) -> None:
         self.max_retries = max_retries
         self.base_seconds = base_seconds
 
     def __call__(self, exc: GitHubException, retry_count: int) -> RetryOption:
-        if (
-            retry_count < self.max_retries
-            and isinstance(exc, RequestFailed)
+        server_error = (
+            isinstance(exc, RequestFailed)
             and not isinstance(exc, RateLimitExceeded)
             and exc.response.status_code >= 500
-        ):
+            and not _creates_twice(exc.response.raw_request)
+        )
+        read_broke = _read_without_answer(exc)
+        if retry_count < self.max_retries and (server_error or read_broke):
             delay = random.uniform(0, self.base_seconds * 2**retry_count)
             return RetryOption(True, timedelta(seconds=delay))
         return RetryOption(False)
+
+
+def _read_without_answer(exc: GitHubException) -> bool:
+    """A GET or HEAD that timed out or lost its connection: safe to send again."""
+    if not isinstance(exc, RequestError) or isinstance(exc, RequestFailed):
+        return False
+    try:
+        method = exc.exc.request.method
+    except (AttributeError, RuntimeError):  # an error raised before any request was made
+        return False
+    return method in ("GET", "HEAD")
+
+
+def _creates_twice(request: httpx.Request) -> bool:
+    """A POST that GitHub may have carried out before it failed, and that would make a
+    second comment or check run if sent again. Left to the effect's own retry, which
+    finds the comment by its marker (and the check run in the memo) first."""
+    path = request.url.path
+    return request.method == "POST" and path.endswith(("/comments", "/check-runs"))
 
 
 class _KeptOpenTransport(httpx.AsyncBaseTransport):
@@ -150,6 +176,7 @@ class GitHubClients:
             auto_retry=self._retry,
             async_transport=self._transport,
             user_agent="ballet",
+            timeout=REQUEST_TIMEOUT,
         )
         return gh
 

@@ -20,6 +20,8 @@ from ballet.github.forge import (
     CheckResult,
     CheckRunSpec,
     ChecksSummary,
+    CheckStatus,
+    CombinedState,
     Comment,
     ForgeError,
     GitRemote,
@@ -234,6 +236,19 @@ class GitHubForge:
         body.pop("head_sha")
         await self._client.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
 
+    async def find_check_run(
+        self, repo: str, head_sha: str, name: str, external_id: str
+    ) -> int | None:
+        runs = m.CheckRunList.model_validate(
+            await self._client.json(
+                "GET",
+                f"/repos/{repo}/commits/{head_sha}/check-runs",
+                params={"check_name": name, "filter": "all", "per_page": PER_PAGE},
+            )
+        )
+        found = [r.id for r in runs.check_runs if r.name == name and r.external_id == external_id]
+        return max(found, default=None)
+
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary:
         runs = m.CheckRunList.model_validate(
             await self._client.json(
@@ -244,7 +259,13 @@ class GitHubForge:
             await self._client.json("GET", f"/repos/{repo}/commits/{ref}/status")
         )
         checks = [
-            CheckResult(r.name, r.status, r.conclusion, r.html_url, r.app.id if r.app else None)
+            CheckResult(
+                r.name,
+                _check_status(r.status),
+                r.conclusion,
+                r.html_url,
+                r.app.id if r.app else None,
+            )
             for r in runs.check_runs
         ]
         for s in status.statuses:
@@ -257,7 +278,7 @@ class GitHubForge:
                     s.target_url,
                 )
             )
-        combined = status.state if status.statuses else "none"
+        combined = _combined_state(status.state) if status.statuses else "none"
         return ChecksSummary(ref=ref, checks=tuple(checks), combined_status=combined)
 
     # -- merging and review ----------------------------------------------------
@@ -323,7 +344,7 @@ class GitHubForge:
             data = await self._client.json("GET", f"/repos/{repo}/collaborators/{login}/permission")
         except NotFound:
             return "none"
-        return m.PermissionData.model_validate(data).permission
+        return _permission(m.PermissionData.model_validate(data).permission)
 
     async def git_remote(self, repo: str) -> GitRemote:
         # The token is the one githubkit just authenticated with (cached in
@@ -341,7 +362,7 @@ def _pull_request(pr: m.PullRequestData) -> PullRequest:
         head_ref=pr.head.ref,
         head_sha=pr.head.sha,
         base_ref=pr.base.ref,
-        state=pr.state,
+        state="open" if pr.state == "open" else "closed",
         merged=pr.merged,
         draft=pr.draft,
         mergeable=pr.mergeable,
@@ -352,7 +373,24 @@ def _pull_request(pr: m.PullRequestData) -> PullRequest:
 
 
 def _comment(c: m.IssueComment) -> Comment:
-    return Comment(id=c.id, body=c.body or "", author=c.user.login, html_url=c.html_url)
+    return Comment(id=c.id, body=c.body or "", author=c.author, html_url=c.html_url)
+
+
+def _permission(value: str) -> Permission:
+    # An unknown role fails closed: it may not drive a ticket.
+    known: tuple[Permission, ...] = ("admin", "maintain", "write", "triage", "read", "none")
+    return next((p for p in known if p == value), "none")
+
+
+def _check_status(status: m.CheckRunStatus) -> CheckStatus:
+    # waiting, requested and pending are all "not started yet" to Ballet.
+    return status if status in ("in_progress", "completed") else "queued"
+
+
+def _combined_state(state: str) -> CombinedState:
+    if state == "success":
+        return "success"
+    return "failure" if state in ("failure", "error") else "pending"
 
 
 def _check_run_body(spec: CheckRunSpec) -> dict[str, Any]:

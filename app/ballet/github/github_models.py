@@ -6,9 +6,12 @@ Enterprise and the sandbox are all read alike.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import structlog
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+log = structlog.get_logger("ballet.github")
 
 
 class Lenient(BaseModel):
@@ -17,7 +20,7 @@ class Lenient(BaseModel):
 
 class AppData(Lenient):
     id: int
-    slug: str
+    slug: str = ""  # documented optional; GitHub sends it for every App
 
 
 class InstallationData(Lenient):
@@ -55,11 +58,14 @@ class BranchTip(Lenient):
 
 
 class PullRequestData(Lenient):
+    """A pull request; also an item of `GET /pulls`, which carries no `merged`,
+    `mergeable*` or `draft` of its own (GitHub's `pull-request-simple`)."""
+
     number: int
     node_id: str = ""
     head: BranchTip
     base: BranchTip
-    state: Literal["open", "closed"]
+    state: str  # GitHub's list items document no enum; anything but "open" is closed
     merged: bool = False
     draft: bool = False
     mergeable: bool | None = None
@@ -77,28 +83,56 @@ class User(Lenient):
     login: str
 
 
+# What GitHub shows for an account that no longer exists.
+GHOST = "ghost"
+
+
 class IssueComment(Lenient):
     id: int
     body: str | None = None
-    user: User
+    user: User | None = None  # null: the author's account was deleted
     html_url: str = ""
+
+    @property
+    def author(self) -> str:
+        return self.user.login if self.user is not None else GHOST
 
 
 class AppRef(Lenient):
     id: int | None = None
 
 
+# Every status GitHub documents; waiting, requested and pending are GitHub
+# Actions jobs held by an environment or a concurrency group.
+CheckRunStatus = Literal["queued", "in_progress", "completed", "waiting", "requested", "pending"]
+
+
 class CheckRunData(Lenient):
     id: int
     app: AppRef | None = None
     name: str = ""
-    status: Literal["queued", "in_progress", "completed"] = "queued"
+    status: CheckRunStatus = "queued"
     conclusion: str | None = None
     html_url: str | None = None
+    external_id: str | None = None
+
+
+def _readable_runs(value: Any) -> Any:
+    """Keep the check runs that parse: a run of another App in a shape Ballet
+    does not know must never stop Ballet reading the others."""
+    if not isinstance(value, list | tuple):
+        return value
+    kept: list[Any] = []
+    for item in value:
+        try:
+            kept.append(CheckRunData.model_validate(item))
+        except ValidationError as exc:
+            log.warning("check run skipped: unreadable", errors=exc.error_count())
+    return kept
 
 
 class CheckRunList(Lenient):
-    check_runs: tuple[CheckRunData, ...] = ()
+    check_runs: Annotated[tuple[CheckRunData, ...], BeforeValidator(_readable_runs)] = ()
 
 
 class StatusData(Lenient):
@@ -108,7 +142,8 @@ class StatusData(Lenient):
 
 
 class CombinedStatus(Lenient):
-    state: Literal["success", "failure", "pending"] = "pending"
+    # GitHub documents a plain string: success, failure, pending (and error seen in the wild).
+    state: str = "pending"
     statuses: tuple[StatusData, ...] = ()
 
 
@@ -118,4 +153,5 @@ class MergeData(Lenient):
 
 
 class PermissionData(Lenient):
-    permission: Literal["admin", "maintain", "write", "triage", "read", "none"]
+    # A plain string to GitHub (custom repository roles add their own names).
+    permission: str

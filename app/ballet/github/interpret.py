@@ -174,13 +174,23 @@ class Interpreter:
             conclusion=effect.conclusion,
             title=effect.name,
             summary=effect.summary,
+            external_id=f"ballet:{effect.run_key}" if effect.run_key else "ballet",
         )
-        run_id = await self._memo.check_run_id(effect.repo, effect.name, effect.head_sha)
+        # One check run per (name, head), or per attempt after a crash (`run_key`).
+        name = f"{effect.name}@{effect.run_key}" if effect.run_key else effect.name
+        run_id = await self._memo.check_run_id(effect.repo, name, effect.head_sha)
+        if run_id is None:
+            # Not remembered: never made, or Redis lost the memo. GitHub knows which:
+            # its external id names the run, so a lost memo never makes a second one.
+            run_id = await self._forge.find_check_run(
+                effect.repo, effect.head_sha, effect.name, spec.external_id or ""
+            )
         if run_id is not None:
             await self._forge.update_check_run(effect.repo, run_id, spec)
+            await self._memo.remember_check_run(effect.repo, name, effect.head_sha, run_id)
             return
         run_id = await self._forge.create_check_run(effect.repo, spec)
-        await self._memo.remember_check_run(effect.repo, effect.name, effect.head_sha, run_id)
+        await self._memo.remember_check_run(effect.repo, name, effect.head_sha, run_id)
 
     async def _merge(self, effect: MergePR) -> AnyEvent | None:
         """Merge once the head's checks are green; None while they still run.

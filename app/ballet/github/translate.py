@@ -48,6 +48,9 @@ _CONCLUSIONS = (
     "timed_out",
     "action_required",
 )
+# Conclusions GitHub documents beyond the check-run ones: a workflow that could
+# not start failed; a `stale` suite was superseded and says nothing (ignored).
+_ALIASES = {"startup_failure": "failure"}
 Conclusion = Literal[
     "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
 ]
@@ -128,7 +131,7 @@ def _issue_labeled(c: Context) -> tuple[Intent, ...]:
             title=issue.title or "",
             body=issue.body or "",
             author=_login(issue.user),
-            labels=tuple(lbl.name for lbl in issue.labels or () if lbl.name),
+            labels=tuple(lbl.name for lbl in issue.labels or () if lbl and lbl.name),
             label=label.name,
             requested_by=_login(c.env.sender),
             requested_by_is_bot=_is_bot(c.env.sender),
@@ -237,14 +240,17 @@ _REVIEW_STATES = ("approved", "changes_requested", "commented", "dismissed")
 # -- checks -------------------------------------------------------------------------
 
 
-def _checks_target(c: Context, prs: tuple[PullRef, ...] | None, branch: str | None) -> TicketTarget:
-    number = next((p.number for p in prs or () if p.number is not None), None)
+def _checks_target(
+    c: Context, prs: tuple[PullRef | None, ...] | None, branch: str | None
+) -> TicketTarget:
+    number = next((p.number for p in prs or () if p and p.number is not None), None)
     return TicketTarget(repo=c.repo, pr=number, branch=branch)
 
 
 def _checks(
     c: Context, sha: str | None, conclusion: str | None, name: str, target: TicketTarget
 ) -> tuple[Intent, ...]:
+    conclusion = _ALIASES.get(conclusion or "", conclusion)
     if not sha or conclusion not in _CONCLUSIONS:
         return (Ignored(f"checks finished without a sha or with conclusion {conclusion!r}"),)
     event = ChecksCompleted(

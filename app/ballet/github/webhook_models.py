@@ -32,7 +32,8 @@ class IssueData(_Model):
     title: Lenient[str] = None
     body: Lenient[str] = None
     user: Lenient[Account] = None
-    labels: Lenient[tuple[LabelData, ...]] = None
+    # GitHub documents null items: one unreadable item must not drop the others.
+    labels: Lenient[tuple[Lenient[LabelData], ...]] = None
     # Present (a dict) when the "issue" is a pull request.
     pull_request: Lenient[dict[str, object]] = None
 
@@ -71,7 +72,7 @@ class CheckSuiteData(_Model):
     head_branch: Lenient[str] = None
     conclusion: Lenient[str] = None
     app: Lenient[AppRef] = None
-    pull_requests: Lenient[tuple[PullRef, ...]] = None
+    pull_requests: Lenient[tuple[Lenient[PullRef], ...]] = None
 
 
 class CheckRunData(_Model):
@@ -79,7 +80,7 @@ class CheckRunData(_Model):
     name: Lenient[str] = None
     app: Lenient[AppRef] = None
     check_suite: Lenient[CheckSuiteData] = None
-    pull_requests: Lenient[tuple[PullRef, ...]] = None
+    pull_requests: Lenient[tuple[Lenient[PullRef], ...]] = None
 
 
 class WorkflowRunData(_Model):
@@ -87,7 +88,7 @@ class WorkflowRunData(_Model):
     head_sha: Lenient[str] = None
     head_branch: Lenient[str] = None
     conclusion: Lenient[str] = None
-    pull_requests: Lenient[tuple[PullRef, ...]] = None
+    pull_requests: Lenient[tuple[Lenient[PullRef], ...]] = None
 
 
 class StatusBranch(_Model):

@@ -12,13 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ballet.sandbox import events, gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found
+from ballet.sandbox.faults import Faults, FaultSpec
 from ballet.sandbox.handler import int_param, now, respond, sandbox_of
-from ballet.sandbox.state import Repo
+from ballet.sandbox.state import CheckRun, CheckSuite, Repo
 
 NAME = r"^[A-Za-z0-9_.-]+$"
 MergeMethod = Literal["merge", "squash", "rebase"]
@@ -221,7 +222,79 @@ async def repo_state(request: Request) -> JSONResponse:
     )
 
 
+async def delete_user(request: Request) -> Response:
+    """The account is gone: its comments now show `"user": null`, as GitHub's do."""
+    sandbox_of(request).deleted_users.add(request.path_params["login"])
+    return Response(status_code=204)
+
+
+class ForeignCheckRun(BaseModel):
+    """A check run of another App (the repository's CI), in any status GitHub documents,
+    including the GitHub Actions ones Ballet itself never creates."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    head_sha: str = Field(pattern=r"^[0-9a-f]{40}$")
+    status: Literal["queued", "in_progress", "completed", "waiting", "requested", "pending"]
+    conclusion: str | None = None
+
+
+async def create_foreign_check_run(request: Request) -> JSONResponse:
+    sb = sandbox_of(request)
+    repo = sb.repo(request.path_params["owner"], request.path_params["repo"])
+    if repo is None:
+        raise not_found()
+    try:
+        spec = ForeignCheckRun.model_validate_json(await request.body())
+    except ValidationError as exc:
+        raise ApiError(422, f"Invalid check run: {exc.errors()[0]['msg']}") from exc
+    moment = now()
+    suite = CheckSuite(sb.next_id(), spec.head_sha, None, None, moment, moment, origin="ci")
+    suite.status = "completed" if spec.status == "completed" else "queued"
+    suite.conclusion = spec.conclusion
+    run = CheckRun(sb.next_id(), suite.id, spec.name, spec.head_sha, moment, status=spec.status)
+    run.conclusion = spec.conclusion
+    repo.suites[suite.id] = suite
+    repo.runs[run.id] = run
+    return respond({"id": run.id}, 201)
+
+
+async def start_faults(request: Request) -> JSONResponse:
+    """`{"rate", "kinds", "seed"}`: fail that share of the App's requests from now on."""
+    try:
+        spec = FaultSpec.model_validate_json(await request.body())
+    except ValidationError as exc:
+        errors = [
+            {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"]} for e in exc.errors()
+        ]
+        raise ApiError(
+            422,
+            'Send {"rate": 0.2, "kinds": ["502", "secondary_rate_limit", "timeout"], "seed": 1}',
+            errors,
+        ) from exc
+    sb = sandbox_of(request)
+    sb.faults = Faults.start(spec)
+    return respond(sb.faults.summary(), 201)
+
+
+async def stop_faults(request: Request) -> JSONResponse:
+    """End the fault plan; says how many faults of each kind it injected."""
+    sb = sandbox_of(request)
+    was, sb.faults = sb.faults, None
+    return respond(was.summary() if was is not None else {"injected": {}})
+
+
+async def show_faults(request: Request) -> JSONResponse:
+    faults = sandbox_of(request).faults
+    return respond(faults.summary() if faults is not None else None)
+
+
 ROUTES = [
+    Route("/_sandbox/faults", start_faults, methods=["POST"]),
+    Route("/_sandbox/faults", stop_faults, methods=["DELETE"]),
+    Route("/_sandbox/faults", show_faults, methods=["GET"]),
+    Route("/_sandbox/users/{login}", delete_user, methods=["DELETE"]),
+    Route("/_sandbox/repos/{owner}/{repo}/check-runs", create_foreign_check_run, methods=["POST"]),
     Route("/_sandbox/repos", create_repo, methods=["POST"]),
     Route("/_sandbox/repos/{owner}/{repo}/state", repo_state),
     Route("/_sandbox/deliveries", list_deliveries),

@@ -30,6 +30,7 @@ from ballet.sandbox import (
 from ballet.sandbox.auth import Actor, new_app_identity
 from ballet.sandbox.errors import ApiError, error_response
 from ballet.sandbox.etag import ConditionalGet
+from ballet.sandbox.faults import FaultInjector
 from ballet.sandbox.state import Sandbox
 from ballet.sandbox.webhooks import WebhookQueue
 
@@ -126,5 +127,6 @@ def create_app(sandbox: Sandbox) -> Starlette:
         exception_handlers={ApiError: error_response, HTTPException: _http_error},
     )
     app.add_middleware(ConditionalGet)
+    app.add_middleware(FaultInjector, sandbox=sandbox)  # logs its faults itself
     app.add_middleware(RequestLog, sandbox=sandbox)  # outermost: it logs the 304s too
     return app

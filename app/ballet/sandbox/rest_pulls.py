@@ -102,7 +102,7 @@ async def list_pulls(request: Request) -> JSONResponse:
         and (head is None or f"{repo.owner}:{pr.head_ref}" == head or pr.head_ref == head)
         and (base is None or pr.base_ref == base)
     ]
-    return respond([pull_shape(sb, repo, n) for n in page(request, found)])
+    return respond([shapes.pull_list_item(pull_shape(sb, repo, n)) for n in page(request, found)])
 
 
 async def update_pull(request: Request) -> JSONResponse:

@@ -12,9 +12,12 @@ import itertools
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ballet.sandbox.webhooks import WebhookQueue
+
+if TYPE_CHECKING:
+    from ballet.sandbox.faults import Faults  # which imports this module
 
 # GitHub's permission levels, weakest first: the index is the strength.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")
@@ -216,6 +219,10 @@ class Sandbox:
     installations: dict[str, int] = field(default_factory=dict)  # owner -> installation id
     tokens: dict[str, Token] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
+    # Accounts deleted (`DELETE /_sandbox/users/{login}`): their comments show `"user": null`.
+    deleted_users: set[str] = field(default_factory=set)
+    # The fault plan on now (`POST /_sandbox/faults`), None when GitHub is well.
+    faults: Faults | None = None
     # Background work (CI runs) kept referenced until done, and cancelled at shutdown.
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     # Manifest-flow codes not yet converted: code -> (manifest, owner).

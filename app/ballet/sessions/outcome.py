@@ -6,7 +6,9 @@ contract's shape never counts as the outcome the agent may have meant.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from pathlib import Path
 from typing import TypeVar
 
@@ -51,16 +53,9 @@ def read_handoff(path: Path) -> Handoff | None:
 def _read(
     path: Path, model: type[Model], missing: FailureReason, invalid: FailureReason, what: str
 ) -> Model:
+    data = _read_bounded(path, missing, invalid, what)
     try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise SessionFailure(missing, f"no {what} at {path}") from None
-    if size > MAX_REPORT_BYTES:
-        raise SessionFailure(
-            invalid, f"the {what} is {size} bytes; the limit is {MAX_REPORT_BYTES} bytes"
-        )
-    try:
-        return model.model_validate_json(path.read_bytes())
+        return model.model_validate_json(data)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or '(document)'}: {e['msg']}" for e in error.errors()
@@ -68,6 +63,30 @@ def _read(
         raise SessionFailure(
             invalid, f"the {what} does not match the contract: {problems}"
         ) from None
+
+
+def _read_bounded(path: Path, missing: FailureReason, invalid: FailureReason, what: str) -> bytes:
+    """At most MAX_REPORT_BYTES of a regular file the session wrote: never a symlink
+    out of its workspace, a FIFO that blocks, or /dev/zero, however big it claims to be."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise SessionFailure(missing, f"no {what} at {path}") from None
+    except OSError as exc:
+        raise SessionFailure(
+            invalid, f"the {what} cannot be read ({exc.strerror}); write a plain file"
+        ) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise SessionFailure(invalid, f"the {what} is not a plain file; write a plain file")
+        data = file.read(MAX_REPORT_BYTES + 1)
+    if len(data) > MAX_REPORT_BYTES or info.st_size > MAX_REPORT_BYTES:
+        size = max(info.st_size, len(data))
+        raise SessionFailure(
+            invalid, f"the {what} is {size} bytes; the limit is {MAX_REPORT_BYTES} bytes"
+        )
+    return data
 
 
 def failed_report(

@@ -27,7 +27,7 @@ from ballet.sandbox.shapes.common import (
 )
 from ballet.sandbox.shapes.git import branch, commit, git_actor, git_ref, push_commit
 from ballet.sandbox.shapes.issues import comment, issue, label, reaction
-from ballet.sandbox.shapes.pulls import pull, review
+from ballet.sandbox.shapes.pulls import pull, pull_list_item, review
 
 __all__ = [
     "EVENTS",
@@ -51,6 +51,7 @@ __all__ = [
     "label",
     "node_id",
     "pull",
+    "pull_list_item",
     "push_commit",
     "reaction",
     "reactions_rollup",

@@ -89,7 +89,8 @@ def comment(sb: Sandbox, repo: Repo, item: Comment) -> JSON:
         "html_url": f"{repo_html(sb, repo)}/{kind}/{item.issue_number}#issuecomment-{item.id}",
         "issue_url": f"{repo_api(sb, repo)}/issues/{item.issue_number}",
         "body": item.body,
-        "user": user(sb, item.user),
+        # GitHub sends null for an account deleted since (the web shows "ghost").
+        "user": None if item.user in sb.deleted_users else user(sb, item.user),
         "created_at": iso(item.created_at),
         "updated_at": iso(item.updated_at),
         "author_association": author_association(repo, item.user),

@@ -119,3 +119,25 @@ def review(sb: Sandbox, repo: Repo, item: Review) -> JSON:
         "commit_id": item.commit_id,
         "author_association": author_association(repo, item.user),
     }
+
+
+# What `GET /pulls` leaves out of each item (GitHub's `pull-request-simple`):
+# mergeability and the counts cost GitHub a computation per pull request.
+_NOT_IN_LISTS = (
+    "merged",
+    "mergeable",
+    "rebaseable",
+    "mergeable_state",
+    "merged_by",
+    "comments",
+    "review_comments",
+    "maintainer_can_modify",
+    "commits",
+    "additions",
+    "deletions",
+    "changed_files",
+)
+
+
+def pull_list_item(full: JSON) -> JSON:
+    return {k: v for k, v in full.items() if k not in _NOT_IN_LISTS}

@@ -1,0 +1,92 @@
+"""A worker SIGKILLed mid-session (an OOM kill, a node eviction), and then Redis
+flushed during the next session, cost no person.
+
+Web and sandbox run in this process; the workers are real `ballet worker`
+processes on the same Valkey. The first is killed while the implement
+session's agent runs; a second worker starts (what a supervisor does). Its
+reconciler sees the session's heartbeat gone, the ticket runs implement again
+as attempt 2. While the review session runs next, Valkey is flushed; the
+record comes back from the tracking comment and the review's result is kept.
+The ticket merges with one pull request, one report per stage run and one
+tracking comment, and nobody typed a command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from ballet.demo.stack import Stack
+from ballet.demo.watch import View
+from ballet.queue import connect
+from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
+from worker_processes import worker_process
+
+pytestmark = pytest.mark.anyio
+
+
+async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> int:
+    """The pid of the implement agent, once it runs (it writes it and hangs)."""
+    for _ in range(1200):
+        found = list(data_dir.rglob("hanging.pid"))
+        if found and found[0].read_text():
+            return int(found[0].read_text())
+        assert worker.poll() is None, log.read_text()[-3000:]
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"the implement session never started:\n{log.read_text()[-3000:]}")
+
+
+def reviewing(view: View) -> bool:
+    record = view.record
+    return record is not None and record.status == "running" and record.stage == "review"
+
+
+async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
+    bare_stack: Stack, tmp_path: Path
+) -> None:
+    stack = bare_stack
+    repo = await new_repo(stack, "killed")
+    first_log, second_log = tmp_path / "worker-1.log", tmp_path / "worker-2.log"
+    with worker_process(stack, first_log) as first:
+        number = await ticket(
+            stack, repo, directives="demo:hang-implement=600\ndemo:sleep-review=8"
+        )
+        agent = await hanging_agent(stack.settings.data_dir, first, first_log)
+        first.send_signal(signal.SIGKILL)
+        assert first.wait(timeout=30) == -signal.SIGKILL
+    killed = time.monotonic()
+    # A node eviction takes the agent with the worker (in production bubblewrap's
+    # --die-with-parent does); here it is a process of its own, so end it too.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(agent, signal.SIGKILL)
+
+    with worker_process(stack, second_log):
+        # ...and Redis loses everything while the next session (review) runs.
+        await wait_until(stack, repo, number, reviewing, timeout=300)
+        await asyncio.sleep(2)  # the review session is under way
+        pool = await connect(stack.settings.require_redis_url())
+        await pool.flushdb()
+        await pool.aclose()
+        view = await wait_until(stack, repo, number, merged, timeout=300)
+    recovered = time.monotonic() - killed
+
+    record = view.record
+    assert record is not None
+    runs = [(r.stage, r.attempt, r.outcome) for r in record.history]
+    assert runs[:2] == [("implement", 1, "crashed"), ("implement", 2, "done")], runs
+    assert [r[0] for r in runs[2:]] == ["review", "verify", "integrate"], runs
+    assert "no heartbeat since" in record.history[0].summary
+    await assert_merged_cleanly(stack, view, repo, number)  # one tracking comment, reports
+    assert len(view.state["pulls"]) == 1
+    assert not record.questions
+    # Nobody typed a command: every comment is Ballet's own.
+    people = [c for c in view.state["comments"] if not c["user"].endswith("[bot]")]
+    assert people == []
+    assert sum(":report:" in m for m in markers(view)) == len(record.history)
+    print(f"\nrecovered and merged {recovered:.0f} s after the kill")
