@@ -23,7 +23,7 @@ pytestmark = pytest.mark.anyio
 
 async def session_running(data_dir: Path) -> None:
     for _ in range(1200):
-        if list(data_dir.rglob("hanging.pid")):
+        if list(data_dir.rglob("hanging.ns")):
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the implement session never started")

@@ -14,8 +14,6 @@ tracking comment, and nobody typed a command.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import signal
 import subprocess
 import time
@@ -25,18 +23,19 @@ import pytest
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
 from ballet.queue import connect
+from process_namespaces import namespace_ends
 from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
 from worker_processes import worker_process
 
 pytestmark = pytest.mark.anyio
 
 
-async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> int:
-    """The pid of the implement agent, once it runs (it writes it and hangs)."""
+async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> str:
+    """The pid namespace of the implement session, once its agent runs (and hangs)."""
     for _ in range(1200):
-        found = list(data_dir.rglob("hanging.pid"))
+        found = list(data_dir.rglob("hanging.ns"))
         if found and found[0].read_text():
-            return int(found[0].read_text())
+            return found[0].read_text()
         assert worker.poll() is None, log.read_text()[-3000:]
         await asyncio.sleep(0.1)
     raise AssertionError(f"the implement session never started:\n{log.read_text()[-3000:]}")
@@ -61,10 +60,9 @@ async def test_a_worker_killed_mid_session_is_recovered_without_a_person(
         first.send_signal(signal.SIGKILL)
         assert first.wait(timeout=30) == -signal.SIGKILL
     killed = time.monotonic()
-    # A node eviction takes the agent with the worker (in production bubblewrap's
-    # --die-with-parent does); here it is a process of its own, so end it too.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(agent, signal.SIGKILL)
+    # The sandbox dies with its worker (bubblewrap's --die-with-parent): no agent
+    # of the dead worker goes on writing to the clone or pushing.
+    assert namespace_ends(agent)
 
     with worker_process(stack, second_log):
         # ...and Redis loses everything while the next session (review) runs.

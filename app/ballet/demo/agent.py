@@ -16,10 +16,10 @@ working directory and the `BALLET_*` variables of the session contract.
 Lines `demo:<stage>=<outcome>@<iteration>` in the issue body script other
 outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`;
 `demo:sleep-<stage>=<seconds>` slows a stage, `demo:hang-<stage>=<seconds>` slows
-only its first attempt (writing its pid to `$HOME/hanging.pid`, so a test can kill
-the worker under it), `demo:crash-<stage>=yes` makes its first attempt crash
-without a report, and `demo:break-ci=yes@1` has implement turn the repository's
-CI red in that iteration; `demo:usage=yes` has every session report the usage of
+only its first attempt (writing its pid namespace to `$HOME/hanging.ns`, so a test
+can kill the worker under it and see the session go with it),
+`demo:crash-<stage>=yes` makes its first attempt crash without a report, and
+`demo:break-ci=yes@1` has implement turn the repository's CI red in that iteration; `demo:usage=yes` has every session report the usage of
 a metered model (USAGE below), as a `command` runtime may.
 Only the standard library is used: a session's environment is bare.
 """
@@ -142,7 +142,8 @@ def main() -> int:
         time.sleep(float(pause))
     hang = scripted(body, f"hang-{stage_id}", iteration)
     if hang and int(stage.get("attempt", 1)) == 1:
-        (Path(os.environ["HOME"]) / "hanging.pid").write_text(str(os.getpid()))
+        # Its pid namespace: what a test outside the sandbox can find it by.
+        (Path(os.environ["HOME"]) / "hanging.ns").write_text(os.readlink("/proc/self/ns/pid"))
         time.sleep(float(hang))
     if scripted(body, f"crash-{stage_id}", iteration) and int(stage.get("attempt", 1)) == 1:
         print("the agent crashed on purpose (scenario)", file=sys.stderr)
