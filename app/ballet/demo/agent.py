@@ -18,9 +18,10 @@ outcomes, e.g. `demo:review=changes_requested@1` or `demo:implement=question@1`;
 `demo:sleep-<stage>=<seconds>` slows a stage, `demo:hang-<stage>=<seconds>` slows
 only its first attempt (writing its pid namespace to `$HOME/hanging.ns`, so a test
 can kill the worker under it and see the session go with it),
-`demo:crash-<stage>=yes` makes its first attempt crash without a report, and
-`demo:break-ci=yes@1` has implement turn the repository's CI red in that iteration; `demo:usage=yes` has every session report the usage of
-a metered model (USAGE below), as a `command` runtime may.
+`demo:crash-<stage>=yes` makes its first attempt crash without a report,
+`demo:break-ci=yes@1` has implement turn the repository's CI red in that iteration,
+and `demo:usage=yes` has every session report the usage of a metered model (USAGE
+below), as a `command` runtime may.
 Only the standard library is used: a session's environment is bare.
 """
 
