@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 from ballet.core.effects import React, SetLabels
-from ballet.core.record import Record, TicketRef
+from ballet.core.record import Record, TicketRef, encode_record
+from ballet.github.forge import Comment
 from ballet.github.intents import TicketTarget
-from ballet.github.store import RecordStore
+from ballet.github.store import RecordStore, tracking_marker
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -89,3 +91,35 @@ async def test_tickets_are_found_by_pr_branch_or_linked_issue(store: RecordStore
     assert await store.installation_of(REPO) == 77
     await store.forget_repositories([REPO])
     assert await store.installation_of(REPO) is None
+
+
+class _SlowTrackingComment:
+    """GitHub as seen by a rebuild that is slow: the tracking comment, still at the
+    version it was written with, handed over only once `release` is set."""
+
+    def __init__(self, stale: Record) -> None:
+        self.body = f"{tracking_marker(stale.key)}\n{encode_record(stale)}"
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def list_comments(self, repo: str, number: int) -> list[Comment]:
+        self.asked.set()
+        await self.release.wait()
+        return [Comment(id=1, body=self.body, author="ballet[bot]", html_url="")]
+
+
+async def test_a_late_rebuild_never_overwrites_a_newer_committed_record(
+    store: RecordStore,
+) -> None:
+    # Redis lost everything; a reader without the ticket's lock (a session job) starts
+    # rebuilding from the tracking comment, and meanwhile the lock's holder commits
+    # the next version, which the comment has not caught up with yet.
+    stale, newer = record(version=4, stage="implement"), record(version=5, stage="review")
+    github = _SlowTrackingComment(stale)
+    reader = asyncio.create_task(store.load(stale.key, github))  # type: ignore[arg-type]
+    await github.asked.wait()
+    await store.commit(newer, (), "session-finished")
+    github.release.set()
+
+    assert await reader == newer
+    assert await store.load(stale.key, github) == newer  # type: ignore[arg-type]

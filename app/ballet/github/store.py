@@ -101,10 +101,16 @@ class RecordStore:
         if raw is not None:
             return Record.model_validate_json(raw)
         record = await self._rebuild(key, forge, pr_hint)
-        if record is not None:
-            await self._redis.set(self._k("record", key), record.model_dump_json())
+        if record is None:
+            return None
+        # Only where nothing is stored yet: a reader without the ticket's lock (a
+        # session job) may finish its rebuild after the lock's holder committed a
+        # newer version, which the tracking comment has not caught up with yet.
+        if await self._redis.set(self._k("record", key), record.model_dump_json(), nx=True):
             await self._index(record)
-        return record
+            return record
+        raw = await self._redis.get(self._k("record", key))
+        return record if raw is None else Record.model_validate_json(raw)
 
     async def records(self, repo: str | None = None) -> AsyncIterator[Record]:
         """Every record Redis holds (finished ones for FINISHED_TTL_SECONDS), or one
