@@ -3,6 +3,7 @@ and leave behind. Real bubblewrap, real proxy, real processes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -17,6 +18,7 @@ import pytest
 from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
 from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions.confine.proxy import MAX_OPEN_SOCKETS, EgressPolicy, EgressProxy
 from git_repos import git, remote_refs
 from process_namespaces import namespace_ends, record_namespace
 from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript, run
@@ -260,3 +262,27 @@ def test_a_repository_cannot_open_a_local_or_private_destination(unsafe: str) ->
     with pytest.raises(ValueError, match="operator can"):
         Runtime(adapter="command", command=("x",), egress=(unsafe,))
     assert parse_rule(unsafe, trusted=True).trusted  # the operator may
+
+
+def test_a_session_cannot_starve_the_worker_of_threads(tmp_path: Path) -> None:
+    async def scenario() -> bytes:
+        proxy = EgressProxy(EgressPolicy(rules=()), tmp_path / "proxy.sock", "s")
+        await proxy.start()
+        idle = []
+        try:
+            for _ in range(MAX_OPEN_SOCKETS):  # connections that never send a request
+                sock = socket.socket(socket.AF_UNIX)
+                sock.connect(str(tmp_path / "proxy.sock"))
+                idle.append(sock)
+            await asyncio.sleep(0.5)
+            one_more = socket.socket(socket.AF_UNIX)
+            one_more.connect(str(tmp_path / "proxy.sock"))
+            one_more.settimeout(10)
+            return await asyncio.to_thread(one_more.recv, 4096)
+        finally:
+            for sock in idle:
+                sock.close()
+            await proxy.aclose()
+
+    answer = asyncio.run(scenario())
+    assert answer.startswith(b"HTTP/1.1 403") and b"too many connections" in answer

@@ -41,6 +41,12 @@ log = structlog.get_logger("ballet.egress")
 MAX_HEAD_BYTES = 16 * 1024
 CHUNK = 1 << 20
 CONNECT_TIMEOUT_SECONDS = 15.0
+# A session is one agent: it never needs hundreds of connections at once, and each
+# costs the worker a thread; past this many open sockets (a connection and its
+# upstream are two), and for a request head that does not come, the proxy lets
+# go, so no session can starve the worker's other sessions.
+MAX_OPEN_SOCKETS = 128
+HEAD_TIMEOUT_SECONDS = 30.0
 HOW_TO_ALLOW = (
     "a repository adds public hosts to its runtime's `egress:` in .ballet.yml; "
     "the operator adds others with BALLET_SESSION_EGRESS_ALLOW"
@@ -103,6 +109,12 @@ class EgressProxy:
                 client, _ = self._listener.accept()
             except OSError:
                 return  # closed
+            with self._lock:
+                full = len(self._open) >= MAX_OPEN_SOCKETS
+            if full:
+                self._refuse(client, "too many connections at once")
+                client.close()
+                continue
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _track(self, sock: socket.socket) -> bool:
@@ -164,6 +176,7 @@ class EgressProxy:
 
 def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
     """The request head, and whatever the client already sent after it."""
+    client.settimeout(HEAD_TIMEOUT_SECONDS)
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = client.recv(4096)
@@ -173,6 +186,7 @@ def _read_head(client: socket.socket) -> tuple[bytes, bytes]:
         if len(data) > MAX_HEAD_BYTES:
             raise Refused("the request head is too long")
     head, _, early = data.partition(b"\r\n\r\n")
+    client.settimeout(None)
     return head + b"\r\n\r\n", early
 
 
