@@ -18,7 +18,7 @@ import pytest
 from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
 from ballet.sessions import SessionOptions, Workspaces
-from ballet.sessions.confine.proxy import MAX_OPEN_SOCKETS, EgressPolicy, EgressProxy
+from ballet.sessions.confine.proxy import MAX_OPEN_SOCKETS, MAX_REASONS, EgressPolicy, EgressProxy
 from git_repos import git, remote_refs
 from process_namespaces import namespace_ends, record_namespace
 from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript, run
@@ -286,3 +286,24 @@ def test_a_session_cannot_starve_the_worker_of_threads(tmp_path: Path) -> None:
 
     answer = asyncio.run(scenario())
     assert answer.startswith(b"HTTP/1.1 403") and b"too many connections" in answer
+
+
+def test_refusals_are_all_counted_but_only_the_first_kept(tmp_path: Path) -> None:
+    async def scenario() -> EgressProxy:
+        proxy = EgressProxy(EgressPolicy(rules=()), tmp_path / "proxy.sock", "s")
+        await proxy.start()
+
+        def ask(n: int) -> bytes:
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.connect(str(tmp_path / "proxy.sock"))
+                sock.sendall(f"CONNECT host{n}.example:443 HTTP/1.1\r\n\r\n".encode())
+                return sock.recv(4096)
+
+        for n in range(MAX_REASONS + 10):
+            assert (await asyncio.to_thread(ask, n)).startswith(b"HTTP/1.1 403")
+        await proxy.aclose()
+        return proxy
+
+    proxy = asyncio.run(scenario())
+    assert proxy.refused_count == MAX_REASONS + 10
+    assert len(proxy.refused) == MAX_REASONS  # an agent retrying forever costs no memory

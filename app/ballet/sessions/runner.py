@@ -183,8 +183,10 @@ async def _run(
         message = f"could not start {program!r}: {error}; install it on the worker's PATH"
         return _failed(SessionFailure("runtime", message), None, None, None, started)
     adapter.after_exit(invocation)
-    tail = outcome.output_tail(OUTPUT_TAIL_CHARS) + _refusals(sandbox.refused)
-    egress = {"egress_allowed": sandbox.allowed, "egress_refused": len(sandbox.refused)}
+    tail = outcome.output_tail(OUTPUT_TAIL_CHARS) + _refusals(
+        sandbox.refused, sandbox.refused_count
+    )
+    egress = {"egress_allowed": sandbox.allowed, "egress_refused": sandbox.refused_count}
     usage = meter.usage()
     try:
         report, handoff = _read_results(spec, outcome, report_path, handoff_path)
@@ -268,12 +270,12 @@ def _findable(program: str, clone: Path, path: str) -> bool:
     return shutil.which(program, path=path) is not None
 
 
-def _refusals(refused: list[str]) -> str:
+def _refusals(refused: list[str], count: int) -> str:
     """What the egress proxy refused the session, for its report's output tail."""
-    if not refused:
+    if not count:
         return ""
     lines = "".join(f"{reason}\n" for reason in dict.fromkeys(refused))
-    return f"--- egress refused by Ballet's proxy ({len(refused)}) ---\n{lines}"
+    return f"--- egress refused by Ballet's proxy ({count}) ---\n{lines}"
 
 
 def _exclude(clone: Path, patterns: tuple[str, ...]) -> None:

@@ -47,6 +47,7 @@ CONNECT_TIMEOUT_SECONDS = 15.0
 # go, so no session can starve the worker's other sessions.
 MAX_OPEN_SOCKETS = 128
 HEAD_TIMEOUT_SECONDS = 30.0
+MAX_REASONS = 50  # refusals kept (and logged) per session; all are counted
 HOW_TO_ALLOW = (
     "a repository adds public hosts to its runtime's `egress:` in .ballet.yml; "
     "the operator adds others with BALLET_SESSION_EGRESS_ALLOW"
@@ -82,7 +83,8 @@ class EgressProxy:
         self.policy = policy
         self.path = path
         self.session = session  # the job key, for the log
-        self.refused: list[str] = []
+        self.refused: list[str] = []  # the first MAX_REASONS refusals' reasons
+        self.refused_count = 0
         self.allowed = 0
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._open: set[socket.socket] = set()
@@ -163,8 +165,12 @@ class EgressProxy:
 
     def _refuse(self, client: socket.socket, reason: str) -> None:
         with self._lock:
-            self.refused.append(reason)
-        log.warning("session egress refused", session=self.session, reason=reason)
+            self.refused_count += 1
+            keep = len(self.refused) < MAX_REASONS  # an agent may retry without end
+            if keep:
+                self.refused.append(reason)
+        if keep:
+            log.warning("session egress refused", session=self.session, reason=reason)
         body = f"ballet: egress refused: {reason}\n".encode()
         with contextlib.suppress(OSError):
             client.sendall(

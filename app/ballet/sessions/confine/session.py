@@ -75,6 +75,10 @@ class SessionSandbox:
         return self.proxy.refused if self.proxy else []
 
     @property
+    def refused_count(self) -> int:
+        return self.proxy.refused_count if self.proxy else 0
+
+    @property
     def allowed(self) -> int:
         return self.proxy.allowed if self.proxy else 0
 
