@@ -64,7 +64,7 @@ async def _startup(paths: SessionPaths, runs: int) -> None:
         await run_process(["true"], cwd=paths.clone, env=env, timeout_seconds=30)
 
     async def boxed() -> None:
-        async with confined(isolation, paths, ["true"], env, runtime_hosts=(), session="b") as box:
+        async with confined(isolation, paths, ["true"], env, runtime_rules=(), session="b") as box:
             outcome = await run_process(box.argv, cwd=paths.clone, env=box.env, timeout_seconds=30)
             assert outcome.exit_code == 0, outcome.output_tail(2000)
 
@@ -91,10 +91,10 @@ async def _egress(paths: SessionPaths, port: int, megabytes: int, runs: int) -> 
 
     for _ in range(runs):
         await fetch("direct", curl, env)
-        async with confined(allowed, paths, curl, env, runtime_hosts=(), session="b") as box:
+        async with confined(allowed, paths, curl, env, runtime_rules=(), session="b") as box:
             await fetch("proxied", box.argv, box.env)  # curl honours http_proxy
         no_proxy = ["curl", "--noproxy", "*", *curl[1:]]
-        async with confined(allowed, paths, no_proxy, env, runtime_hosts=(), session="b") as box:
+        async with confined(allowed, paths, no_proxy, env, runtime_rules=(), session="b") as box:
             await fetch("forwarded", box.argv, box.env)
     direct = statistics.median(speeds["direct"])
     print(f"egress: {megabytes} MB over loopback by curl, {runs} runs each (median):")

@@ -182,12 +182,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         # again could push a second, different result onto the branch. The ticket
         # runs the stage again as a new attempt (a new job) instead.
         crashed = SessionCrashed(
-            now=jobs.clock(),
-            job_key=spec.job_key,
-            stage=spec.stage,
-            iteration=spec.iteration,
-            attempt=spec.attempt,
-            phase=spec.phase,
+            **_session_of(jobs, spec),
             last_beat=began,
             retries_allowed=jobs.crash_retries,
         )
@@ -221,6 +216,18 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     return result.report.outcome
 
 
+def _session_of(jobs: SessionJobs, spec: SessionSpec) -> dict[str, Any]:
+    """The fields every event about this session carries, as of now."""
+    return {
+        "now": jobs.clock(),
+        "job_key": spec.job_key,
+        "stage": spec.stage,
+        "iteration": spec.iteration,
+        "attempt": spec.attempt,
+        "phase": spec.phase,
+    }
+
+
 async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> None:
     """Keep the report and handoff as the ticket's artifact, then queue SessionFinished."""
     await jobs.artifacts.add(
@@ -235,12 +242,7 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
         ),
     )
     event = SessionFinished(
-        now=jobs.clock(),
-        job_key=spec.job_key,
-        stage=spec.stage,
-        iteration=spec.iteration,
-        attempt=spec.attempt,
-        phase=spec.phase,
+        **_session_of(jobs, spec),
         report=result.report,
         head_sha=result.head_sha,
         usage=result.usage,

@@ -143,6 +143,5 @@ class _SealedHttpStorage(AsyncRedisStorage):
             elif not seal and value.startswith(SEALED):
                 value = self._sealer.open(value.removeprefix(SEALED), "authorization") or ""
             changed.append(value)
-        headers = Headers({k: request.headers.get_list(k) or [] for k in request.headers})
-        headers._headers["authorization"] = changed  # Headers' setter appends
-        return replace(request, headers=headers)
+        kept = {k: request.headers.get_list(k) or [] for k in request.headers}
+        return replace(request, headers=Headers({**kept, "authorization": changed}))

@@ -166,7 +166,7 @@ async def _run(
     hosts = runtime_destinations(spec.runtime)
     try:
         async with confined(
-            options.isolation, paths, argv, env, runtime_hosts=hosts, session=key
+            options.isolation, paths, argv, env, runtime_rules=hosts, session=key
         ) as sandbox:
             outcome = await run_process(
                 sandbox.argv,

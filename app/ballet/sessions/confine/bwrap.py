@@ -72,10 +72,7 @@ def bwrap_argv(
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     roots = readonly_roots(layout.readonly, layout.hidden)
     for root in roots:
-        if str(root) in SYSTEM_PATHS and root.is_symlink():  # /bin -> usr/bin (merged /usr)
-            args += ["--symlink", os.readlink(root), str(root)]
-        else:
-            args += ["--ro-bind", str(root), str(root)]
+        args += _read_only(root)
     for secret in layout.hidden:
         if any(_within(secret, root) for root in roots) and secret.exists():
             mask = ["--tmpfs"] if secret.is_dir() else ["--ro-bind", "/dev/null"]
@@ -87,6 +84,14 @@ def bwrap_argv(
     args += ["--ro-bind", str(RELAY), INSIDE_RELAY, "--chdir", str(layout.clone)]
     python = str(Path(sys.executable).resolve())
     return [*args, "--", python, "-I", "-S", INSIDE_RELAY, *relay.arguments(), "--", *command]
+
+
+def _read_only(root: Path) -> list[str]:
+    """`root` read-only in the sandbox; a system link (/bin -> usr/bin on a merged
+    /usr) stays the link it is."""
+    if str(root) in SYSTEM_PATHS and root.is_symlink():
+        return ["--symlink", os.readlink(root), str(root)]
+    return ["--ro-bind", str(root), str(root)]
 
 
 def readonly_roots(extra: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
@@ -126,6 +131,7 @@ def tool_paths(path_variable: str) -> tuple[Path, ...]:
     return tuple(found)
 
 
+@functools.cache
 def ballet_python_paths() -> tuple[Path, ...]:
     """Ballet's own interpreter (the relay runs on it) and installed packages: agent
     scripts commonly use the same Python. Code only, nothing secret."""
@@ -156,11 +162,7 @@ def check_bwrap(bwrap: str = "bwrap") -> None:
     argv = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
     for path in SYSTEM_PATHS:
         if os.path.lexists(path):
-            argv += (
-                ["--symlink", os.readlink(path), path]
-                if os.path.islink(path)
-                else ["--ro-bind", path, path]
-            )
+            argv += _read_only(Path(path))
     argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--", "true"]
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)

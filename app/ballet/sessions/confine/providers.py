@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ballet.core.config import Adapter, Runtime
-from ballet.core.egress import EgressRuleError, parse_rule
+from ballet.core.egress import EgressRule, EgressRuleError, parse_rule
 
 ANTHROPIC = "api.anthropic.com"
 OPENAI = "api.openai.com"
@@ -31,17 +31,14 @@ PROVIDER_HOSTS: Mapping[Adapter, tuple[str, ...]] = {
 }
 
 
-def runtime_destinations(runtime: Runtime) -> tuple[str, ...]:
+def runtime_destinations(runtime: Runtime) -> tuple[EgressRule, ...]:
     """Where a session of `runtime` may go: its provider, its `egress:`, and its
     `base_url`'s host when that is public (a local one is the operator's to allow,
     with BALLET_SESSION_EGRESS_ALLOW; the proxy then says so if it is not)."""
-    hosts = [*PROVIDER_HOSTS[runtime.adapter], *runtime.egress]
-    if runtime.base_url:
-        url = urlsplit(runtime.base_url)
-        if url.hostname:
-            host = f"[{url.hostname}]" if ":" in url.hostname else url.hostname
-            destination = f"{host}:{url.port or (443 if url.scheme == 'https' else 80)}"
-            with contextlib.suppress(EgressRuleError):
-                parse_rule(destination)
-                hosts.append(destination)
-    return tuple(hosts)
+    rules = [parse_rule(host) for host in (*PROVIDER_HOSTS[runtime.adapter], *runtime.egress)]
+    url = urlsplit(runtime.base_url or "")
+    if url.hostname:
+        host = f"[{url.hostname}]" if ":" in url.hostname else url.hostname
+        with contextlib.suppress(EgressRuleError):
+            rules.append(parse_rule(f"{host}:{url.port or (443 if url.scheme == 'https' else 80)}"))
+    return tuple(rules)

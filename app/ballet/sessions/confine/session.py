@@ -19,7 +19,7 @@ from typing import Literal
 
 import structlog
 
-from ballet.core.egress import EgressRule, is_loopback_host, parse_rule
+from ballet.core.egress import EgressRule, is_loopback_host
 from ballet.sessions.confine.bwrap import (
     RelaySpec,
     SandboxLayout,
@@ -99,18 +99,16 @@ async def confined(
     argv: Sequence[str],
     env: Mapping[str, str],
     *,
-    runtime_hosts: Sequence[str],
+    runtime_rules: Sequence[EgressRule],
     session: str,
 ) -> AsyncIterator[SessionSandbox]:
     """The session's sandboxed argv and environment for the duration of the block.
-    `runtime_hosts` are the adapter's provider hosts and the runtime's `egress:`."""
+    `runtime_rules` are the adapter's provider hosts and the runtime's `egress:`."""
     if isolation.mode == "none":
         log.warning(UNCONFINED_WARNING, session=session)
         yield SessionSandbox(list(argv), dict(env))
         return
-    policy = policy_for(
-        isolation.egress_allow, (parse_rule(h) for h in runtime_hosts), isolation.blocked_hosts
-    )
+    policy = policy_for(isolation.egress_allow, runtime_rules, isolation.blocked_hosts)
     # A short path of our own: unix socket paths are limited to 107 bytes.
     socket_dir = Path(tempfile.mkdtemp(prefix="ballet-egress-"))
     proxy = EgressProxy(policy, socket_dir / "proxy.sock", session)
