@@ -36,7 +36,8 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o700)
-        acl = _write_acl(directory / "users.acl", password)
+        # Absolute: Valkey runs in its data dir, and BALLET_DATA_DIR may be relative.
+        acl = _write_acl((directory / "users.acl").resolve(), password)
         server = ValkeyServer(
             data_dir=directory,
             persist=True,

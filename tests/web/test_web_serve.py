@@ -212,3 +212,18 @@ def test_worker_and_serve_refuse_to_start_when_sessions_cannot_be_confined(
     )
     assert "bubblewrap" not in done.stderr
     assert "UNCONFINED" in done.stderr
+
+
+def test_the_embedded_valkey_starts_under_a_relative_data_dir(tmp_path: Path) -> None:
+    # The README's `./run serve` uses the default, relative `.ballet-data`.
+    code = (
+        "import pathlib, redis\n"
+        "from ballet.embedded_valkey import embedded_valkey\n"
+        "with embedded_valkey(pathlib.Path('.ballet-data')) as url:\n"
+        "    print(redis.Redis.from_url(url).ping())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
