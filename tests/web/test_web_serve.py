@@ -226,4 +226,4 @@ def test_the_embedded_valkey_starts_under_a_relative_data_dir(tmp_path: Path) ->
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "True"
+    assert "True" in done.stdout.splitlines()
