@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("ballet.commands.validate", "check a .ballet.yml file"),
     "schema": ("ballet.commands.schema", "print the JSON Schema of .ballet.yml"),
     "stats": ("ballet.commands.stats", "per-stage runs, outcomes, durations and rework"),
-    "sandbox": ("ballet.sandbox.cli", "run the GitHub double or the offline demo"),
+    "sandbox": ("ballet.commands.sandbox", "run the GitHub double or the offline demo"),
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from ballet.github.repo_config import CHECK_NAME
+from ballet.tickets.repo_config import CHECK_NAME
 from scenarios import new_repo, wait_until
 
 pytestmark = pytest.mark.anyio

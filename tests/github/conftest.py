@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from area_fixtures import area_redis_url, rsa_private_key_pem
-from ballet.github.github_client import GitHubClients
-from ballet.github.github_forge import GitHubAppCredentials, GitHubForges, ServerErrorRetry
+from ballet.github.client import GitHubClients
+from ballet.github.rest import GitHubAppCredentials, GitHubForges, ServerErrorRetry
 from fake_github import API, APP_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 

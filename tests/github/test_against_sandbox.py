@@ -20,16 +20,16 @@ import pytest
 from ballet.core.config import Runtime
 from ballet.core.record import decode_record
 from ballet.core.render import marker_for
-from ballet.github.edge import EdgeConfigError, build_edge
-from ballet.github.github_client import GitHubClients
-from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
-from ballet.github.memo import Memo
-from ballet.github.store import RecordStore, tracking_marker
-from ballet.github.ticket_service import TicketService
-from ballet.live_tickets import LiveTickets
+from ballet.github.client import GitHubClients
+from ballet.github.rest import GitHubAppCredentials, GitHubForges
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import Settings
-from ballet.ticket_source import GitHubTicketSource, IssueDetails
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.service import TicketService
+from ballet.tickets.source import GitHubTicketSource, IssueDetails
+from ballet.tickets.store import RecordStore, tracking_marker
+from ballet.wiring import EdgeConfigError, build_edge
 from fake_github import API, FakeGitHub
 from github_edge_kit import Delivery, RecordingLauncher
 from redis.asyncio import Redis

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 from ballet.github.forge import CheckRunSpec, ForgeUnavailable, RateLimited, find_comment
-from ballet.github.github_forge import GitHubForges
+from ballet.github.rest import GitHubForges
 from fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 
 pytestmark = pytest.mark.anyio

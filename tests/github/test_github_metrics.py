@@ -16,19 +16,19 @@ import pytest
 from ballet.core.commands import Command
 from ballet.core.config import Runtime
 from ballet.core.events import CommandIssued, ReconcileTick
-from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
-from ballet.github.github_client import (
+from ballet.github.client import (
     GitHubAppCredentials,
     GitHubClient,
     GitHubClients,
     ServerErrorRetry,
 )
-from ballet.github.github_forge import GitHubForges
-from ballet.github.memo import Memo
-from ballet.github.store import RecordStore
-from ballet.github.ticket_service import TicketService
+from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.github.rest import GitHubForges
 from ballet.github.translate import AppIdentity
-from ballet.live_tickets import LiveTickets
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.service import TicketService
+from ballet.tickets.store import RecordStore
 from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 from github_edge_kit import NOW, Delivery, RecordingLauncher
 from prometheus_client import REGISTRY

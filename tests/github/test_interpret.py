@@ -20,10 +20,10 @@ from ballet.core.effects import (
 )
 from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME
-from ballet.github.checks import checks_verdict
-from ballet.github.github_forge import GitHubForges
-from ballet.github.interpret import Interpreter
-from ballet.github.memo import Memo
+from ballet.github.rest import GitHubForges
+from ballet.tickets.checks import checks_verdict
+from ballet.tickets.interpret import Interpreter
+from ballet.tickets.memo import Memo
 from fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub, FakePR
 from github_edge_kit import NOW, RecordingLauncher
 from redis.asyncio import Redis

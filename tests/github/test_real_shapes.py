@@ -14,9 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from ballet.github import github_models as m
-from ballet.github.github_client import GitHubClients
-from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
+from ballet.github import models as m
+from ballet.github.client import GitHubClients
+from ballet.github.rest import GitHubAppCredentials, GitHubForges
 from ballet.sandbox.server import BackgroundSandbox
 from redis.asyncio import Redis
 

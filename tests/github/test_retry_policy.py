@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from ballet.github.github_client import ServerErrorRetry
+from ballet.github.client import ServerErrorRetry
 from githubkit.exception import GitHubException, RequestError, RequestFailed, RequestTimeout
 from githubkit.response import Response
 

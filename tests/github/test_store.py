@@ -12,7 +12,7 @@ from ballet.core.effects import React, SetLabels
 from ballet.core.record import Record, TicketRef, encode_record
 from ballet.github.forge import Comment
 from ballet.github.intents import TicketTarget
-from ballet.github.store import RecordStore, tracking_marker
+from ballet.tickets.store import RecordStore, tracking_marker
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
-from ballet.github.ticket_lock import TicketBusy, TicketLock
+from ballet.tickets.lock import TicketBusy, TicketLock
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio

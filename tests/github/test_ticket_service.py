@@ -13,13 +13,13 @@ from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
 from ballet.core.report import Report
 from ballet.github.forge import RateLimited
-from ballet.github.github_forge import GitHubForges
-from ballet.github.interpret import Interpreter
-from ballet.github.memo import Memo
-from ballet.github.store import RecordStore
-from ballet.github.ticket_service import TicketService
+from ballet.github.rest import GitHubForges
 from ballet.github.translate import AppIdentity
-from ballet.live_tickets import LIVE_TICKETS, LiveTickets
+from ballet.tickets.interpret import Interpreter
+from ballet.tickets.live import LIVE_TICKETS, LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.service import TicketService
+from ballet.tickets.store import RecordStore
 from fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
 from github_edge_kit import NOW, Delivery, RecordingLauncher
 from redis.asyncio import Redis

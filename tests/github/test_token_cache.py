@@ -5,8 +5,8 @@ HTTP cache (a 304 still answers a repeated GET)."""
 from __future__ import annotations
 
 import pytest
-from ballet.github.github_client import GitHubClients
-from ballet.github.github_forge import GitHubAppCredentials
+from ballet.github.client import GitHubClients
+from ballet.github.rest import GitHubAppCredentials
 from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 

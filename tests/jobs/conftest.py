@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
-from ballet.artifacts import Artifacts
-from ballet.github.github_client import GitHubClients
-from ballet.github.github_forge import GitHubAppCredentials, GitHubForges
-from ballet.github.store import RecordStore
+from ballet.github.client import GitHubClients
+from ballet.github.rest import GitHubAppCredentials, GitHubForges
+from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import DeliveryQueue
-from ballet.services import Services
-from ballet.session_jobs import ArqSessionLauncher, SessionJobs
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
-from ballet.ticket_source import GitHubTicketSource
-from ballet.worker import LoggingConsumer
+from ballet.tickets.source import GitHubTicketSource
+from ballet.tickets.store import RecordStore
 from fake_github import API, APP_ID, FakeGitHub
 from git_repos import make_origin
 from jobs_kit import AGENT, EngineTickets, seeded_github

@@ -13,7 +13,7 @@ from ballet.core.effects import StartSession
 from ballet.core.events import AnyEvent, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.record import Record
-from ballet.github.store import RecordStore
+from ballet.tickets.store import RecordStore
 from fake_github import INSTALLATION_ID, FakeGitHub
 
 REPO = "octo/demo"

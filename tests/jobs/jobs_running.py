@@ -8,12 +8,12 @@ from collections.abc import Awaitable, Callable
 from arq.connections import ArqRedis
 from arq.jobs import Job
 from ballet.core.events import AnyEvent, SessionCrashed, SessionFinished
+from ballet.jobs.registry import QueueSpec, WorkerGroup, queue_specs
+from ballet.jobs.services import Services
+from ballet.jobs.stage_sessions import finished_event_id
+from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB, ticket_event_job_id
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from ballet.services import Services
-from ballet.session_jobs import finished_event_id
 from ballet.settings import Settings
-from ballet.ticket_events import APPLY_TICKET_EVENT_JOB, ticket_event_job_id
-from ballet.worker import QueueSpec, WorkerGroup, queue_specs
 from pydantic import TypeAdapter
 
 # The events queue without the reconciler's cron job, so no tick lands mid-test.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from arq.connections import ArqRedis
-from ballet.artifacts import PREFIX, Artifact, Artifacts
 from ballet.core.report import Handoff, Report
+from ballet.jobs.artifacts import PREFIX, Artifact, Artifacts
 
 pytestmark = pytest.mark.anyio
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from arq.connections import ArqRedis
 from arq.constants import job_key_prefix
-from ballet.heartbeats import heartbeat_key, last_beat_key
+from ballet.jobs.heartbeats import heartbeat_key, last_beat_key
+from ballet.jobs.reconciler import Reconciler
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.session_specs import build_runner_spec
+from ballet.jobs.stage_sessions import ArqSessionLauncher, run_counted
 from ballet.queue import SESSIONS_QUEUE
-from ballet.reconciler import Reconciler
-from ballet.runner_specs import build_runner_spec
-from ballet.services import Services
-from ballet.session_jobs import ArqSessionLauncher, SessionJobs, run_counted
 from ballet.settings import Settings
 from jobs_kit import REPO, EngineTickets, agent_runtime
 from jobs_running import eventually, run_sessions

@@ -8,19 +8,15 @@ from pathlib import Path
 import pytest
 from arq.connections import ArqRedis
 from arq.constants import job_key_prefix
-from ballet.artifacts import Artifact, Artifacts
 from ballet.core.report import Report
-from ballet.heartbeats import heartbeat_key, last_beat_key
-from ballet.live_tickets import LIVE_TICKETS
+from ballet.jobs.artifacts import Artifact, Artifacts
+from ballet.jobs.heartbeats import heartbeat_key, last_beat_key
+from ballet.jobs.reconciler import LAUNCH_GRACE, LAUNCH_LOST, Reconciler
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.stage_sessions import LAUNCHED_PREFIX, ArqSessionLauncher
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
-from ballet.reconciler import LAUNCH_GRACE, LAUNCH_LOST, Reconciler
-from ballet.services import Services
-from ballet.session_jobs import (
-    LAUNCHED_PREFIX,
-    ArqSessionLauncher,
-    SessionJobs,
-)
 from ballet.settings import Settings
+from ballet.tickets.live import LIVE_TICKETS
 from jobs_kit import REPO, EngineTickets, agent_runtime
 from jobs_running import eventually, queued_crash, queued_finish, run_events
 

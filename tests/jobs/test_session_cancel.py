@@ -11,10 +11,10 @@ import pytest
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 from ballet.core.effects import CancelSession
-from ballet.heartbeats import heartbeat_key
+from ballet.jobs.heartbeats import heartbeat_key
+from ballet.jobs.services import Services
+from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import SESSIONS_QUEUE
-from ballet.services import Services
-from ballet.session_jobs import ArqSessionLauncher
 from ballet.settings import Settings
 from git_repos import git
 from jobs_kit import REPO, EngineTickets, agent_runtime

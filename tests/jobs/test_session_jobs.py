@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 from arq.connections import ArqRedis
-from ballet.artifacts import Artifacts
 from ballet.core.config import Runtime
 from ballet.core.events import SessionFinished
-from ballet.heartbeats import heartbeat_key, last_beat_key
-from ballet.live_tickets import LIVE_TICKETS
+from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.heartbeats import heartbeat_key, last_beat_key
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.session_specs import build_runner_spec
+from ballet.jobs.stage_sessions import ArqSessionLauncher, run_stage_session
 from ballet.queue import SESSIONS_QUEUE
-from ballet.runner_specs import build_runner_spec
-from ballet.services import Services
-from ballet.session_jobs import ArqSessionLauncher, SessionJobs, run_stage_session
 from ballet.sessions import route
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
+from ballet.tickets.live import LIVE_TICKETS
 from fake_github import FakeGitHub
 from git_repos import git
 from jobs_kit import (

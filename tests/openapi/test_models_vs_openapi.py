@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ballet import ticket_source
-from ballet.github import github_models as m
+from ballet.github import models as m
 from ballet.github.payloads import HANDLED_EVENTS, Envelope
 from ballet.github.webhook_models import Payload
+from ballet.tickets import source as ticket_source
 from pydantic import BaseModel
 from schema_walk import Spec, Walk
 

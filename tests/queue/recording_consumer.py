@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from arq.connections import ArqRedis
+from ballet.jobs.services import Delivery, Services
 from ballet.queue import DeliveryQueue
-from ballet.services import Services
 from ballet.settings import Settings
-from ballet.worker import Delivery
 
 
 class RecordingConsumer:

@@ -14,10 +14,11 @@ import httpx
 import pytest
 from arq.connections import ArqRedis
 from ballet.github.forge import RateLimited
+from ballet.jobs.deliveries import MAX_DELIVERY_TRIES
+from ballet.jobs.registry import WorkerGroup
 from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE, DeliveryJob, DeliveryQueue
 from ballet.settings import Settings
 from ballet.web import create_app
-from ballet.worker import MAX_DELIVERY_TRIES, WorkerGroup
 from recording_consumer import RecordingConsumer, services_with
 from webhook_signing import delivery_headers
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import redis
-from ballet.local_secret import with_local_webhook_secret
+from ballet.commands.local_secret import with_local_webhook_secret
 from ballet.settings import Settings
 from webhook_signing import delivery_headers
 

@@ -19,9 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
-from ballet.local_secret import with_local_webhook_secret
-from ballet.process import (
+from ballet.commands.lifecycle import (
     Component,
     add_address_arguments,
     add_env_file_argument,
@@ -30,14 +28,16 @@ from ballet.process import (
     require_session_sandbox,
     run_until_signalled,
 )
+from ballet.commands.local_secret import with_local_webhook_secret
+from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
+from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
-from ballet.services import build_services
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import Settings, SettingsError, load_settings
 from ballet.setup import SetupFlow
 from ballet.web import create_app
 from ballet.web.server import ServerFailed, WebServer
-from ballet.worker import WorkerGroup
+from ballet.wiring import build_services
 
 log = structlog.get_logger("ballet")
 

@@ -13,12 +13,12 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
+from ballet.commands.lifecycle import add_env_file_argument, fail
 from ballet.core.record import Record
-from ballet.github.store import RecordStore
-from ballet.process import add_env_file_argument, fail
 from ballet.queue import QueueUnavailable, connect
 from ballet.settings import SettingsError, load_settings
 from ballet.stats import render_table, stage_stats
+from ballet.tickets.store import RecordStore
 
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

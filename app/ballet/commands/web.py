@@ -7,7 +7,7 @@ import asyncio
 
 import structlog
 
-from ballet.process import (
+from ballet.commands.lifecycle import (
     add_address_arguments,
     add_env_file_argument,
     fail,

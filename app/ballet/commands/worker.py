@@ -7,18 +7,18 @@ import asyncio
 
 from prometheus_client import start_http_server
 
-from ballet.process import (
+from ballet.commands.lifecycle import (
     add_env_file_argument,
     fail,
     prepare,
     require_session_sandbox,
     run_until_signalled,
 )
+from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
-from ballet.services import build_services
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import SettingsError
-from ballet.worker import WorkerGroup
+from ballet.wiring import build_services
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 
 from ballet.embedded_valkey import embedded_valkey
+from ballet.jobs.registry import WorkerGroup
 from ballet.sandbox.server import BackgroundSandbox
-from ballet.services import build_services
 from ballet.settings import Settings
 from ballet.web import create_app
 from ballet.web.server import WebServer
-from ballet.worker import WorkerGroup
+from ballet.wiring import build_services
 
 
 def free_port() -> int:

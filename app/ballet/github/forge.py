@@ -1,7 +1,7 @@
 """The forge: Ballet's narrow seam to GitHub, in Ballet's terms.
 
 Everything Ballet does on GitHub goes through this Protocol. The production
-adapter (`ballet.github.github_forge`) speaks GitHub's REST and GraphQL APIs
+adapter (`ballet.github.rest`) speaks GitHub's REST and GraphQL APIs
 through githubkit; the sandbox serves the same HTTP API, so tests and the demo
 use the same adapter. Values in and out are plain frozen dataclasses: no
 githubkit model leaks past this module's callers.

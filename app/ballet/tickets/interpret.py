@@ -43,9 +43,9 @@ from ballet.core.effects import (
 from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
 from ballet.github.forge import CheckRunSpec, Comment, Forge, NotFound, PullRequest, find_comment
-from ballet.github.memo import Memo
+from ballet.tickets.memo import Memo
 
-log = structlog.get_logger("ballet.github.interpret")
+log = structlog.get_logger("ballet.tickets.interpret")
 
 _REPORT_LINK = re.compile(r"\[report\]\(" + re.escape(REPORT_LINK_SCHEME) + r"([^)\s]+)\)")
 

@@ -10,7 +10,7 @@ ticket service's applied-event window refuses a second application.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import structlog
 from arq import Retry
@@ -20,12 +20,10 @@ from pydantic import TypeAdapter
 
 from ballet.core.events import AnyEvent
 from ballet.github.forge import ForgeUnavailable, RateLimited
+from ballet.jobs.services import Services
 from ballet.queue import EVENTS_QUEUE
 
-if TYPE_CHECKING:
-    from ballet.services import Services
-
-log = structlog.get_logger("ballet.ticket_events")
+log = structlog.get_logger("ballet.jobs.ticket_events")
 
 APPLY_TICKET_EVENT = "apply_ticket_event"
 # While its result is kept, arq refuses a second job for the same event id; a
@@ -36,12 +34,6 @@ MAX_TRIES = 8
 RETRY_BASE_SECONDS = 5.0
 
 _event: TypeAdapter[AnyEvent] = TypeAdapter(AnyEvent)
-
-
-class TicketEventHandler(Protocol):
-    """The GitHub edge's ticket service, as this job uses it."""
-
-    async def handle(self, key: str, event: AnyEvent, *, event_id: str | None = None) -> bool: ...
 
 
 def ticket_event_job_id(event_id: str) -> str:

@@ -8,14 +8,10 @@ session queued behind busy slots sees the ticket as it is when it runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ballet.core.effects import SessionSpec
+from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, StageInfo, TicketInfo
 from ballet.sessions import SessionSpec as RunnerSpec
-
-if TYPE_CHECKING:
-    from ballet.session_jobs import SessionJobs
 
 
 def ticket_of(spec: SessionSpec) -> str:

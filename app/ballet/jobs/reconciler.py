@@ -9,7 +9,7 @@ ticket re-runs the stage as a new attempt, a few times, then asks a person),
 sent under the same event id the job's own SessionFinished would have used,
 so a session that merely finished late is never reported twice.
 
-Live tickets are those whose last saved record was live (`ballet.live_tickets`);
+Live tickets are those whose last saved record was live (`ballet.tickets.live`);
 a ticket whose record has ended (or is gone) leaves the set, and its session
 artifacts are forgotten.
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from arq.connections import ArqRedis
@@ -27,20 +27,18 @@ from arq.cron import CronJob, cron
 from arq.jobs import Job, JobStatus
 
 from ballet import metrics
-from ballet.artifacts import Artifacts
 from ballet.core.events import ReconcileTick, SessionCrashed
 from ballet.core.record import TERMINAL, Record
-from ballet.heartbeats import is_beating, last_beat
-from ballet.live_tickets import LiveTickets
+from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.heartbeats import is_beating, last_beat
+from ballet.jobs.services import Services
+from ballet.jobs.stage_sessions import deliver_crash, is_launched
+from ballet.jobs.ticket_events import send_ticket_event
 from ballet.queue import SESSIONS_QUEUE
-from ballet.session_jobs import deliver_crash, is_launched
-from ballet.ticket_events import send_ticket_event
-from ballet.ticket_source import TicketSource
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.source import TicketSource
 
-if TYPE_CHECKING:
-    from ballet.services import Services
-
-log = structlog.get_logger("ballet.reconciler")
+log = structlog.get_logger("ballet.jobs.reconciler")
 
 NOT_STARTED = (JobStatus.queued, JobStatus.deferred)
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from ballet.core.config import ResolvedPipeline, Runtime
 from ballet.core.events import TicketRequested
 from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
-from ballet.github import repo_config
 from ballet.github.forge import WRITE_PERMISSIONS, Forge
 from ballet.github.intents import StartTicket
+from ballet.tickets import repo_config
 
 
 @dataclass(frozen=True)

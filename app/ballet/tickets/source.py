@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ballet.core.record import Record
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, NotFound, RateLimited
-from ballet.github.store import RecordStore, split_key
+from ballet.tickets.store import RecordStore, split_key
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,6 @@ from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
-from ballet.github import repo_config
-from ballet.github.checks import checks_verdict
 from ballet.github.forge import (
     Forge,
     ForgeError,
@@ -46,12 +44,14 @@ from ballet.github.intents import (
     TicketTarget,
     ValidateConfigInPR,
 )
-from ballet.github.interpret import Interpreter, SessionLauncher
-from ballet.github.memo import Memo
-from ballet.github.store import RecordStore, split_key, ticket_key
-from ballet.github.ticket_start import Refusal, request_ticket
 from ballet.github.translate import AppIdentity, translate
-from ballet.live_tickets import LiveTickets
+from ballet.tickets import repo_config
+from ballet.tickets.checks import checks_verdict
+from ballet.tickets.interpret import Interpreter, SessionLauncher
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.start import Refusal, request_ticket
+from ballet.tickets.store import RecordStore, split_key, ticket_key
 
 log = structlog.get_logger("ballet.github")
 

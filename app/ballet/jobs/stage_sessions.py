@@ -18,12 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import Any
 
 import structlog
 from arq import Retry
@@ -33,29 +28,21 @@ from arq.worker import Function, func
 from pydantic import ValidationError
 
 from ballet import metrics
-from ballet.artifacts import Artifact, Artifacts
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
-from ballet.core.egress import parse_rule
 from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
-from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
-from ballet.github.store import RecordStore
-from ballet.heartbeats import beating, forget_last_beat, last_beat
-from ballet.live_tickets import LiveTickets
+from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.jobs.artifacts import Artifact
+from ballet.jobs.heartbeats import beating, forget_last_beat, last_beat
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
+from ballet.jobs.ticket_events import send_ticket_event
 from ballet.queue import SESSIONS_QUEUE
-from ballet.runner_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
-from ballet.sessions import SessionOptions, SessionResult, Workspaces, run_session
+from ballet.sessions import SessionResult, run_session
 from ballet.sessions import SessionSpec as RunnerSpec
-from ballet.sessions.confine import Isolation
-from ballet.settings import Settings
-from ballet.skills import builtin_skills
-from ballet.ticket_events import send_ticket_event
-from ballet.ticket_source import GitHubTicketSource, TicketSource
+from ballet.tickets.live import LiveTickets
 
-if TYPE_CHECKING:
-    from ballet.services import Services
-
-log = structlog.get_logger("ballet.session_jobs")
+log = structlog.get_logger("ballet.jobs.stage_sessions")
 
 RUN_STAGE_SESSION = "run_stage_session"
 LAUNCHED_PREFIX = "ballet:session-launched:"
@@ -106,63 +93,6 @@ class ArqSessionLauncher:
         with contextlib.suppress(TimeoutError):
             await job.abort(timeout=0)  # don't wait for the worker to get round to it
         log.info("session cancelled", job_key=effect.job_key)
-
-
-@dataclass(frozen=True)
-class SessionJobs:
-    """What the session job needs, built once per worker (Services.session_jobs)."""
-
-    redis: ArqRedis
-    tickets: TicketSource
-    workspaces: Workspaces
-    artifacts: Artifacts
-    parent_env: Mapping[str, str] | None = None  # the worker's env; None: os.environ
-    options: SessionOptions = field(default_factory=SessionOptions)
-    # The heartbeat key lives TTL_BEATS beats: a dead worker's sessions are seen
-    # within ~40 s of its death, plus the reconciler's 30 s between sweeps.
-    heartbeat_seconds: float = 10.0
-    crash_retries: int = 2  # Settings.session_crash_retries
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    builtin_skills: Mapping[str, str] = field(default_factory=dict)
-
-
-def session_jobs_for(
-    settings: Settings,
-    redis: ArqRedis,
-    store: RecordStore,
-    forges: Callable[[int], Forge],
-    *,
-    parent_env: Mapping[str, str] | None = None,
-    find_installation: Callable[[str], Awaitable[int | None]] | None = None,
-) -> SessionJobs:
-    """The production wiring, from the GitHub edge's record store and forges
-    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
-    `GitHubEdge.forges.installation_of`)."""
-    return SessionJobs(
-        redis=redis,
-        tickets=GitHubTicketSource(
-            store, forges, api_url=settings.github_api_url, find_installation=find_installation
-        ),
-        workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
-        artifacts=Artifacts(redis),
-        parent_env=parent_env,
-        options=SessionOptions(isolation=isolation_for(settings)),
-        builtin_skills=builtin_skills(),
-        crash_retries=settings.session_crash_retries,
-    )
-
-
-def isolation_for(settings: Settings) -> Isolation:
-    """How this deployment confines its sessions (docs/security.md)."""
-    secrets = [settings.data_dir, settings.workspaces, settings.private_key_path]
-    secrets.append(settings.loaded_from)
-    return Isolation(
-        mode=settings.session_isolation,
-        egress_allow=tuple(parse_rule(r, trusted=True) for r in settings.session_egress_allow),
-        readonly_paths=settings.session_readonly_paths,
-        hidden_paths=tuple(Path(p).resolve() for p in secrets if p is not None),
-        blocked_hosts=frozenset(h for h in (urlsplit(settings.github_api_url).hostname,) if h),
-    )
 
 
 async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:

@@ -33,7 +33,7 @@ from ballet.core.record import Record, RecordFormatError, decode_record
 from ballet.core.render import marker_for
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
-from ballet.github.ticket_lock import TicketLock
+from ballet.tickets.lock import TicketLock
 
 T = TypeVar("T")
 _effect: TypeAdapter[AnyEffect] = TypeAdapter(AnyEffect)

@@ -14,7 +14,14 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ballet.github import github_models as m
+from ballet.github import models as m
+from ballet.github.client import (
+    PER_PAGE,
+    GitHubAppCredentials,
+    GitHubClient,
+    GitHubClients,
+    ServerErrorRetry,
+)
 from ballet.github.forge import (
     Annotation,
     CheckResult,
@@ -31,13 +38,6 @@ from ballet.github.forge import (
     Permission,
     PullRequest,
     ReactionContent,
-)
-from ballet.github.github_client import (
-    PER_PAGE,
-    GitHubAppCredentials,
-    GitHubClient,
-    GitHubClients,
-    ServerErrorRetry,
 )
 from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url

@@ -1,4 +1,5 @@
-"""The worker: arq workers for Ballet's two queues, and the delivery job.
+"""The job registry: which jobs each of Ballet's two arq queues runs, and the
+worker that serves them.
 
 One worker process runs one arq Worker per queue in a single event loop:
 `ballet:events` (deliveries and other short jobs) and `ballet:sessions`
@@ -12,104 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import structlog
-from arq import Retry
 from arq.connections import ArqRedis
 from arq.cron import CronJob
 from arq.typing import WorkerCoroutine
 from arq.worker import Function, Worker
 
-from ballet import metrics
-from ballet.github.forge import RateLimited
-from ballet.github.payloads import Envelope, parse_delivery
-from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, DeliveryJob, connect, redis_settings
-from ballet.reconciler import RECONCILE_CRON
-from ballet.session_jobs import RUN_STAGE_SESSION_JOB
+from ballet.jobs.deliveries import MAX_DELIVERY_TRIES, handle_delivery
+from ballet.jobs.reconciler import RECONCILE_CRON
+from ballet.jobs.services import Services
+from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB
+from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB
+from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, connect, redis_settings
 from ballet.settings import Settings
-from ballet.ticket_events import APPLY_TICKET_EVENT_JOB
-
-if TYPE_CHECKING:
-    from ballet.services import Services
 
 log = structlog.get_logger("ballet.worker")
-
-MAX_DELIVERY_TRIES = 5
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """A verified webhook delivery, parsed, as consumers receive it."""
-
-    id: str
-    event: str
-    payload: dict[str, Any]
-    envelope: Envelope
-    received_at: datetime
-
-
-class DeliveryConsumer(Protocol):
-    """What the worker hands each delivery to (the GitHub edge, in production)."""
-
-    async def on_delivery(self, delivery: Delivery) -> None: ...
-
-
-class LoggingConsumer:
-    """The default consumer: logs each delivery (`handle_delivery` counts it)."""
-
-    async def on_delivery(self, delivery: Delivery) -> None:
-        envelope = delivery.envelope
-        log.info(
-            "delivery handled",
-            delivery_id=delivery.id,
-            github_event=delivery.event,
-            action=envelope.action,
-            repository=envelope.repository.full_name if envelope.repository else None,
-            installation_id=envelope.installation_id,
-        )
-
-
-async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
-    """Load a queued delivery and hand it to the consumer; retry it on failure."""
-    services: Services = ctx["services"]
-    delivery_id, event = job.delivery_id, job.event
-    # The web app parsed this body before enqueueing it, so it is a JSON object.
-    payload = json.loads(job.body)
-    delivery = Delivery(
-        id=delivery_id,
-        event=event,
-        payload=payload,
-        envelope=parse_delivery(event, payload),
-        received_at=datetime.fromtimestamp(job.received_at, UTC),
-    )
-    try:
-        await services.consumer.on_delivery(delivery)
-    except RateLimited as exc:
-        # GitHub says when to come back: defer the job to then rather than
-        # sleeping in it or burning retries on a backoff that is too short.
-        log.warning(
-            "delivery deferred: GitHub rate limit",
-            delivery_id=delivery_id,
-            retry_after_seconds=exc.retry_after_seconds,
-        )
-        raise Retry(defer=exc.retry_after_seconds) from exc
-    except Exception as exc:
-        metrics.DELIVERIES_FAILED.labels(event).inc()
-        job_try: int = ctx.get("job_try", 1)
-        if job_try < MAX_DELIVERY_TRIES:
-            log.warning("delivery failed, will retry", delivery_id=delivery_id, error=repr(exc))
-            raise Retry(defer=services.settings.delivery_retry_seconds * job_try**2) from exc
-        # Given up: let a person's redelivery from GitHub's UI run it again.
-        await services.deliveries.forget(delivery_id)
-        log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)
-        raise
-    # Counted here, whatever the consumer, so swapping it keeps the metric.
-    metrics.DELIVERIES_HANDLED.labels(event, delivery.envelope.action or "").inc()
 
 
 @dataclass(frozen=True)
@@ -143,7 +65,7 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
     ]
 
 
-ServicesFactory = Callable[[Settings, ArqRedis], Awaitable["Services"]]
+ServicesFactory = Callable[[Settings, ArqRedis], Awaitable[Services]]
 
 
 class WorkerGroup:

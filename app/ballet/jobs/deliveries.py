@@ -1,0 +1,73 @@
+"""The delivery job: a verified webhook delivery, parsed and handed to the consumer."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from arq import Retry
+
+from ballet import metrics
+from ballet.github.forge import RateLimited
+from ballet.github.payloads import parse_delivery
+from ballet.jobs.services import Delivery, Services
+from ballet.queue import DeliveryJob
+
+log = structlog.get_logger("ballet.worker")
+
+MAX_DELIVERY_TRIES = 5
+
+
+class LoggingConsumer:
+    """The default consumer: logs each delivery (`handle_delivery` counts it)."""
+
+    async def on_delivery(self, delivery: Delivery) -> None:
+        envelope = delivery.envelope
+        log.info(
+            "delivery handled",
+            delivery_id=delivery.id,
+            github_event=delivery.event,
+            action=envelope.action,
+            repository=envelope.repository.full_name if envelope.repository else None,
+            installation_id=envelope.installation_id,
+        )
+
+
+async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
+    """Load a queued delivery and hand it to the consumer; retry it on failure."""
+    services: Services = ctx["services"]
+    delivery_id, event = job.delivery_id, job.event
+    # The web app parsed this body before enqueueing it, so it is a JSON object.
+    payload = json.loads(job.body)
+    delivery = Delivery(
+        id=delivery_id,
+        event=event,
+        payload=payload,
+        envelope=parse_delivery(event, payload),
+        received_at=datetime.fromtimestamp(job.received_at, UTC),
+    )
+    try:
+        await services.consumer.on_delivery(delivery)
+    except RateLimited as exc:
+        # GitHub says when to come back: defer the job to then rather than
+        # sleeping in it or burning retries on a backoff that is too short.
+        log.warning(
+            "delivery deferred: GitHub rate limit",
+            delivery_id=delivery_id,
+            retry_after_seconds=exc.retry_after_seconds,
+        )
+        raise Retry(defer=exc.retry_after_seconds) from exc
+    except Exception as exc:
+        metrics.DELIVERIES_FAILED.labels(event).inc()
+        job_try: int = ctx.get("job_try", 1)
+        if job_try < MAX_DELIVERY_TRIES:
+            log.warning("delivery failed, will retry", delivery_id=delivery_id, error=repr(exc))
+            raise Retry(defer=services.settings.delivery_retry_seconds * job_try**2) from exc
+        # Given up: let a person's redelivery from GitHub's UI run it again.
+        await services.deliveries.forget(delivery_id)
+        log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)
+        raise
+    # Counted here, whatever the consumer, so swapping it keeps the metric.
+    metrics.DELIVERIES_HANDLED.labels(event, delivery.envelope.action or "").inc()

@@ -1,0 +1,179 @@
+"""The composition root: the one place Ballet's parts are built and wired together.
+
+`ballet serve`, `ballet worker`, the demo and the tests all build a worker's
+`Services` here (`build_services`); nothing else constructs the GitHub edge,
+the ticket service or the session jobs. The pieces it joins:
+
+- the GitHub edge (`build_edge`): the App's clients and REST forges, the
+  record store and the ticket service that consumes deliveries and applies
+  ticket events; its launcher sends StartSession effects to the sessions queue;
+- the session jobs (`session_jobs_for`): workspaces, the ticket source, the
+  artifacts and the confinement every stage session runs under.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import structlog
+from arq.connections import ArqRedis
+from redis.asyncio import Redis
+
+from ballet.core.config import Runtime
+from ballet.core.egress import parse_rule
+from ballet.github.client import GitHubClients
+from ballet.github.forge import Forge
+from ballet.github.rest import GitHubAppCredentials, GitHubForges
+from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.stage_sessions import ArqSessionLauncher
+from ballet.queue import DeliveryQueue
+from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions.confine import Isolation
+from ballet.settings import Settings
+from ballet.skills import builtin_skills
+from ballet.tickets.interpret import SessionLauncher
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.service import TicketService
+from ballet.tickets.source import GitHubTicketSource
+from ballet.tickets.store import RecordStore
+
+log = structlog.get_logger("ballet.services")
+
+
+def default_runtime(settings: Settings) -> Runtime:
+    """The runtime of repositories without a `.ballet.yml`: the deployment's choice."""
+    return Runtime(
+        adapter=settings.default_adapter,
+        model=settings.default_model,
+        env=settings.default_runtime_env,
+    )
+
+
+async def build_services(settings: Settings, redis: ArqRedis) -> Services:
+    """The production services of a worker process."""
+    deliveries = DeliveryQueue(redis, settings.delivery_dedupe_seconds)
+    launcher = ArqSessionLauncher(redis)
+    try:
+        edge = await build_edge(
+            settings, redis, launcher, default_runtime=default_runtime(settings)
+        )
+    except EdgeConfigError as exc:
+        # Ballet still starts, so a new install can check its webhook wiring:
+        # deliveries are verified, queued, counted and logged, but not acted on.
+        log.warning(
+            f"no GitHub App configured, deliveries are only logged: {exc}; then"
+            " redeliver from the App's settings any delivery that should start a ticket"
+        )
+        return Services(settings, redis, deliveries, LoggingConsumer())
+    return Services(
+        settings=settings,
+        redis=redis,
+        deliveries=deliveries,
+        consumer=edge.service,
+        tickets=edge.service,
+        session_jobs=session_jobs_for(
+            settings,
+            redis,
+            edge.store,
+            edge.forges.for_installation,
+            find_installation=edge.forges.installation_of,
+        ),
+        closers=[edge.aclose],
+    )
+
+
+class EdgeConfigError(ValueError):
+    """The settings cannot run the GitHub edge; the message says which to set."""
+
+
+@dataclass
+class GitHubEdge:
+    forges: GitHubForges
+    store: RecordStore
+    service: TicketService
+
+    async def aclose(self) -> None:
+        await self.forges.aclose()
+
+
+async def build_edge(
+    settings: Settings,
+    redis: Redis,
+    launcher: SessionLauncher,
+    *,
+    default_runtime: Runtime | None = None,
+) -> GitHubEdge:
+    if settings.app_id is None:
+        raise EdgeConfigError("set BALLET_APP_ID to the GitHub App's id")
+    key = settings.private_key_pem()
+    if not key:
+        raise EdgeConfigError(
+            "set BALLET_PRIVATE_KEY (PEM text) or BALLET_PRIVATE_KEY_PATH to the App's private key"
+        )
+    forges = GitHubForges(
+        GitHubClients(
+            GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
+            redis,
+            write_spacing_seconds=settings.write_spacing_seconds,
+        )
+    )
+    identity = await forges.app_identity()
+    store = RecordStore(redis)
+    service = TicketService(
+        forges.for_installation,
+        store,
+        Memo(redis),
+        launcher,
+        app=identity,
+        default_runtime=default_runtime,
+        clock=lambda: datetime.now(UTC),
+        live_tickets=LiveTickets(redis),
+        find_installation=forges.installation_of,
+    )
+    return GitHubEdge(forges=forges, store=store, service=service)
+
+
+def session_jobs_for(
+    settings: Settings,
+    redis: ArqRedis,
+    store: RecordStore,
+    forges: Callable[[int], Forge],
+    *,
+    parent_env: Mapping[str, str] | None = None,
+    find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+) -> SessionJobs:
+    """The production wiring, from the GitHub edge's record store and forges
+    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
+    `GitHubEdge.forges.installation_of`)."""
+    return SessionJobs(
+        redis=redis,
+        tickets=GitHubTicketSource(
+            store, forges, api_url=settings.github_api_url, find_installation=find_installation
+        ),
+        workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
+        artifacts=Artifacts(redis),
+        parent_env=parent_env,
+        options=SessionOptions(isolation=isolation_for(settings)),
+        builtin_skills=builtin_skills(),
+        crash_retries=settings.session_crash_retries,
+    )
+
+
+def isolation_for(settings: Settings) -> Isolation:
+    """How this deployment confines its sessions (docs/security.md)."""
+    secrets = [settings.data_dir, settings.workspaces, settings.private_key_path]
+    secrets.append(settings.loaded_from)
+    return Isolation(
+        mode=settings.session_isolation,
+        egress_allow=tuple(parse_rule(r, trusted=True) for r in settings.session_egress_allow),
+        readonly_paths=settings.session_readonly_paths,
+        hidden_paths=tuple(Path(p).resolve() for p in secrets if p is not None),
+        blocked_hosts=frozenset(h for h in (urlsplit(settings.github_api_url).hostname,) if h),
+    )
