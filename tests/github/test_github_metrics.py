@@ -22,9 +22,8 @@ from ballet.github.client import (
     GitHubClients,
     ServerErrorRetry,
 )
-from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.github.forge import AppIdentity, ForgeError, ForgeUnavailable, RateLimited
 from ballet.github.rest import GitHubForges
-from ballet.github.translate import AppIdentity
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService

@@ -12,9 +12,8 @@ from ballet.core.events import SessionFinished
 from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
 from ballet.core.report import Report
-from ballet.github.forge import RateLimited
+from ballet.github.forge import AppIdentity, RateLimited
 from ballet.github.rest import GitHubForges
-from ballet.github.translate import AppIdentity
 from ballet.tickets.interpret import Interpreter
 from ballet.tickets.live import LIVE_TICKETS, LiveTickets
 from ballet.tickets.memo import Memo

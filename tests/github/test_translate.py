@@ -17,6 +17,7 @@ from ballet.core.events import (
     PullRequestClosed,
     ReviewSubmitted,
 )
+from ballet.github.forge import AppIdentity
 from ballet.github.intents import (
     ConfigChanged,
     ForTicket,
@@ -27,7 +28,7 @@ from ballet.github.intents import (
     TicketTarget,
     ValidateConfigInPR,
 )
-from ballet.github.translate import AppIdentity, translate
+from ballet.github.translate import translate
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 APP = AppIdentity(app_id=4242, slug="ballet-test")

@@ -34,7 +34,7 @@ from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import Settings, SettingsError, load_settings
-from ballet.setup import SetupFlow
+from ballet.setup.flow import SetupFlow
 from ballet.web import create_app
 from ballet.web.server import ServerFailed, WebServer
 from ballet.wiring import build_services

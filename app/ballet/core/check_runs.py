@@ -16,12 +16,9 @@ tracking comment says where the ticket is, and the checks what each run said.
 
 from __future__ import annotations
 
-from typing import Literal
-
+from ballet.core.effects import CheckRunConclusion as Conclusion
 from ballet.core.effects import SetCheckRun
 from ballet.core.record import Record, StageRun
-
-Conclusion = Literal["success", "failure", "neutral", "cancelled"]
 
 SUCCESS = frozenset({"pass", "passed", "approve", "approved", "done", "signed_off", "merged"})
 FAILURE = frozenset(

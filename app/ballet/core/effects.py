@@ -28,6 +28,10 @@ ALL_LABELS: tuple[Label, ...] = (
 CommentKind = Literal["tracking", "report", "question", "knowledge", "signoffs", "reply", "notice"]
 
 
+# What Ballet's own check runs may conclude (a subset of events.CheckConclusion).
+CheckRunConclusion = Literal["success", "failure", "neutral", "cancelled"]
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -113,7 +117,7 @@ class SetCheckRun(Effect):
     name: str
     head_sha: str
     status: Literal["queued", "in_progress", "completed"]
-    conclusion: Literal["success", "failure", "neutral", "cancelled"] | None = None
+    conclusion: CheckRunConclusion | None = None
     summary: str = ""
     # Besides (name, head), what makes this check run one of its own: a stage
     # re-run after its worker crashed gets a check run of its own attempt.

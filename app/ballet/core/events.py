@@ -21,6 +21,12 @@ from ballet.core.config import ResolvedPipeline
 from ballet.core.report import Handoff, Report, Usage
 
 Permission = Literal["none", "read", "triage", "write", "maintain", "admin"]
+# The permissions that may drive a ticket (docs/commands.md).
+WRITE_PERMISSIONS: frozenset[Permission] = frozenset({"write", "maintain", "admin"})
+# Every conclusion GitHub documents for a check run or suite.
+CheckConclusion = Literal[
+    "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
+]
 
 
 class Event(BaseModel):
@@ -97,9 +103,7 @@ class ChecksStarted(Event):
 class ChecksCompleted(Event):
     kind: Literal["checks_completed"] = "checks_completed"
     head_sha: str
-    conclusion: Literal[
-        "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
-    ]
+    conclusion: CheckConclusion
     names: tuple[str, ...] = ()
 
 

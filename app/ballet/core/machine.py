@@ -27,7 +27,7 @@ from ballet.core.effects import (
     SetLabels,
     UpsertTrackingComment,
 )
-from ballet.core.events import AnyEvent, CommandIssued, Permission
+from ballet.core.events import WRITE_PERMISSIONS, AnyEvent, CommandIssued
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record, Status
 from ballet.core.tx import Tx
@@ -116,8 +116,6 @@ COMMANDS: dict[Verb, CommandRule] = {
 }
 # fmt: on
 
-WRITE: tuple[Permission, ...] = ("write", "maintain", "admin")
-
 
 def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEffect]]:
     """One transition. Raises `IllegalEvent` (nothing changed) when the event
@@ -177,7 +175,7 @@ def may_give(rec: Record, ev: CommandIssued, rule: CommandRule) -> str | None:
         if ev.author.lower() in (a.lower() for a in approvers):
             return None
         return f"only the pipeline's approvers may ({', '.join(approvers)}); ask one of them."
-    if ev.permission in WRITE:
+    if ev.permission in WRITE_PERMISSIONS:
         return None
     return (
         f"it needs write permission on the repository (you have {ev.permission});"

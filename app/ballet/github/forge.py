@@ -15,9 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-Permission = Literal["admin", "maintain", "write", "triage", "read", "none"]
-# Permissions that may drive a ticket (docs/architecture.md, docs/commands.md).
-WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
+from ballet.core.events import CheckConclusion, Permission
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
@@ -25,11 +23,20 @@ MergeStatus = Literal[
 ]
 ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
-CheckConclusion = Literal[
-    "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
-]
 CombinedState = Literal["success", "failure", "pending", "none"]
 FAILED_CONCLUSIONS = frozenset({"failure", "cancelled", "timed_out", "action_required", "error"})
+
+
+@dataclass(frozen=True)
+class AppIdentity:
+    """Who Ballet is on GitHub, so it can ignore its own comments and check suites."""
+
+    app_id: int
+    slug: str
+
+    @property
+    def bot_login(self) -> str:
+        return f"{self.slug}[bot]"
 
 
 class ForgeError(Exception):

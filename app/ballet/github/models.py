@@ -6,10 +6,20 @@ Enterprise and the sandbox are all read alike.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import structlog
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from ballet.core.events import Permission
+from ballet.github.forge import (
+    Annotation,
+    CheckRunSpec,
+    CheckStatus,
+    CombinedState,
+    Comment,
+    PullRequest,
+)
 
 log = structlog.get_logger("ballet.github")
 
@@ -155,3 +165,80 @@ class MergeData(Lenient):
 class PermissionData(Lenient):
     # A plain string to GitHub (custom repository roles add their own names).
     permission: str
+
+
+# Responses into the forge's types, and the forge's check runs into request bodies.
+
+
+def pull_request_of(pr: PullRequestData) -> PullRequest:
+    return PullRequest(
+        number=pr.number,
+        head_ref=pr.head.ref,
+        head_sha=pr.head.sha,
+        base_ref=pr.base.ref,
+        state="open" if pr.state == "open" else "closed",
+        merged=pr.merged,
+        draft=pr.draft,
+        mergeable=pr.mergeable,
+        mergeable_state=pr.mergeable_state,
+        html_url=pr.html_url,
+        body=pr.body or "",
+    )
+
+
+def comment_of(c: IssueComment) -> Comment:
+    return Comment(id=c.id, body=c.body or "", author=c.author, html_url=c.html_url)
+
+
+def permission_of(value: str) -> Permission:
+    # An unknown role fails closed: it may not drive a ticket.
+    return next((p for p in get_args(Permission) if p == value), "none")
+
+
+def check_status_of(status: CheckRunStatus) -> CheckStatus:
+    # waiting, requested and pending are all "not started yet" to Ballet.
+    return status if status in ("in_progress", "completed") else "queued"
+
+
+def combined_state_of(state: str) -> CombinedState:
+    if state == "success":
+        return "success"
+    return "failure" if state in ("failure", "error") else "pending"
+
+
+def check_run_body(spec: CheckRunSpec) -> dict[str, Any]:
+    body: dict[str, Any] = {"name": spec.name, "head_sha": spec.head_sha, "status": spec.status}
+    if spec.conclusion is not None:
+        body["conclusion"] = spec.conclusion
+    if spec.external_id is not None:
+        body["external_id"] = spec.external_id
+    if spec.details_url is not None:
+        body["details_url"] = spec.details_url
+    output: dict[str, Any] = {
+        "title": spec.title or spec.name,
+        "summary": spec.summary or spec.name,
+    }
+    if spec.text:
+        output["text"] = spec.text
+    if spec.annotations:
+        # GitHub takes at most 50 annotations per request.
+        output["annotations"] = [_annotation(a) for a in spec.annotations[:50]]
+    body["output"] = output
+    return body
+
+
+def _annotation(a: Annotation) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": a.path,
+        "start_line": a.start_line,
+        "end_line": a.end_line,
+        "annotation_level": a.level,
+        "message": a.message,
+    }
+    if a.title:
+        out["title"] = a.title
+    # Columns are only allowed on single-line annotations.
+    if a.start_column is not None and a.start_line == a.end_line:
+        out["start_column"] = a.start_column
+        out["end_column"] = a.end_column if a.end_column is not None else a.start_column
+    return out

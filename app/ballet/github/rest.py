@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ballet.core.events import Permission
 from ballet.github import models as m
 from ballet.github.client import (
     PER_PAGE,
@@ -23,23 +24,19 @@ from ballet.github.client import (
     ServerErrorRetry,
 )
 from ballet.github.forge import (
-    Annotation,
+    AppIdentity,
     CheckResult,
     CheckRunSpec,
     ChecksSummary,
-    CheckStatus,
-    CombinedState,
     Comment,
     ForgeError,
     GitRemote,
     MergeMethod,
     MergeResult,
     NotFound,
-    Permission,
     PullRequest,
     ReactionContent,
 )
-from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
 __all__ = ["GitHubAppCredentials", "GitHubForge", "GitHubForges", "ServerErrorRetry"]
@@ -163,7 +160,7 @@ class GitHubForge:
             f"/repos/{repo}/pulls",
             json={"title": title, "head": head, "base": base, "body": body, "draft": True},
         )
-        return _pull_request(m.PullRequestData.model_validate(data))
+        return m.pull_request_of(m.PullRequestData.model_validate(data))
 
     async def find_pr_by_head(self, repo: str, head: str) -> PullRequest | None:
         owner = repo.split("/")[0]
@@ -172,7 +169,7 @@ class GitHubForge:
         )
         for pr in _pr_list.validate_python(data):
             if pr.head.ref == head:
-                return _pull_request(pr)
+                return m.pull_request_of(pr)
         return None
 
     async def _pr_data(self, repo: str, number: int) -> m.PullRequestData:
@@ -181,7 +178,7 @@ class GitHubForge:
         )
 
     async def get_pr(self, repo: str, number: int) -> PullRequest:
-        return _pull_request(await self._pr_data(repo, number))
+        return m.pull_request_of(await self._pr_data(repo, number))
 
     async def list_pr_files(self, repo: str, number: int) -> tuple[str, ...]:
         files = _file_list.validate_python(
@@ -193,19 +190,19 @@ class GitHubForge:
 
     async def list_comments(self, repo: str, issue_number: int) -> tuple[Comment, ...]:
         data = await self._client.pages(f"/repos/{repo}/issues/{issue_number}/comments")
-        return tuple(_comment(c) for c in _comment_list.validate_python(data))
+        return tuple(m.comment_of(c) for c in _comment_list.validate_python(data))
 
     async def create_comment(self, repo: str, issue_number: int, body: str) -> Comment:
         data = await self._client.json(
             "POST", f"/repos/{repo}/issues/{issue_number}/comments", json={"body": body}
         )
-        return _comment(m.IssueComment.model_validate(data))
+        return m.comment_of(m.IssueComment.model_validate(data))
 
     async def edit_comment(self, repo: str, comment_id: int, body: str) -> Comment:
         data = await self._client.json(
             "PATCH", f"/repos/{repo}/issues/comments/{comment_id}", json={"body": body}
         )
-        return _comment(m.IssueComment.model_validate(data))
+        return m.comment_of(m.IssueComment.model_validate(data))
 
     async def add_labels(self, repo: str, issue_number: int, labels: tuple[str, ...]) -> None:
         await self._client.call(
@@ -227,12 +224,12 @@ class GitHubForge:
 
     async def create_check_run(self, repo: str, spec: CheckRunSpec) -> int:
         data = await self._client.json(
-            "POST", f"/repos/{repo}/check-runs", json=_check_run_body(spec)
+            "POST", f"/repos/{repo}/check-runs", json=m.check_run_body(spec)
         )
         return m.CheckRunData.model_validate(data).id
 
     async def update_check_run(self, repo: str, check_run_id: int, spec: CheckRunSpec) -> None:
-        body = _check_run_body(spec)
+        body = m.check_run_body(spec)
         body.pop("head_sha")
         await self._client.call("PATCH", f"/repos/{repo}/check-runs/{check_run_id}", json=body)
 
@@ -261,7 +258,7 @@ class GitHubForge:
         checks = [
             CheckResult(
                 r.name,
-                _check_status(r.status),
+                m.check_status_of(r.status),
                 r.conclusion,
                 r.html_url,
                 r.app.id if r.app else None,
@@ -278,7 +275,7 @@ class GitHubForge:
                     s.target_url,
                 )
             )
-        combined = _combined_state(status.state) if status.statuses else "none"
+        combined = m.combined_state_of(status.state) if status.statuses else "none"
         return ChecksSummary(ref=ref, checks=tuple(checks), combined_status=combined)
 
     # -- merging and review ----------------------------------------------------
@@ -344,7 +341,7 @@ class GitHubForge:
             data = await self._client.json("GET", f"/repos/{repo}/collaborators/{login}/permission")
         except NotFound:
             return "none"
-        return _permission(m.PermissionData.model_validate(data).permission)
+        return m.permission_of(m.PermissionData.model_validate(data).permission)
 
     async def git_remote(self, repo: str) -> GitRemote:
         # The token is the one githubkit just authenticated with (cached in
@@ -354,78 +351,3 @@ class GitHubForge:
         if scheme.lower() != "token" or not token:
             raise ForgeError("no installation token was used for the repository request")
         return GitRemote(url=git_url(self._api_url, repo), token=token)
-
-
-def _pull_request(pr: m.PullRequestData) -> PullRequest:
-    return PullRequest(
-        number=pr.number,
-        head_ref=pr.head.ref,
-        head_sha=pr.head.sha,
-        base_ref=pr.base.ref,
-        state="open" if pr.state == "open" else "closed",
-        merged=pr.merged,
-        draft=pr.draft,
-        mergeable=pr.mergeable,
-        mergeable_state=pr.mergeable_state,
-        html_url=pr.html_url,
-        body=pr.body or "",
-    )
-
-
-def _comment(c: m.IssueComment) -> Comment:
-    return Comment(id=c.id, body=c.body or "", author=c.author, html_url=c.html_url)
-
-
-def _permission(value: str) -> Permission:
-    # An unknown role fails closed: it may not drive a ticket.
-    known: tuple[Permission, ...] = ("admin", "maintain", "write", "triage", "read", "none")
-    return next((p for p in known if p == value), "none")
-
-
-def _check_status(status: m.CheckRunStatus) -> CheckStatus:
-    # waiting, requested and pending are all "not started yet" to Ballet.
-    return status if status in ("in_progress", "completed") else "queued"
-
-
-def _combined_state(state: str) -> CombinedState:
-    if state == "success":
-        return "success"
-    return "failure" if state in ("failure", "error") else "pending"
-
-
-def _check_run_body(spec: CheckRunSpec) -> dict[str, Any]:
-    body: dict[str, Any] = {"name": spec.name, "head_sha": spec.head_sha, "status": spec.status}
-    if spec.conclusion is not None:
-        body["conclusion"] = spec.conclusion
-    if spec.external_id is not None:
-        body["external_id"] = spec.external_id
-    if spec.details_url is not None:
-        body["details_url"] = spec.details_url
-    output: dict[str, Any] = {
-        "title": spec.title or spec.name,
-        "summary": spec.summary or spec.name,
-    }
-    if spec.text:
-        output["text"] = spec.text
-    if spec.annotations:
-        # GitHub takes at most 50 annotations per request.
-        output["annotations"] = [_annotation(a) for a in spec.annotations[:50]]
-    body["output"] = output
-    return body
-
-
-def _annotation(a: Annotation) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "path": a.path,
-        "start_line": a.start_line,
-        "end_line": a.end_line,
-        "annotation_level": a.level,
-        "message": a.message,
-    }
-    if a.title:
-        out["title"] = a.title
-    # Columns are only allowed on single-line annotations.
-    if a.start_column is not None and a.start_line == a.end_line:
-        out["start_column"] = a.start_column
-        out["end_column"] = a.end_column if a.end_column is not None else a.start_column
-    return out

@@ -12,16 +12,18 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from ballet.core.commands import parse_commands
 from ballet.core.events import (
+    CheckConclusion,
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
     PullRequestClosed,
     ReviewSubmitted,
 )
+from ballet.github.forge import AppIdentity
 from ballet.github.intents import (
     ConfigChanged,
     ForTicket,
@@ -39,33 +41,10 @@ from ballet.github.webhook_models import AppRef, Payload, PullRef
 CONFIG_PATH = ".ballet.yml"
 SKILLS_DIR = ".ballet/skills/"
 _CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
-_CONCLUSIONS = (
-    "success",
-    "failure",
-    "neutral",
-    "cancelled",
-    "skipped",
-    "timed_out",
-    "action_required",
-)
+_CONCLUSIONS: tuple[str, ...] = get_args(CheckConclusion)
 # Conclusions GitHub documents beyond the check-run ones: a workflow that could
 # not start failed; a `stale` suite was superseded and says nothing (ignored).
 _ALIASES = {"startup_failure": "failure"}
-Conclusion = Literal[
-    "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
-]
-
-
-@dataclass(frozen=True)
-class AppIdentity:
-    """Who Ballet is on GitHub, so it can ignore its own comments and check suites."""
-
-    app_id: int
-    slug: str
-
-    @property
-    def bot_login(self) -> str:
-        return f"{self.slug}[bot]"
 
 
 @dataclass(frozen=True)
@@ -256,7 +235,7 @@ def _checks(
     event = ChecksCompleted(
         now=c.now,
         head_sha=sha,
-        conclusion=cast(Conclusion, conclusion),
+        conclusion=cast(CheckConclusion, conclusion),
         names=(name,) if name else (),
     )
     return (ForTicket(c.installation_id, target, event),)

@@ -21,12 +21,10 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
-
-from ballet.sandbox.state import Sandbox
 
 FaultKind = Literal["502", "secondary_rate_limit", "timeout"]
 SECONDARY = (
@@ -85,10 +83,17 @@ def _by_the_app(scope: Scope) -> bool:
     return bool(auth) and not auth.lower().startswith("token sandbox-user:")
 
 
+class Faulted(Protocol):
+    """What the injector needs of the sandbox (`state.Sandbox`), which imports this module."""
+
+    faults: Faults | None
+    requests: list[dict[str, Any]]
+
+
 class FaultInjector:
     """ASGI middleware: fails the App's requests while a fault plan is on."""
 
-    def __init__(self, app: ASGIApp, sandbox: Sandbox) -> None:
+    def __init__(self, app: ASGIApp, sandbox: Faulted) -> None:
         self.app = app
         self.sandbox = sandbox
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ballet.sandbox.webhooks import WebhookQueue
 
 if TYPE_CHECKING:
-    from ballet.sandbox.faults import Faults  # which imports this module
+    from ballet.sandbox.faults import Faults
 
 # GitHub's permission levels, weakest first: the index is the strength.
 PERMISSION_LEVELS = ("none", "read", "triage", "write", "maintain", "admin")

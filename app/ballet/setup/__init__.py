@@ -1,5 +1,2 @@
-"""First-run setup: register Ballet's GitHub App through GitHub's App manifest flow."""
-
-from ballet.setup.flow import RegisteredApp, SetupFlow
-
-__all__ = ["RegisteredApp", "SetupFlow"]
+"""First-run setup: register Ballet's GitHub App through GitHub's App manifest flow
+(`flow.SetupFlow`, served by `ballet serve` at `/setup`)."""

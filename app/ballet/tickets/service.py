@@ -28,6 +28,7 @@ from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.github.forge import (
+    AppIdentity,
     Forge,
     ForgeError,
     ForgeUnavailable,
@@ -44,7 +45,7 @@ from ballet.github.intents import (
     TicketTarget,
     ValidateConfigInPR,
 )
-from ballet.github.translate import AppIdentity, translate
+from ballet.github.translate import translate
 from ballet.tickets import repo_config
 from ballet.tickets.checks import checks_verdict
 from ballet.tickets.interpret import Interpreter, SessionLauncher

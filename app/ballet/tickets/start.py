@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ballet.core.config import ResolvedPipeline, Runtime
-from ballet.core.events import TicketRequested
+from ballet.core.events import WRITE_PERMISSIONS, TicketRequested
 from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
-from ballet.github.forge import WRITE_PERMISSIONS, Forge
+from ballet.github.forge import Forge
 from ballet.github.intents import StartTicket
 from ballet.tickets import repo_config
 

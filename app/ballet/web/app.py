@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from ballet.queue import DeliveryQueue, open_pool
 from ballet.settings import Settings
-from ballet.setup import SetupFlow
+from ballet.setup.flow import SetupFlow
 from ballet.web.errors import http_error, internal_error
 from ballet.web.probes import healthz, metrics, readyz
 from ballet.web.state import WebState
