@@ -9,14 +9,15 @@ from ballet.core.report import Handoff, Question, Report, Usage
 from core_kit import Ticket, agent, at, make_pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markers import find_marker
 
 HOSTILE = 'x | y --> z <!-- "q" [a] (b) {c} `d`\nnew line'
 
 
 def test_markers_round_trip_and_stay_one_token() -> None:
     body = render.with_marker("hello", "o/r#1:report:implement:1:1")
-    assert render.find_marker(body) == "o/r#1:report:implement:1:1"
-    assert render.find_marker("no marker here") is None
+    assert find_marker(body) == "o/r#1:report:implement:1:1"
+    assert find_marker("no marker here") is None
     assert render.marker_for("a b>c") == "<!-- ballet:marker a_b_c -->"
 
 

@@ -85,3 +85,17 @@ def test_which_targets_wait_for_signoffs() -> None:
 def test_job_keys() -> None:
     assert routing.job_key("o/r#1", "implement", 2, 1, None) == "o/r#1:implement:2:1"
     assert routing.job_key("o/r#1", "implement", 2, 1, "plan") == "o/r#1:implement:2:1:plan"
+
+
+def test_a_job_key_names_one_session() -> None:
+    """It is the arq job id and the workspace's name: every field tells sessions apart."""
+    keys = {
+        routing.job_key("o/r#1", "implement", 1, 1, "plan"),
+        routing.job_key("o/r#1", "implement", 1, 1, "research"),
+        routing.job_key("o/r#1", "implement", 1, 2, "plan"),
+        routing.job_key("o/r#1", "implement", 2, 1, "plan"),
+        routing.job_key("o/r#1", "implement", 1, 1, None),
+        routing.job_key("o/r#2", "implement", 1, 1, None),
+        routing.job_key("o/r#1", "review", 1, 1, None),
+    }
+    assert len(keys) == 7

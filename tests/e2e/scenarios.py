@@ -13,12 +13,12 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ballet.core.check_runs import conclusion_of, name_of
 from ballet.core.record import decode_record
-from ballet.core.render import find_marker
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, wait_until
 from ballet.queue import connect
+from markers import find_marker
 
 MARKER = "<!-- ballet:marker "
 # This area's own Redis database, emptied before each test; other areas use others.

@@ -10,8 +10,8 @@ import subprocess
 
 import pytest
 from ballet.core.limits import TITLE_MAX, clip
-from ballet.core.render import find_marker
 from ballet.demo.stack import Stack
+from markers import find_marker
 from scenarios import STATE, assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from ballet.github import models as m
-from ballet.github.payloads import HANDLED_EVENTS, Envelope
+from ballet.github.payloads import Envelope
+from ballet.github.translate import HANDLED_EVENTS
 from ballet.github.webhook_models import Payload
 from ballet.tickets import source as ticket_source
 from pydantic import BaseModel

@@ -16,9 +16,9 @@ from agent_clis import require_cli
 from ballet.core.config import Adapter, Runtime
 from ballet.core.egress import parse_rule
 from ballet.sessions import (
+    RunnerSpec,
     SessionOptions,
     SessionResult,
-    SessionSpec,
     StageInfo,
     TicketInfo,
     Workspaces,
@@ -55,8 +55,8 @@ CASES = [
 ]
 
 
-def spec_for(runtime: Runtime, origin: Path) -> SessionSpec:
-    return SessionSpec(
+def spec_for(runtime: Runtime, origin: Path) -> RunnerSpec:
+    return RunnerSpec(
         ticket=TicketInfo(
             repo="octo/demo",
             number=7,
@@ -78,7 +78,7 @@ def spec_for(runtime: Runtime, origin: Path) -> SessionSpec:
 
 
 def run(
-    spec: SessionSpec, workspaces: Workspaces, env: dict[str, str], model_server: ModelServer
+    spec: RunnerSpec, workspaces: Workspaces, env: dict[str, str], model_server: ModelServer
 ) -> SessionResult:
     """The session confined as in production; the operator allows the model server
     (BALLET_SESSION_EGRESS_ALLOW), so nothing but the model API is reachable."""

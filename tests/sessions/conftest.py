@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ballet.core.config import Runtime
-from ballet.sessions import SessionOptions, SessionSpec, StageInfo, TicketInfo, Workspaces
+from ballet.sessions import RunnerSpec, SessionOptions, StageInfo, TicketInfo, Workspaces
 from ballet.sessions.confine import Isolation
 from git_repos import make_origin
 from session_helpers import SECRETS, MakeSpec, WriteScript
@@ -66,7 +66,7 @@ def write_script(bin_dir: Path) -> WriteScript:
 
 @pytest.fixture
 def make_spec(origin: Path) -> MakeSpec:
-    def make(**overrides: Any) -> SessionSpec:
+    def make(**overrides: Any) -> RunnerSpec:
         values: dict[str, Any] = {
             "ticket": TicketInfo(
                 repo="octo/demo",
@@ -87,6 +87,6 @@ def make_spec(origin: Path) -> MakeSpec:
             "clone_url": origin.as_uri(),
         }
         values.update(overrides)
-        return SessionSpec(**values)
+        return RunnerSpec(**values)
 
     return make

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ballet.sessions import (
     GitAuth,
+    RunnerSpec,
     SessionOptions,
     SessionResult,
-    SessionSpec,
     Workspaces,
     anonymous,
     run_session,
@@ -35,12 +35,12 @@ subprocess.run(["git", "commit", "-q", "-m", "Greet"], check=True)
 json.dump({"outcome": "done", "summary": "greeted"}, open(os.environ["BALLET_REPORT"], "w"))
 """
 
-MakeSpec = Callable[..., SessionSpec]  # the `make_spec` fixture
+MakeSpec = Callable[..., RunnerSpec]  # the `make_spec` fixture
 WriteScript = Callable[[str, str], Path]  # the `write_script` fixture
 
 
 def run(
-    spec: SessionSpec,
+    spec: RunnerSpec,
     workspaces: Workspaces,
     parent_env: dict[str, str],
     options: SessionOptions,

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from ballet.sessions import (
+    RunnerSpec,
     SessionOptions,
     SessionResult,
-    SessionSpec,
     Workspaces,
     run_session,
     static_token,
@@ -21,7 +21,7 @@ TOKEN = "ghs_http_token_never_on_disk"
 
 
 def run(
-    spec: SessionSpec, workspaces: Workspaces, parent_env: dict[str, str], token: str
+    spec: RunnerSpec, workspaces: Workspaces, parent_env: dict[str, str], token: str
 ) -> SessionResult:
     return asyncio.run(
         run_session(

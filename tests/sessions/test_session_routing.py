@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import pytest
-from ballet.sessions import route, session_job_id
+from ballet.sessions import route
 
 
 def test_thinking_phases_get_the_strongest_model_and_high_effort() -> None:
@@ -48,18 +47,3 @@ def test_adapters_without_a_strongest_alias_keep_the_runtime_model() -> None:
         runtime_effort=None,
     )  # fmt: skip
     assert choice == ("gpt-x", "high")
-
-
-def test_job_id_names_one_session() -> None:
-    ids = {
-        session_job_id("o/r#1", "implement", 1, 1, "plan"),
-        session_job_id("o/r#1", "implement", 1, 1, "research"),
-        session_job_id("o/r#1", "implement", 1, 2, "plan"),
-        session_job_id("o/r#1", "implement", 2, 1, "plan"),
-        session_job_id("o/r#1", "implement", 1, 1, None),
-        session_job_id("o/r#2", "implement", 1, 1, None),
-    }
-    assert len(ids) == 6
-    assert session_job_id("o/r#1", "review", 1, 1, None) == "session:o/r#1:review:i1:a1:-"
-    with pytest.raises(ValueError, match="start at 1"):
-        session_job_id("o/r#1", "review", 0, 1, None)

@@ -31,6 +31,17 @@ STATE_FORMAT = "v1"
 _BLOCK = re.compile(r"<!-- ballet:state (?P<fmt>\S+) (?P<data>[A-Za-z0-9+/=\s]*?) -->")
 
 
+def ticket_key(repo: str, number: int) -> str:
+    """A ticket's one name, `owner/repo#n`: its Redis keys, events and BALLET_TICKET."""
+    return f"{repo}#{number}"
+
+
+def split_key(key: str) -> tuple[str, int]:
+    """`owner/repo#n` -> (`owner/repo`, n)."""
+    repo, _, number = key.rpartition("#")
+    return repo, int(number)
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,7 +54,7 @@ class TicketRef(Frozen):
 
     @property
     def key(self) -> str:
-        return f"{self.repo}#{self.number}"
+        return ticket_key(self.repo, self.number)
 
 
 class Waiting(Frozen):

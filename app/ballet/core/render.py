@@ -15,7 +15,6 @@ from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
 
-_MARKER = re.compile(r"<!-- ballet:marker (?P<key>[^\s>]+) -->")
 _STATUS_WORDS = {
     "running": "🏃 running",
     "waiting": "⏳ waiting",
@@ -28,11 +27,6 @@ _STATUS_WORDS = {
 
 def marker_for(key: str) -> str:
     return f"<!-- ballet:marker {key.replace(' ', '_').replace('>', '_')} -->"
-
-
-def find_marker(body: str) -> str | None:
-    match = _MARKER.search(body)
-    return match["key"] if match else None
 
 
 def with_marker(body: str, key: str) -> str:

@@ -16,25 +16,6 @@ from pydantic.functional_validators import WrapValidator
 
 T = TypeVar("T")
 
-# The events whose deliveries Ballet enqueues; any other event is answered,
-# counted and ignored. Add an event here when a consumer starts reading it.
-HANDLED_EVENTS: frozenset[str] = frozenset(
-    {
-        "check_run",
-        "check_suite",
-        "installation",
-        "installation_repositories",
-        "issue_comment",
-        "issues",
-        "pull_request",
-        "pull_request_review",
-        "pull_request_review_comment",
-        "push",
-        "status",
-        "workflow_run",
-    }
-)
-
 
 def _none_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     try:

@@ -1,63 +1,64 @@
-"""Webhook deliveries to intents: a table keyed by (event, action).
+"""Webhook deliveries to intents: every (event, action) Ballet acts on, in one table.
 
-Each translator reads the lenient `Payload` and returns intents, or an
-`Ignored` with the reason, so every delivery has an answer that can be logged
-and tested. An (event, action) missing from the table is ignored by name.
-Translation is pure: no API call is made here (see `intents.py`).
+The rule: a delivery whose (event, action) is in `TABLE` is read by that
+row's reader (`readers.py`); any other is `Ignored` by name. A row marked
+`repo=False` is about the installation, not one repository (GitHub sends
+those to every App unasked); every other row needs an installation and a
+repository, or the delivery is ignored with the reason. `ANY` matches every
+action of an event, and events without actions (push, status) use it too.
+The web app enqueues exactly the events of this table (`HANDLED_EVENTS`).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, cast, get_args
+from typing import Any
 
-from ballet.core.commands import parse_commands
-from ballet.core.events import (
-    CheckConclusion,
-    ChecksCompleted,
-    ChecksStarted,
-    HeadPushed,
-    PullRequestClosed,
-    ReviewSubmitted,
-)
+from ballet.github import readers as r
 from ballet.github.forge import AppIdentity
-from ballet.github.intents import (
-    ConfigChanged,
-    ForTicket,
-    Ignored,
-    InstallationChanged,
-    Intent,
-    IssueCommands,
-    StartTicket,
-    TicketTarget,
-    ValidateConfigInPR,
-)
-from ballet.github.payloads import Account, Envelope, parse_delivery
-from ballet.github.webhook_models import AppRef, Payload, PullRef
-
-CONFIG_PATH = ".ballet.yml"
-SKILLS_DIR = ".ballet/skills/"
-_CLOSES = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\s+#(\d+)\b", re.IGNORECASE)
-_CONCLUSIONS: tuple[str, ...] = get_args(CheckConclusion)
-# Conclusions GitHub documents beyond the check-run ones: a workflow that could
-# not start failed; a `stale` suite was superseded and says nothing (ignored).
-_ALIASES = {"startup_failure": "failure"}
+from ballet.github.intents import Ignored, Intent
+from ballet.github.payloads import parse_delivery
+from ballet.github.webhook_models import Payload
 
 
 @dataclass(frozen=True)
-class Context:
-    env: Envelope
-    payload: Payload
-    installation_id: int
-    repo: str
-    app: AppIdentity
-    now: datetime
+class Route:
+    reader: r.Translator
+    repo: bool = True  # False: about the installation; no repository needed
 
 
-Translator = Callable[[Context], tuple[Intent, ...]]
+ANY = "*"
+
+# fmt: off
+TABLE: dict[tuple[str, str], Route] = {
+    ("issues", "labeled"):                       Route(r.issue_labeled),
+    ("issue_comment", "created"):                Route(r.comment_created),
+    ("pull_request", "closed"):                  Route(r.pr_closed),
+    ("pull_request", "synchronize"):             Route(r.pr_pushed),
+    ("pull_request", "opened"):                  Route(r.pr_pushed),
+    ("pull_request", "reopened"):                Route(r.pr_pushed),
+    ("pull_request_review", "submitted"):        Route(r.review_submitted),
+    ("check_suite", "requested"):                Route(r.check_suite_started),
+    ("check_suite", "rerequested"):              Route(r.check_suite_started),
+    ("check_run", "created"):                    Route(r.check_run_created),
+    ("check_suite", "completed"):                Route(r.check_suite_completed),
+    ("workflow_run", "requested"):               Route(r.workflow_run_requested),
+    ("workflow_run", "completed"):               Route(r.workflow_run_completed),
+    ("status", ANY):                             Route(r.status),
+    ("push", ANY):                               Route(r.push),
+    ("installation", ANY):                       Route(r.installation, repo=False),
+    ("installation_repositories", ANY):          Route(r.installation, repo=False),
+}
+# fmt: on
+
+# What the web app enqueues; any other event is answered, counted and dropped.
+HANDLED_EVENTS: frozenset[str] = frozenset(event for event, _ in TABLE)
+# GitHub sends these to every App; an App manifest does not subscribe to them.
+ALWAYS_DELIVERED: frozenset[str] = frozenset(
+    event for (event, _), route in TABLE.items() if not route.repo
+)
 
 
 def translate(
@@ -66,292 +67,16 @@ def translate(
     """The intents of one delivery; never raises for a payload's shape."""
     data = dict(payload)
     env = parse_delivery(event, data)
-    if event in ("installation", "installation_repositories"):
-        return _installation(env, Payload.model_validate(data))
-    translator = TABLE.get((event, env.action))
-    if translator is None:
-        return (Ignored(f"{event}.{env.action or '-'} is not an event Ballet acts on"),)
+    name = f"{event}.{env.action or '-'}"
+    route = TABLE.get((event, env.action or ANY)) or TABLE.get((event, ANY))
+    if route is None:
+        return (Ignored(f"{name} is not an event Ballet acts on"),)
     if env.installation_id is None:
-        return (Ignored(f"{event}.{env.action or '-'} was not delivered to an App installation"),)
+        return (Ignored(f"{name} was not delivered to an App installation"),)
     repo = env.repository.full_name if env.repository else None
-    if not repo:
-        return (Ignored(f"{event}.{env.action or '-'} names no repository"),)
-    context = Context(env, Payload.model_validate(data), env.installation_id, repo, app, now)
-    return translator(context)
-
-
-def _is_bot(account: Account | None) -> bool:
-    if account is None:
-        return False
-    return account.type == "Bot" or (account.login or "").endswith("[bot]")
-
-
-def _login(account: Account | None) -> str:
-    return (account.login if account else None) or ""
-
-
-# -- issues ---------------------------------------------------------------------
-
-
-def _issue_labeled(c: Context) -> tuple[Intent, ...]:
-    issue, label = c.payload.issue, c.payload.label
-    if issue is None or issue.number is None or label is None or not label.name:
-        return (Ignored("issues.labeled without an issue number or label name"),)
-    if issue.pull_request is not None:
-        return (Ignored("a pull request was labelled; tickets start from issues"),)
-    if label.name.startswith("ballet:") or _by_ballet(c.env.sender, None, c.app):
-        # Ballet's status labels: no trigger label is spelt like them.
-        return (Ignored("Ballet's own label"),)
-    return (
-        StartTicket(
-            installation_id=c.installation_id,
-            repo=c.repo,
-            issue=issue.number,
-            title=issue.title or "",
-            body=issue.body or "",
-            author=_login(issue.user),
-            labels=tuple(lbl.name for lbl in issue.labels or () if lbl and lbl.name),
-            label=label.name,
-            requested_by=_login(c.env.sender),
-            requested_by_is_bot=_is_bot(c.env.sender),
-            default_branch=c.env.repository.default_branch if c.env.repository else None,
-            now=c.now,
-        ),
+    if route.repo and not repo:
+        return (Ignored(f"{name} names no repository"),)
+    context = r.Context(
+        env, Payload.model_validate(data), env.installation_id, repo or "", app, now
     )
-
-
-def _comment_created(c: Context) -> tuple[Intent, ...]:
-    issue, comment = c.payload.issue, c.payload.comment
-    if issue is None or issue.number is None or comment is None or comment.id is None:
-        return (Ignored("issue_comment.created without an issue or comment id"),)
-    if _by_ballet(comment.user, comment.performed_via_github_app, c.app):
-        return (Ignored("Ballet's own comment"),)
-    commands = parse_commands(comment.body or "")
-    if not commands:
-        return (Ignored("the comment holds no /ballet command"),)
-    on_pr = issue.pull_request is not None
-    # On a pull request, `issue.body` is the PR's body: Ballet's says which issue it closes.
-    linked = _CLOSES.search(issue.body or "") if on_pr else None
-    target = TicketTarget(
-        repo=c.repo,
-        issue=None if on_pr else issue.number,
-        pr=issue.number if on_pr else None,
-        linked_issue=int(linked[1]) if linked else None,
-    )
-    return (
-        IssueCommands(
-            installation_id=c.installation_id,
-            target=target,
-            on_pr=on_pr,
-            comment_id=comment.id,
-            author=_login(comment.user),
-            author_is_bot=_is_bot(comment.user),
-            commands=commands,
-            now=c.now,
-        ),
-    )
-
-
-def _by_ballet(user: Account | None, via: AppRef | None, app: AppIdentity) -> bool:
-    if via is not None and via.id == app.app_id:
-        return True
-    login = _login(user)
-    return login.endswith("[bot]") and login.casefold() == app.bot_login.casefold()
-
-
-# -- pull requests ----------------------------------------------------------------
-
-
-def _pr_target(c: Context) -> TicketTarget | None:
-    pr = c.payload.pull_request
-    number = (pr.number if pr else None) or c.payload.number
-    if number is None:
-        return None
-    linked = _CLOSES.search(pr.body or "") if pr else None
-    return TicketTarget(
-        repo=c.repo,
-        pr=number,
-        branch=pr.head.ref if pr and pr.head else None,
-        linked_issue=int(linked[1]) if linked else None,
-    )
-
-
-def _pr_closed(c: Context) -> tuple[Intent, ...]:
-    target, pr = _pr_target(c), c.payload.pull_request
-    if target is None or pr is None:
-        return (Ignored("pull_request.closed without a pull request number"),)
-    merged = bool(pr.merged)
-    by = _login(pr.merged_by) if merged and pr.merged_by else _login(c.env.sender)
-    return (
-        ForTicket(c.installation_id, target, PullRequestClosed(now=c.now, merged=merged, by=by)),
-    )
-
-
-def _pr_pushed(c: Context) -> tuple[Intent, ...]:
-    target, pr = _pr_target(c), c.payload.pull_request
-    sha = pr.head.sha if pr and pr.head else None
-    if target is None or target.pr is None or not sha:
-        return (Ignored(f"pull_request.{c.env.action} without a number or head sha"),)
-    check = ValidateConfigInPR(c.installation_id, c.repo, target.pr, sha)
-    if c.env.action != "synchronize":
-        return (check,)
-    pushed = HeadPushed(now=c.now, sha=sha, pusher=_login(c.env.sender))
-    return (ForTicket(c.installation_id, target, pushed), check)
-
-
-def _review_submitted(c: Context) -> tuple[Intent, ...]:
-    target, review = _pr_target(c), c.payload.review
-    state = (review.state or "").lower() if review else ""
-    if target is None or review is None or state not in _REVIEW_STATES:
-        return (Ignored(f"pull_request_review.submitted with state {state or 'none'!r}"),)
-    event = ReviewSubmitted(
-        now=c.now,
-        state=cast(Literal["approved", "changes_requested", "commented", "dismissed"], state),
-        author=_login(review.user),
-        author_is_bot=_is_bot(review.user),
-    )
-    return (ForTicket(c.installation_id, target, event),)
-
-
-_REVIEW_STATES = ("approved", "changes_requested", "commented", "dismissed")
-
-
-# -- checks -------------------------------------------------------------------------
-
-
-def _checks_target(
-    c: Context, prs: tuple[PullRef | None, ...] | None, branch: str | None
-) -> TicketTarget:
-    number = next((p.number for p in prs or () if p and p.number is not None), None)
-    return TicketTarget(repo=c.repo, pr=number, branch=branch)
-
-
-def _checks(
-    c: Context, sha: str | None, conclusion: str | None, name: str, target: TicketTarget
-) -> tuple[Intent, ...]:
-    conclusion = _ALIASES.get(conclusion or "", conclusion)
-    if not sha or conclusion not in _CONCLUSIONS:
-        return (Ignored(f"checks finished without a sha or with conclusion {conclusion!r}"),)
-    event = ChecksCompleted(
-        now=c.now,
-        head_sha=sha,
-        conclusion=cast(CheckConclusion, conclusion),
-        names=(name,) if name else (),
-    )
-    return (ForTicket(c.installation_id, target, event),)
-
-
-def _check_suite_completed(c: Context) -> tuple[Intent, ...]:
-    suite = c.payload.check_suite
-    if suite is None:
-        return (Ignored("check_suite.completed without a check suite"),)
-    if suite.app is not None and suite.app.id == c.app.app_id:
-        return (Ignored("Ballet's own check suite"),)
-    name = (suite.app.slug or suite.app.name or "") if suite.app else ""
-    target = _checks_target(c, suite.pull_requests, suite.head_branch)
-    return _checks(c, suite.head_sha, suite.conclusion, name, target)
-
-
-def _started(
-    c: Context, sha: str | None, app: AppRef | None, target: TicketTarget
-) -> tuple[Intent, ...]:
-    if app is not None and app.id == c.app.app_id:
-        return (Ignored("Ballet's own checks"),)
-    if not sha:
-        return (Ignored("checks started without a head sha"),)
-    return (ForTicket(c.installation_id, target, ChecksStarted(now=c.now, head_sha=sha)),)
-
-
-def _check_suite_started(c: Context) -> tuple[Intent, ...]:
-    suite = c.payload.check_suite
-    if suite is None:
-        return (Ignored("check_suite without a check suite"),)
-    target = _checks_target(c, suite.pull_requests, suite.head_branch)
-    return _started(c, suite.head_sha, suite.app, target)
-
-
-def _check_run_created(c: Context) -> tuple[Intent, ...]:
-    run = c.payload.check_run
-    if run is None:
-        return (Ignored("check_run.created without a check run"),)
-    suite = run.check_suite
-    app = run.app or (suite.app if suite else None)
-    prs = run.pull_requests or (suite.pull_requests if suite else None)
-    target = _checks_target(c, prs, suite.head_branch if suite else None)
-    return _started(c, run.head_sha, app, target)
-
-
-def _workflow_run_requested(c: Context) -> tuple[Intent, ...]:
-    run = c.payload.workflow_run
-    if run is None:
-        return (Ignored("workflow_run.requested without a workflow run"),)
-    target = _checks_target(c, run.pull_requests, run.head_branch)
-    return _started(c, run.head_sha, None, target)
-
-
-def _workflow_run_completed(c: Context) -> tuple[Intent, ...]:
-    run = c.payload.workflow_run
-    if run is None:
-        return (Ignored("workflow_run.completed without a workflow run"),)
-    target = _checks_target(c, run.pull_requests, run.head_branch)
-    return _checks(c, run.head_sha, run.conclusion, run.name or "", target)
-
-
-def _status(c: Context) -> tuple[Intent, ...]:
-    p = c.payload
-    if p.state == "pending":
-        return (Ignored("a pending commit status"),)
-    conclusion = {"success": "success", "failure": "failure", "error": "failure"}.get(p.state or "")
-    branch = next((b.name for b in p.branches or () if b.name), None)
-    return _checks(c, p.sha, conclusion, p.context or "", TicketTarget(repo=c.repo, branch=branch))
-
-
-# -- repository and installation bookkeeping --------------------------------------------
-
-
-def _push(c: Context) -> tuple[Intent, ...]:
-    p = c.payload
-    default = c.env.repository.default_branch if c.env.repository else None
-    if not default or p.ref != f"refs/heads/{default}":
-        return (Ignored("a push to a branch other than the default branch"),)
-    touched = {
-        path
-        for commit in p.commits or ()
-        for path in (*(commit.added or ()), *(commit.modified or ()), *(commit.removed or ()))
-    }
-    if not any(path == CONFIG_PATH or path.startswith(SKILLS_DIR) for path in touched):
-        return (Ignored("a push to the default branch that leaves .ballet.yml and skills alone"),)
-    return (ConfigChanged(c.installation_id, c.repo, p.after or ""),)
-
-
-def _installation(env: Envelope, p: Payload) -> tuple[Intent, ...]:
-    if env.installation_id is None:
-        return (Ignored(f"{env.event}.{env.action or '-'} without an installation id"),)
-    added = p.repositories_added if env.event == "installation_repositories" else p.repositories
-    return (
-        InstallationChanged(
-            installation_id=env.installation_id,
-            action=env.action or "",
-            added=tuple(r.full_name for r in added or () if r.full_name),
-            removed=tuple(r.full_name for r in p.repositories_removed or () if r.full_name),
-        ),
-    )
-
-
-TABLE: dict[tuple[str, str | None], Translator] = {
-    ("issues", "labeled"): _issue_labeled,
-    ("issue_comment", "created"): _comment_created,
-    ("pull_request", "closed"): _pr_closed,
-    ("pull_request", "synchronize"): _pr_pushed,
-    ("pull_request", "opened"): _pr_pushed,
-    ("pull_request", "reopened"): _pr_pushed,
-    ("pull_request_review", "submitted"): _review_submitted,
-    ("check_suite", "requested"): _check_suite_started,
-    ("check_suite", "rerequested"): _check_suite_started,
-    ("check_run", "created"): _check_run_created,
-    ("check_suite", "completed"): _check_suite_completed,
-    ("workflow_run", "requested"): _workflow_run_requested,
-    ("workflow_run", "completed"): _workflow_run_completed,
-    ("status", None): _status,
-    ("push", None): _push,
-}
+    return route.reader(context)

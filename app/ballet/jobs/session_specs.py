@@ -9,13 +9,13 @@ session queued behind busy slots sees the ticket as it is when it runs.
 from __future__ import annotations
 
 from ballet.core.effects import SessionSpec
+from ballet.core.record import ticket_key
 from ballet.jobs.services import SessionJobs
-from ballet.sessions import Answer, StageInfo, TicketInfo
-from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
 
 
 def ticket_of(spec: SessionSpec) -> str:
-    return f"{spec.repo}#{spec.issue}"
+    return ticket_key(spec.repo, spec.issue)
 
 
 class StaleSession(Exception):

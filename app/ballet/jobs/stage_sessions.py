@@ -38,8 +38,7 @@ from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.queue import SESSIONS_QUEUE
-from ballet.sessions import SessionResult, run_session
-from ballet.sessions import SessionSpec as RunnerSpec
+from ballet.sessions import RunnerSpec, SessionResult, run_session
 from ballet.tickets.live import LiveTickets
 
 log = structlog.get_logger("ballet.jobs.stage_sessions")

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ballet.sessions.spec import EarlierReport, SessionSpec
+from ballet.sessions.spec import EarlierReport, RunnerSpec
 
 CONTEXT_VERSION = 1
 
 
-def visible_reports(spec: SessionSpec) -> tuple[EarlierReport, ...]:
+def visible_reports(spec: RunnerSpec) -> tuple[EarlierReport, ...]:
     if spec.phase is not None and spec.handoff is not None:
         return ()
     return spec.earlier_reports
 
 
-def build_context(spec: SessionSpec) -> dict[str, Any]:
+def build_context(spec: RunnerSpec) -> dict[str, Any]:
     ticket = spec.ticket
     return {
         "version": CONTEXT_VERSION,

@@ -1,4 +1,4 @@
-"""Run one session process: its own process group, bounded output, timeout, heartbeat.
+"""Run one session process: its own process group, bounded output, timeout.
 
 The process starts in a new session (so it leads its own process group); when
 it ends, or its time is up, the whole group gets SIGTERM, a grace period, then
@@ -17,7 +17,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +27,6 @@ from ballet.sessions.capture import BoundedCapture, LineSplitter
 
 log = structlog.get_logger(__name__)
 
-Heartbeat = Callable[[], Awaitable[None]]
 # After the group is killed, how long to wait for the pipes to close; a process
 # that escaped the group (setsid) and holds them open is then left behind.
 PIPE_DRAIN_SECONDS = 5.0
@@ -84,8 +83,6 @@ async def run_process(
     env: Mapping[str, str],
     timeout_seconds: float,
     on_stdout_line: Callable[[bytes], None] | None = None,
-    heartbeat: Heartbeat | None = None,
-    heartbeat_seconds: float = 30.0,
     grace_seconds: float = 5.0,
 ) -> ProcessOutcome:
     """Run `argv` to completion or timeout. Raises OSError when it cannot start."""
@@ -103,7 +100,6 @@ async def run_process(
         start_new_session=True,
     )
     pgid = transport.get_pid()
-    beats = asyncio.create_task(_beat(heartbeat, heartbeat_seconds)) if heartbeat else None
     timed_out = False
     try:
         try:
@@ -115,8 +111,6 @@ async def run_process(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(protocol.closed.wait(), PIPE_DRAIN_SECONDS)
     finally:
-        if beats:
-            beats.cancel()
         # Cancelled (e.g. the job was aborted): no grace, nothing may survive.
         _signal_group(pgid, signal.SIGKILL)
         transport.close()
@@ -160,13 +154,3 @@ def group_alive(pgid: int) -> bool:
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-
-
-async def _beat(heartbeat: Heartbeat, every: float) -> None:
-    while True:
-        await asyncio.sleep(every)
-        try:
-            await heartbeat()
-        except Exception:
-            # A lost heartbeat must not kill the session it reports on.
-            log.exception("session heartbeat failed")

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from ballet.sessions.context import visible_reports
-from ballet.sessions.spec import EarlierReport, SessionSpec
+from ballet.sessions.spec import EarlierReport, RunnerSpec
 
 # Long texts are cut so the prompt stays well under a command line's limits
 # (Linux refuses a single argument over 128 KiB, and CLIs take the prompt as one).
@@ -66,7 +66,7 @@ def acceptance_criteria(body: str) -> str | None:
 
 
 def render_prompt(
-    spec: SessionSpec,
+    spec: RunnerSpec,
     *,
     report_path: Path,
     handoff_path: Path | None,

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ballet.core.report import Handoff, Report, Usage
+from ballet.core.routing import job_key
 from ballet.sessions.confine import Isolation, SessionPaths, confined
 from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
 from ballet.sessions.environment import session_environment
 from ballet.sessions.git import GitError
 from ballet.sessions.git_auth import GitAuth
-from ballet.sessions.job_id import session_job_id
 from ballet.sessions.outcome import (
     SessionFailure,
     failed_report,
@@ -37,12 +37,12 @@ from ballet.sessions.outcome import (
     read_report,
     with_usage,
 )
-from ballet.sessions.process import Heartbeat, ProcessOutcome, run_process
+from ballet.sessions.process import ProcessOutcome, run_process
 from ballet.sessions.prompt import render_prompt
 from ballet.sessions.push import PushError, push_ticket_branch
 from ballet.sessions.routing import route
 from ballet.sessions.runtimes import Invocation, RuntimeConfigError, adapter_for
-from ballet.sessions.spec import SessionResult, SessionSpec
+from ballet.sessions.spec import RunnerSpec, SessionResult
 from ballet.sessions.workspace import Workspace, WorkspaceError, Workspaces
 
 OUTPUT_TAIL_CHARS = 8_000  # per stream, in SessionResult.output_tail
@@ -50,17 +50,15 @@ OUTPUT_TAIL_CHARS = 8_000  # per stream, in SessionResult.output_tail
 
 @dataclass(frozen=True)
 class SessionOptions:
-    heartbeat_seconds: float = 30.0
     grace_seconds: float = 5.0  # between SIGTERM and SIGKILL of the process group
     isolation: Isolation = field(default_factory=Isolation)  # confined by default
 
 
 async def run_session(
-    spec: SessionSpec,
+    spec: RunnerSpec,
     *,
     workspaces: Workspaces,
     git_auth: GitAuth,
-    heartbeat: Heartbeat | None = None,
     parent_env: Mapping[str, str] | None = None,
     options: SessionOptions | None = None,
 ) -> SessionResult:
@@ -71,7 +69,7 @@ async def run_session(
     started = time.monotonic()
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
-    key = session_job_id(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
+    key = job_key(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
     try:
         token = await git_auth(spec.ticket.repo)
         await workspaces.refresh(spec.ticket.repo, spec.clone_url, token)
@@ -81,20 +79,17 @@ async def run_session(
     except (WorkspaceError, GitError) as error:
         return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
     try:
-        return await _run(
-            spec, key, workspace, workspaces, git_auth, heartbeat, env, options, started
-        )
+        return await _run(spec, key, workspace, workspaces, git_auth, env, options, started)
     finally:
         await workspaces.remove(workspace)
 
 
 async def _run(
-    spec: SessionSpec,
+    spec: RunnerSpec,
     key: str,
     workspace: Workspace,
     workspaces: Workspaces,
     git_auth: GitAuth,
-    heartbeat: Heartbeat | None,
     parent_env: Mapping[str, str],
     options: SessionOptions,
     started: float,
@@ -174,8 +169,6 @@ async def _run(
                 env=sandbox.env,
                 timeout_seconds=spec.timeout_seconds,
                 on_stdout_line=meter.feed_line,
-                heartbeat=heartbeat,
-                heartbeat_seconds=options.heartbeat_seconds,
                 grace_seconds=options.grace_seconds,
             )
     except OSError as error:
@@ -215,7 +208,7 @@ async def _run(
 
 
 async def _push(
-    spec: SessionSpec, workspaces: Workspaces, workspace: Workspace, git_auth: GitAuth
+    spec: RunnerSpec, workspaces: Workspaces, workspace: Workspace, git_auth: GitAuth
 ) -> str:
     # A fresh token: the one that refreshed the mirror may have expired while the
     # session ran (installation tokens last an hour, a stage may run as long).
@@ -224,7 +217,7 @@ async def _push(
 
 
 def _read_results(
-    spec: SessionSpec, outcome: ProcessOutcome, report_path: Path, handoff_path: Path
+    spec: RunnerSpec, outcome: ProcessOutcome, report_path: Path, handoff_path: Path
 ) -> tuple[Report, Handoff | None]:
     if outcome.timed_out:
         raise SessionFailure(

@@ -1,6 +1,6 @@
-"""What one session needs (`SessionSpec`) and what it gives back (`SessionResult`).
+"""What one session needs (`RunnerSpec`) and what it gives back (`SessionResult`).
 
-The engine's StartSession effect is mapped into a `SessionSpec`; the session
+The engine's StartSession effect is mapped into a `RunnerSpec`; the session
 runner turns it into a workspace, an environment, a prompt and a process, and
 returns a `SessionResult` the worker turns into a SessionFinished event.
 
@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.config import Phase, Runtime, StageKind
+from ballet.core.record import ticket_key
 from ballet.core.report import Handoff, Report, Usage
 
 # Why a session ended `failed` without a report of its own (None: it reported).
@@ -47,7 +48,7 @@ class TicketInfo(Frozen):
     @property
     def ref(self) -> str:
         """`owner/repo#n`, the form BALLET_TICKET carries."""
-        return f"{self.repo}#{self.number}"
+        return ticket_key(self.repo, self.number)
 
 
 class StageInfo(Frozen):
@@ -74,7 +75,7 @@ class Answer(Frozen):
     author: str | None = None
 
 
-class SessionSpec(Frozen):
+class RunnerSpec(Frozen):
     ticket: TicketInfo
     stage: StageInfo
     skill_texts: dict[str, str] = Field(default_factory=dict)  # skill name -> markdown

@@ -27,6 +27,7 @@ from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
+from ballet.core.record import split_key, ticket_key
 from ballet.github.forge import (
     AppIdentity,
     Forge,
@@ -52,7 +53,7 @@ from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.start import Refusal, request_ticket
-from ballet.tickets.store import RecordStore, split_key, ticket_key
+from ballet.tickets.store import RecordStore
 
 log = structlog.get_logger("ballet.github")
 

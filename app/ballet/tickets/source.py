@@ -18,9 +18,9 @@ from githubkit import GitHub, TokenAuthStrategy
 from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
 from pydantic import BaseModel, ConfigDict
 
-from ballet.core.record import Record
+from ballet.core.record import Record, split_key
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, NotFound, RateLimited
-from ballet.tickets.store import RecordStore, split_key
+from ballet.tickets.store import RecordStore
 
 
 @dataclass(frozen=True)

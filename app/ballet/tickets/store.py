@@ -29,7 +29,7 @@ from pydantic import TypeAdapter
 from redis.asyncio import Redis
 
 from ballet.core.effects import AnyEffect, MarkerKey
-from ballet.core.record import Record, RecordFormatError, decode_record
+from ballet.core.record import Record, RecordFormatError, decode_record, split_key, ticket_key
 from ballet.core.render import marker_for
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
@@ -49,15 +49,6 @@ FINISHED_TTL_SECONDS = 30 * 24 * 3600
 class OutboxEntry:
     id: str  # unique per effect: "<ticket>@<record version>#<index>"
     effect: AnyEffect
-
-
-def ticket_key(repo: str, issue: int) -> str:
-    return f"{repo}#{issue}"
-
-
-def split_key(key: str) -> tuple[str, int]:
-    repo, _, number = key.rpartition("#")
-    return repo, int(number)
 
 
 def tracking_marker(key: str) -> str:
@@ -186,7 +177,7 @@ class RecordStore:
         repo = record.ticket.repo
         mapping: dict[str, str] = {}
         if record.pr_number is not None:
-            mapping[self._k("pr", f"{repo}#{record.pr_number}")] = record.key
+            mapping[self._k("pr", ticket_key(repo, record.pr_number))] = record.key
         if record.branch:
             mapping[self._k("branch", f"{repo}:{record.branch}")] = record.key
         if mapping:
@@ -203,7 +194,7 @@ class RecordStore:
             return ticket_key(repo, target.issue)
         lookups = []
         if target.pr is not None:
-            lookups.append(self._k("pr", f"{repo}#{target.pr}"))
+            lookups.append(self._k("pr", ticket_key(repo, target.pr)))
         if target.branch:
             lookups.append(self._k("branch", f"{repo}:{target.branch}"))
         for lookup in lookups:

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from ballet import metrics
-from ballet.github.payloads import HANDLED_EVENTS
+from ballet.github.translate import HANDLED_EVENTS
 from ballet.queue import DeliveryJob
 from ballet.web.body import BadContentLength, BodyTooLarge, read_limited
 from ballet.web.responses import problem, status
