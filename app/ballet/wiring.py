@@ -14,7 +14,7 @@ the ticket service or the session jobs. The pieces it joins:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,7 +30,12 @@ from ballet.github.forge import Forge
 from ballet.github.rest import GitHubAppCredentials, GitHubForges
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
-from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.services import (
+    DeliveryConsumer,
+    Services,
+    SessionJobs,
+    TicketEventHandler,
+)
 from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import DeliveryQueue
 from ballet.sessions import SessionOptions, Workspaces
@@ -58,7 +63,6 @@ def default_runtime(settings: Settings) -> Runtime:
 
 async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     """The production services of a worker process."""
-    deliveries = DeliveryQueue(redis, settings.delivery_dedupe_seconds)
     launcher = ArqSessionLauncher(redis)
     try:
         edge = await build_edge(
@@ -71,12 +75,11 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             f"no GitHub App configured, deliveries are only logged: {exc}; then"
             " redeliver from the App's settings any delivery that should start a ticket"
         )
-        return Services(settings, redis, deliveries, LoggingConsumer())
-    return Services(
-        settings=settings,
-        redis=redis,
-        deliveries=deliveries,
-        consumer=edge.service,
+        return services_for(settings, redis, LoggingConsumer())
+    return services_for(
+        settings,
+        redis,
+        edge.service,
         tickets=edge.service,
         session_jobs=session_jobs_for(
             settings,
@@ -85,7 +88,29 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             edge.forges.for_installation,
             find_installation=edge.forges.installation_of,
         ),
-        closers=[edge.aclose],
+        closers=(edge.aclose,),
+    )
+
+
+def services_for(
+    settings: Settings,
+    redis: ArqRedis,
+    consumer: DeliveryConsumer,
+    *,
+    tickets: TicketEventHandler | None = None,
+    session_jobs: SessionJobs | None = None,
+    closers: tuple[Callable[[], Awaitable[None]], ...] = (),
+) -> Services:
+    """A worker's services around the given parts; the one place a `Services` is made
+    (tests pass their own consumer or ticket handler here)."""
+    return Services(
+        settings=settings,
+        redis=redis,
+        deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
+        consumer=consumer,
+        tickets=tickets,
+        session_jobs=session_jobs,
+        closers=list(closers),
     )
 
 
@@ -148,22 +173,29 @@ def session_jobs_for(
     *,
     parent_env: Mapping[str, str] | None = None,
     find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+    clone_urls: Callable[[str], str] | None = None,
+    options: SessionOptions | None = None,
+    heartbeat_seconds: float | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
     (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
-    `GitHubEdge.forges.installation_of`)."""
-    return SessionJobs(
+    `GitHubEdge.forges.installation_of`). Tests pass where to clone from, the
+    session options (e.g. a test's own confinement) and a faster heartbeat."""
+    jobs = SessionJobs(
         redis=redis,
         tickets=GitHubTicketSource(
-            store, forges, api_url=settings.github_api_url, find_installation=find_installation
+            store, forges, clone_urls=clone_urls, find_installation=find_installation
         ),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,
-        options=SessionOptions(isolation=isolation_for(settings)),
+        options=options or SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),
         crash_retries=settings.session_crash_retries,
     )
+    if heartbeat_seconds is not None:
+        jobs = replace(jobs, heartbeat_seconds=heartbeat_seconds)
+    return jobs
 
 
 def isolation_for(settings: Settings) -> Isolation:

@@ -157,9 +157,7 @@ ISSUE_BODY = "Please greet.\n\n- [ ] says hello\n"
 
 
 async def read_issue(forges: GitHubForges, store: RecordStore, api_url: str) -> IssueDetails:
-    details = await GitHubTicketSource(store, forges.for_installation, api_url=api_url).issue(
-        REPO, 1
-    )
+    details = await GitHubTicketSource(store, forges.for_installation).issue(REPO, 1)
     # The host differs (loopback against github.com); the rest of the URL must not.
     return replace(details, url=urlsplit(details.url).path)
 

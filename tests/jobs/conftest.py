@@ -12,17 +12,14 @@ from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
 from ballet.github.client import GitHubClients
 from ballet.github.rest import GitHubAppCredentials, GitHubForges
-from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.stage_sessions import ArqSessionLauncher
-from ballet.queue import DeliveryQueue
-from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions import SessionOptions
 from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
-from ballet.skills import builtin_skills
-from ballet.tickets.source import GitHubTicketSource
 from ballet.tickets.store import RecordStore
+from ballet.wiring import services_for, session_jobs_for
 from fake_github import API, APP_ID, FakeGitHub
 from git_repos import make_origin
 from jobs_kit import AGENT, EngineTickets, seeded_github
@@ -90,6 +87,7 @@ def launcher(redis: ArqRedis) -> ArqSessionLauncher:
 
 @pytest.fixture
 def session_jobs(
+    settings: Settings,
     redis: ArqRedis,
     store: RecordStore,
     app_private_key: str,
@@ -111,22 +109,18 @@ def session_jobs(
             write_spacing_seconds=0.01,
         )
     )
-    source = GitHubTicketSource(
-        store, forges.for_installation, api_url=API, clone_urls=lambda repo: origin.as_uri()
-    )
-    return SessionJobs(
-        redis=redis,
-        tickets=source,
-        workspaces=Workspaces(tmp_path / "workspaces", parent_env=parent_env),
-        artifacts=Artifacts(redis),
+    return session_jobs_for(
+        settings,
+        redis,
+        store,
+        forges.for_installation,
         parent_env=parent_env,
+        clone_urls=lambda repo: origin.as_uri(),
         options=SessionOptions(
-            heartbeat_seconds=0.2,
             grace_seconds=0.5,
             isolation=Isolation(readonly_paths=(agent_script.parent,), test_writable=(observed,)),
         ),
         heartbeat_seconds=0.2,
-        builtin_skills=builtin_skills(),
     )
 
 
@@ -134,11 +128,6 @@ def session_jobs(
 def services(
     settings: Settings, redis: ArqRedis, tickets: EngineTickets, session_jobs: SessionJobs
 ) -> Services:
-    return Services(
-        settings=settings,
-        redis=redis,
-        deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
-        consumer=LoggingConsumer(),
-        tickets=tickets,
-        session_jobs=session_jobs,
+    return services_for(
+        settings, redis, LoggingConsumer(), tickets=tickets, session_jobs=session_jobs
     )

@@ -15,7 +15,6 @@ from ballet.github import models as m
 from ballet.github.payloads import Envelope
 from ballet.github.translate import HANDLED_EVENTS
 from ballet.github.webhook_models import Payload
-from ballet.tickets import source as ticket_source
 from pydantic import BaseModel
 from schema_walk import Spec, Walk
 
@@ -41,7 +40,7 @@ RESPONSES: list[tuple[type[BaseModel], str, str, str]] = [
     (m.CombinedStatus, "get", f"{R}/commits/{{ref}}/status", "200"),
     (m.MergeData, "put", f"{R}/pulls/{{pull_number}}/merge", "200"),
     (m.PermissionData, "get", f"{R}/collaborators/{{username}}/permission", "200"),
-    (ticket_source._Issue, "get", f"{R}/issues/{{issue_number}}", "200"),
+    (m.IssueData, "get", f"{R}/issues/{{issue_number}}", "200"),
 ]
 
 

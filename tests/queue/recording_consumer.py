@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 
 from arq.connections import ArqRedis
 from ballet.jobs.services import Delivery, Services
-from ballet.queue import DeliveryQueue
 from ballet.settings import Settings
+from ballet.wiring import services_for
 
 
 class RecordingConsumer:
@@ -32,11 +32,6 @@ def services_with(
     """A worker's services factory that hands every delivery to `consumer`."""
 
     async def factory(settings: Settings, redis: ArqRedis) -> Services:
-        return Services(
-            settings=settings,
-            redis=redis,
-            deliveries=DeliveryQueue(redis, settings.delivery_dedupe_seconds),
-            consumer=consumer,
-        )
+        return services_for(settings, redis, consumer)
 
     return factory

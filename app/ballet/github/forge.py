@@ -158,6 +158,13 @@ class MergeResult:
 
 
 @dataclass(frozen=True)
+class IssueDetails:
+    body: str
+    labels: tuple[str, ...]
+    url: str
+
+
+@dataclass(frozen=True)
 class GitRemote:
     """Where and how a session's branch is pushed; the token never reaches a session."""
 
@@ -169,6 +176,10 @@ class Forge(Protocol):
     """GitHub, as Ballet uses it. Every method is one or a few API calls."""
 
     async def default_branch(self, repo: str) -> str: ...
+
+    async def get_issue(self, repo: str, number: int) -> IssueDetails:
+        """The issue's body, labels and URL as they are now."""
+        ...
 
     async def file_text(self, repo: str, path: str, ref: str) -> str | None:
         """The file's text at `ref`, or None when it does not exist."""

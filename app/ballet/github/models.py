@@ -84,6 +84,22 @@ class PullRequestData(Lenient):
     body: str | None = None
 
 
+class IssueLabel(Lenient):
+    name: str | None = None
+
+
+class IssueData(Lenient):
+    body: str | None = None
+    html_url: str
+    # GitHub documents a label as an object or a bare name.
+    labels: list[IssueLabel | str] = []
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        names = (lbl if isinstance(lbl, str) else lbl.name for lbl in self.labels)
+        return tuple(n for n in names if n)
+
+
 class PullFile(Lenient):
     filename: str
     status: str = "modified"

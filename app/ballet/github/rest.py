@@ -31,6 +31,7 @@ from ballet.github.forge import (
     Comment,
     ForgeError,
     GitRemote,
+    IssueDetails,
     MergeMethod,
     MergeResult,
     NotFound,
@@ -176,6 +177,14 @@ class GitHubForge:
         return m.PullRequestData.model_validate(
             await self._client.json("GET", f"/repos/{repo}/pulls/{number}")
         )
+
+    async def get_issue(self, repo: str, number: int) -> IssueDetails:
+        try:
+            raw = await self._client.json("GET", f"/repos/{repo}/issues/{number}")
+        except NotFound as exc:
+            raise NotFound(f"{exc}; was the issue deleted or transferred?") from exc
+        data = m.IssueData.model_validate(raw)
+        return IssueDetails(body=data.body or "", labels=data.label_names, url=data.html_url)
 
     async def get_pr(self, repo: str, number: int) -> PullRequest:
         return m.pull_request_of(await self._pr_data(repo, number))

@@ -11,23 +11,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
-
-from githubkit import GitHub, TokenAuthStrategy
-from githubkit.exception import RateLimitExceeded, RequestError, RequestFailed
-from pydantic import BaseModel, ConfigDict
+from typing import Protocol
 
 from ballet.core.record import Record, split_key
-from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, NotFound, RateLimited
+from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, IssueDetails, RateLimited
 from ballet.tickets.store import RecordStore
-
-
-@dataclass(frozen=True)
-class IssueDetails:
-    body: str
-    labels: tuple[str, ...]
-    url: str
 
 
 class TicketSource(Protocol):
@@ -46,26 +34,6 @@ GIT_TOKEN_TRIES = 4
 GIT_TOKEN_MAX_WAIT = 60.0
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-
-class _Label(_Lenient):
-    name: str | None = None
-
-
-class _Issue(_Lenient):
-    body: str | None = None
-    html_url: str
-    # GitHub documents a label as an object or a bare name.
-    labels: list[_Label | str] = []
-
-    @property
-    def label_names(self) -> tuple[str, ...]:
-        names = (lbl if isinstance(lbl, str) else lbl.name for lbl in self.labels)
-        return tuple(n for n in names if n)
-
-
 class GitHubTicketSource:
     """`TicketSource` on the GitHub edge: the record store and a forge per installation."""
 
@@ -74,7 +42,6 @@ class GitHubTicketSource:
         store: RecordStore,
         forges: Callable[[int], Forge],
         *,
-        api_url: str,
         clone_urls: Callable[[str], str] | None = None,
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
@@ -83,7 +50,6 @@ class GitHubTicketSource:
         # installation: Redis was lost, and a running session must still finish.
         self._find_installation = find_installation
         self._forges = forges
-        self._api_url = api_url
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
         self._clone_urls = clone_urls
 
@@ -100,32 +66,7 @@ class GitHubTicketSource:
         return self._forges(installation)
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
-        token = (await (await self._forge(repo)).git_remote(repo)).token
-        # No automatic retries: a rate limit defers the job instead of sleeping in it.
-        gh: GitHub[Any] = GitHub(
-            TokenAuthStrategy(token), base_url=self._api_url, auto_retry=False, user_agent="ballet"
-        )
-        path = f"/repos/{repo}/issues/{number}"
-        try:
-            response = await gh.arequest("GET", path)
-        except RateLimitExceeded as exc:
-            wait = max(exc.retry_after.total_seconds(), 1.0)
-            raise RateLimited(wait, reason=f"GET {path}: rate limited") from exc
-        except RequestFailed as exc:
-            status = exc.response.status_code
-            text = f"GET {path}: {status}"
-            if status == 404:
-                raise NotFound(f"{text}; was the issue deleted or transferred?") from exc
-            kind = ForgeUnavailable if status >= 500 else ForgeError
-            raise kind(text, status=status) from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"GET {path}: {exc!r}") from exc
-        data = _Issue.model_validate(response.raw_response.json())
-        return IssueDetails(
-            body=data.body or "",
-            labels=data.label_names,
-            url=data.html_url,
-        )
+        return await (await self._forge(repo)).get_issue(repo, number)
 
     async def record(self, ticket: str) -> Record | None:
         repo, _ = split_key(ticket)
