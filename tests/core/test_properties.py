@@ -28,7 +28,7 @@ from ballet.core.events import (
     SessionFinished,
     TicketRequested,
 )
-from ballet.core.machine import COMMANDS, TABLE, IllegalEvent, advance
+from ballet.core.machine import TABLE, IllegalEvent, advance, destinations
 from ballet.core.record import TERMINAL, Record, decode_record, encode_record
 from ballet.core.report import Handoff, Question, Report, Usage
 from core_kit import T0, agent, default_stages, human, make_pipeline, platform
@@ -246,10 +246,7 @@ def test_random_event_sequences_keep_the_invariants(
             after, effects = advance(rec, event)
         except IllegalEvent:
             continue
-        rule = TABLE[(rec.status, event.kind)]
-        to = rule.to
-        if isinstance(event, CommandIssued) and not hasattr(event.command, "message"):
-            to = COMMANDS[event.command.verb].to  # type: ignore[union-attr]
+        to = destinations(TABLE[(rec.status, event.kind)], event)
         check_invariants(rec, after, list(effects), to)
         # A new comment never reuses another's marker (that would edit it instead).
         markers = [e.marker.render() for e in effects if isinstance(e, NEW_COMMENTS)]

@@ -6,7 +6,9 @@ Like h11's `_state.py`, the behaviour is data first: `TABLE` says, for every
 who may give it. Guards a table cannot express live in the handlers
 (`handlers`, `verbs`), which raise `IllegalEvent` before changing anything.
 A pair missing from the table is illegal: `advance` raises `IllegalEvent`, and
-the edge logs the event and drops it.
+the edge logs the event and drops it. A rule's `to` is enforced, not only
+documented: a handler that leads anywhere else is a bug, and `advance` raises
+`TableViolation` before the record is saved or any effect carried out.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record, Status
 from ballet.core.tx import Tx
 
-__all__ = ["COMMANDS", "TABLE", "IllegalEvent", "advance"]
+__all__ = ["COMMANDS", "TABLE", "IllegalEvent", "TableViolation", "advance"]
 
 LIVE: tuple[Status, ...] = ("running", "waiting", "paused")
 ANY: tuple[Status, ...] = ("running", "waiting", "paused", "done", "failed", "cancelled")
@@ -42,8 +44,12 @@ ONWARD: tuple[Status, ...] = ("running", "waiting", "done", "failed")
 @dataclass(frozen=True)
 class Rule:
     handler: Callable[[Tx, Any], None]
-    to: tuple[Status, ...]  # where it can lead besides staying put (property-tested)
+    to: tuple[Status, ...]  # where it can lead besides staying put (advance enforces it)
     says: str
+
+
+class TableViolation(RuntimeError):
+    """A handler led where its rule says it cannot: a bug in the handler or the table."""
 
 
 # fmt: off
@@ -127,6 +133,12 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
         raise IllegalEvent(f"{event.kind} does not apply: {where}")
     tx = Tx(record, event.now)
     rule.handler(tx, event)
+    allowed = (status, *destinations(rule, event))
+    if tx.rec.status not in allowed:
+        raise TableViolation(
+            f"{event.kind} led a {status or 'new'} ticket to {tx.rec.status};"
+            f" TABLE allows only {', '.join(str(s) for s in allowed)}"
+        )
     version = record.version if record is not None else 0
     tx.set(version=version + 1, updated_at=event.now)
     sync_labels(tx, record)
@@ -140,6 +152,15 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
         )
     )
     return tx.rec, tx.effects
+
+
+def destinations(rule: Rule, event: AnyEvent) -> tuple[Status, ...]:
+    """Where this event may lead besides staying put: a command's own rule says,
+    and a line that is no command (an error) changes nothing."""
+    if isinstance(event, CommandIssued):
+        cmd = event.command
+        return () if isinstance(cmd, CommandError) else COMMANDS[cmd.verb].to
+    return rule.to
 
 
 def command(tx: Tx, ev: CommandIssued) -> None:
