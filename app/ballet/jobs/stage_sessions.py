@@ -7,7 +7,7 @@ the job or its result exists, and a launch marker outlives both), and a
 CancelSession aborts that job, which cancels its task and with it kills the
 session's process group (`sessions.process` SIGKILLs the group on cancel).
 
-The job fills in what the engine does not carry (`runner_specs`; the git
+The job fills in what the engine does not carry (`session_specs`; the git
 token is asked for when git needs it), runs the session while beating a
 heartbeat key the reconciler watches, keeps its report and handoff as the
 ticket's artifacts and sends a SessionFinished to the ticket pipeline
