@@ -48,6 +48,8 @@ LAUNCHED_PREFIX = "ballet:session-launched:"
 # A session is never started twice: far longer than any redelivery of its effect.
 KEEP_SECONDS = 30 * 24 * 3600
 SESSION_RETRY_SECONDS = 30.0
+# A session's job is tried this often (GitHub unreachable before it could start).
+SESSION_MAX_TRIES = 5
 
 
 def finished_event_id(job_key: str) -> str:
