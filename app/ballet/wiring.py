@@ -87,6 +87,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             edge.store,
             edge.forges.for_installation,
             find_installation=edge.forges.installation_of,
+            installations=edge.forges.installations,
         ),
         closers=(edge.aclose,),
     )
@@ -173,6 +174,7 @@ def session_jobs_for(
     *,
     parent_env: Mapping[str, str] | None = None,
     find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+    installations: Callable[[], Awaitable[tuple[int, ...]]] | None = None,
     clone_urls: Callable[[str], str] | None = None,
     options: SessionOptions | None = None,
     heartbeat_seconds: float | None = None,
@@ -184,7 +186,11 @@ def session_jobs_for(
     jobs = SessionJobs(
         redis=redis,
         tickets=GitHubTicketSource(
-            store, forges, clone_urls=clone_urls, find_installation=find_installation
+            store,
+            forges,
+            clone_urls=clone_urls,
+            find_installation=find_installation,
+            installations=installations,
         ),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),

@@ -199,3 +199,44 @@ async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
     assert from_fake == from_sandbox
     assert from_sandbox.labels == ("ballet", "ballet:running")
     assert from_sandbox.url == f"/{REPO}/issues/1"
+
+
+async def test_live_tickets_are_found_by_label_on_the_sandbox_and_the_fake_alike(
+    sandbox_forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    """What the reconciler asks after Redis lost its live set, on both GitHubs."""
+    labelled = [("ballet", "ballet:running"), ("ballet", "ballet:waiting"), ("bug",)]
+    async with httpx.AsyncClient(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:writer"}
+    ) as user:
+        for n, labels in enumerate(labelled, 1):
+            created = await user.post(
+                f"/repos/{REPO}/issues", json={"title": f"issue {n}", "labels": list(labels)}
+            )
+            assert created.status_code == 201, created.text
+    store = RecordStore(redis)
+    source = GitHubTicketSource(
+        store, sandbox_forges.for_installation, installations=sandbox_forges.installations
+    )
+    from_sandbox = await source.live_on_github()
+    assert await store.installation_of(REPO) == installation_id
+
+    await redis.flushdb()
+    fake = FakeGitHub()
+    fake.add_repo(REPO)
+    for n, labels in enumerate(labelled, 1):
+        fake.add_issue(REPO, n, title=f"issue {n}", labels=labels)
+    app = sandbox.sandbox.app
+    fake_forges = GitHubForges(
+        GitHubClients(GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis)
+    )
+    try:
+        with fake.serving():
+            from_fake = await GitHubTicketSource(
+                RecordStore(redis),
+                fake_forges.for_installation,
+                installations=fake_forges.installations,
+            ).live_on_github()
+    finally:
+        await fake_forges.aclose()
+    assert from_sandbox == from_fake == [f"{REPO}#1", f"{REPO}#2"]

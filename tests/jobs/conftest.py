@@ -116,6 +116,7 @@ def session_jobs(
         forges.for_installation,
         parent_env=parent_env,
         clone_urls=lambda repo: origin.as_uri(),
+        installations=forges.installations,
         options=SessionOptions(
             grace_seconds=0.5,
             isolation=Isolation(readonly_paths=(agent_script.parent,), test_writable=(observed,)),

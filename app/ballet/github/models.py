@@ -37,6 +37,20 @@ class InstallationData(Lenient):
     id: int
 
 
+class RepositoryName(Lenient):
+    full_name: str
+
+
+class InstallationRepositories(Lenient):
+    total_count: int
+    repositories: list[RepositoryName]
+
+
+class IssueListItem(Lenient):
+    number: int
+    pull_request: dict[str, Any] | None = None  # present: the item is a pull request
+
+
 class Repository(Lenient):
     default_branch: str
 

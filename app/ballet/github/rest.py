@@ -42,6 +42,8 @@ from ballet.github.urls import git_url
 
 __all__ = ["GitHubAppCredentials", "GitHubForge", "GitHubForges", "ServerErrorRetry"]
 
+# Repositories listed per installation: far beyond any one installation's.
+MAX_LISTED = 10_000
 _content_list = TypeAdapter(list[m.ContentItem])
 _comment_list = TypeAdapter(list[m.IssueComment])
 _pr_list = TypeAdapter(list[m.PullRequestData])
@@ -69,6 +71,11 @@ class GitHubForges:
         except NotFound:
             return None
         return m.InstallationData.model_validate(data).id
+
+    async def installations(self) -> tuple[int, ...]:
+        """Every installation of the App (asked with the App JWT)."""
+        data = await self._clients.app().pages("/app/installations")
+        return tuple(m.InstallationData.model_validate(item).id for item in data)
 
     def for_installation(self, installation_id: int) -> GitHubForge:
         return GitHubForge(
@@ -185,6 +192,28 @@ class GitHubForge:
             raise NotFound(f"{exc}; was the issue deleted or transferred?") from exc
         data = m.IssueData.model_validate(raw)
         return IssueDetails(body=data.body or "", labels=data.label_names, url=data.html_url)
+
+    async def repositories(self) -> tuple[str, ...]:
+        """The repositories this installation reaches."""
+        names: list[str] = []
+        for page in range(1, MAX_LISTED // PER_PAGE + 1):
+            data = m.InstallationRepositories.model_validate(
+                await self._client.json(
+                    "GET", "/installation/repositories", params={"per_page": PER_PAGE, "page": page}
+                )
+            )
+            names += (r.full_name for r in data.repositories)
+            if len(data.repositories) < PER_PAGE or len(names) >= data.total_count:
+                break
+        return tuple(names)
+
+    async def open_issues_labelled(self, repo: str, label: str) -> tuple[int, ...]:
+        """Numbers of the open issues (not pull requests) that carry `label`."""
+        data = await self._client.pages(
+            f"/repos/{repo}/issues", params={"labels": label, "state": "open"}
+        )
+        items = (m.IssueListItem.model_validate(item) for item in data)
+        return tuple(i.number for i in items if i.pull_request is None)
 
     async def get_pr(self, repo: str, number: int) -> PullRequest:
         return m.pull_request_of(await self._pr_data(repo, number))
