@@ -37,8 +37,7 @@ async def main(args: argparse.Namespace) -> int:
             Path(tmp), session_slots=args.slots, write_spacing_seconds=args.spacing
         ) as stack:
             print(
-                f"{args.tickets} tickets, {args.slots} session slots,"
-                f" writes {args.spacing}s apart",
+                f"{args.tickets} tickets, {args.slots} session slots, writes {args.spacing}s apart",
                 flush=True,
             )
             calm = await run_tickets(stack, "calm", args.tickets, timeout=args.timeout)

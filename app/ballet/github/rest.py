@@ -1,8 +1,8 @@
 """The production forge: the `Forge` Protocol on GitHub's REST and GraphQL APIs.
 
-Requests go through `GitHubClient` (github_client.py: App auth, Redis-shared
+Requests go through `GitHubClient` (client.py: App auth, Redis-shared
 tokens, ETag cache, pacing, rate limits). Responses are read with lenient
-models of only the fields Ballet uses (`github_models.py`), so the sandbox and
+models of only the fields Ballet uses (`models.py`), so the sandbox and
 GitHub Enterprise versions that add or drop fields are read alike.
 """
 
@@ -18,13 +18,9 @@ from ballet.core.events import Permission
 from ballet.github import models as m
 from ballet.github.client import (
     PER_PAGE,
-    GitHubAppCredentials,
     GitHubClient,
-    GitHubClients,
-    ServerErrorRetry,
 )
 from ballet.github.forge import (
-    AppIdentity,
     CheckResult,
     CheckRunSpec,
     ChecksSummary,
@@ -40,7 +36,7 @@ from ballet.github.forge import (
 )
 from ballet.github.urls import git_url
 
-__all__ = ["GitHubAppCredentials", "GitHubForge", "GitHubForges", "ServerErrorRetry"]
+__all__ = ["GitHubForge"]
 
 # Repositories listed per installation: far beyond any one installation's.
 MAX_LISTED = 10_000
@@ -48,39 +44,6 @@ _content_list = TypeAdapter(list[m.ContentItem])
 _comment_list = TypeAdapter(list[m.IssueComment])
 _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
-
-
-class GitHubForges:
-    """Makes a forge per installation; all share one Redis and one connection pool."""
-
-    def __init__(self, clients: GitHubClients) -> None:
-        self._clients = clients
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
-
-    async def app_identity(self) -> AppIdentity:
-        """Who the App is (its slug names its bot), asked once at start-up with the App JWT."""
-        app = m.AppData.model_validate(await self._clients.app().json("GET", "/app"))
-        return AppIdentity(app_id=app.id, slug=app.slug)
-
-    async def installation_of(self, repo: str) -> int | None:
-        """The App's installation on `repo` (asked with the App JWT), or None if not installed."""
-        try:
-            data = await self._clients.app().json("GET", f"/repos/{repo}/installation")
-        except NotFound:
-            return None
-        return m.InstallationData.model_validate(data).id
-
-    async def installations(self) -> tuple[int, ...]:
-        """Every installation of the App (asked with the App JWT)."""
-        data = await self._clients.app().pages("/app/installations")
-        return tuple(m.InstallationData.model_validate(item).id for item in data)
-
-    def for_installation(self, installation_id: int) -> GitHubForge:
-        return GitHubForge(
-            self._clients.installation(installation_id), self._clients.credentials.api_url
-        )
 
 
 class GitHubForge:
