@@ -288,6 +288,10 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
         # GitHub holds the merge for required checks still running: wait for them.
         steps.wait_checks_before_merge(tx)
         return
+    if ev.result == "method_not_allowed":
+        # No rework changes a repository setting: trying again would fail the same way.
+        steps.ask(tx, method_refused(tx.rec.pipeline.merge.method, ev.detail))
+        return
     words = {
         "conflict": "a merge conflict",
         "checks_failed": "red required checks",
@@ -295,6 +299,19 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     }
     detail = f": {ev.detail}" if ev.detail else ""
     steps.settle(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
+
+
+def method_refused(method: str, detail: str) -> str:
+    """The question when the repository does not allow the pinned merge method."""
+    others = ", ".join(f"`{m}`" for m in ("squash", "merge", "rebase") if m != method)
+    said = f" (GitHub: {detail})" if detail else ""
+    return (
+        f"GitHub refused to merge the pull request with the `{method}` method: the "
+        f"repository does not allow it{said}. Either allow it (Settings → General → "
+        f"Pull Requests: allow {method} merging) and `/ballet retry`, or merge the pull "
+        f"request yourself. For later tickets, `merge: {{method: ...}}` in .ballet.yml "
+        f"can name one the repository allows ({others})."
+    )
 
 
 def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
