@@ -21,7 +21,13 @@ WRITE_PERMISSIONS: frozenset[str] = frozenset({"admin", "maintain", "write"})
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
-    "merged", "conflict", "checks_failed", "checks_pending", "closed", "not_mergeable"
+    "merged",
+    "conflict",
+    "checks_failed",
+    "checks_pending",
+    "closed",
+    "not_mergeable",
+    "method_not_allowed",  # the repository disallows the method: a setting, not the work
 ]
 ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
@@ -222,8 +228,20 @@ class Forge(Protocol):
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary: ...
 
     async def merge_pr(
-        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
-    ) -> MergeResult: ...
+        self,
+        repo: str,
+        number: int,
+        *,
+        method: MergeMethod,
+        sha: str | None = None,
+        commit_title: str | None = None,
+    ) -> MergeResult:
+        """Merge with `method`; `commit_title` None leaves GitHub's own title."""
+        ...
+
+    async def delete_branch(self, repo: str, branch: str) -> None:
+        """Delete `branch`; a branch that is already gone is not an error."""
+        ...
 
     async def update_branch(self, repo: str, number: int) -> bool:
         """Bring the PR branch up to date with its base; False when it cannot (conflict)."""

@@ -39,6 +39,7 @@ from ballet.github.github_client import (
     GitHubClients,
     ServerErrorRetry,
 )
+from ballet.github.merge_methods import MergeSettings, refused_method
 from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
@@ -284,7 +285,13 @@ class GitHubForge:
     # -- merging and review ----------------------------------------------------
 
     async def merge_pr(
-        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
+        self,
+        repo: str,
+        number: int,
+        *,
+        method: MergeMethod,
+        sha: str | None = None,
+        commit_title: str | None = None,
     ) -> MergeResult:
         pr = await self.get_pr(repo, number)
         if pr.merged:
@@ -296,11 +303,20 @@ class GitHubForge:
         body: dict[str, Any] = {"merge_method": method}
         if sha is not None:
             body["sha"] = sha
+        if commit_title is not None:
+            body["commit_title"] = commit_title
         try:
             data = await self._client.json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
+            if exc.status == 405:
+                settings = MergeSettings.model_validate(
+                    await self._client.json("GET", f"/repos/{repo}")
+                )
+                refused = refused_method(method, exc, settings)
+                if refused is not None:
+                    return MergeResult("method_not_allowed", refused)
             checks = await self.checks_for_ref(repo, pr.head_sha)
             if checks.failed:
                 names = ", ".join(c.name for c in checks.failed)
@@ -311,6 +327,17 @@ class GitHubForge:
                 return MergeResult("checks_pending", f"checks still running: {names}")
             return MergeResult("not_mergeable", str(exc))
         return MergeResult("merged", "", m.MergeData.model_validate(data).sha)
+
+    async def delete_branch(self, repo: str, branch: str) -> None:
+        try:
+            await self._client.call("DELETE", f"/repos/{repo}/git/refs/heads/{branch}")
+        except NotFound:
+            return
+        except ForgeError as exc:
+            # GitHub answers 422 "Reference does not exist" for a branch already gone
+            # (a repository that deletes head branches on merge got there first).
+            if exc.status != 422:
+                raise
 
     async def update_branch(self, repo: str, number: int) -> bool:
         try:
