@@ -40,6 +40,7 @@ from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, RateLimited
 from ballet.github.store import RecordStore
+from ballet.github.ticket_links import TicketLinksReader
 from ballet.heartbeats import beating, forget_last_beat, last_beat
 from ballet.live_tickets import LiveTickets
 from ballet.queue import SESSIONS_QUEUE
@@ -124,6 +125,7 @@ class SessionJobs:
     crash_retries: int = 2  # Settings.session_crash_retries
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
+    links: TicketLinksReader | None = None  # None: sessions get no epic or lineage
 
 
 def session_jobs_for(
@@ -138,11 +140,13 @@ def session_jobs_for(
     """The production wiring, from the GitHub edge's record store and forges
     (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
     `GitHubEdge.forges.installation_of`)."""
+    tickets = GitHubTicketSource(
+        store, forges, api_url=settings.github_api_url, find_installation=find_installation
+    )
     return SessionJobs(
         redis=redis,
-        tickets=GitHubTicketSource(
-            store, forges, api_url=settings.github_api_url, find_installation=find_installation
-        ),
+        tickets=tickets,
+        links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,

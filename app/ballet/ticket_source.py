@@ -28,6 +28,8 @@ class IssueDetails:
     body: str
     labels: tuple[str, ...]
     url: str
+    # Whether it is a sub-issue (`parent_issue_url`); None: this GitHub does not say.
+    has_parent: bool | None = None
 
 
 class TicketSource(Protocol):
@@ -59,6 +61,7 @@ class _Issue(_Lenient):
     html_url: str
     # GitHub documents a label as an object or a bare name.
     labels: list[_Label | str] = []
+    parent_issue_url: str | None = None
 
     @property
     def label_names(self) -> tuple[str, ...]:
@@ -86,6 +89,10 @@ class GitHubTicketSource:
         self._api_url = api_url
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
         self._clone_urls = clone_urls
+
+    async def forge_for(self, repo: str) -> Forge:
+        """The forge of the installation on `repo`."""
+        return await self._forge(repo)
 
     async def _forge(self, repo: str) -> Forge:
         installation = await self._store.installation_of(repo)
@@ -125,6 +132,11 @@ class GitHubTicketSource:
             body=data.body or "",
             labels=data.label_names,
             url=data.html_url,
+            has_parent=(
+                data.parent_issue_url is not None
+                if "parent_issue_url" in data.model_fields_set
+                else None
+            ),
         )
 
     async def record(self, ticket: str) -> Record | None:

@@ -157,6 +157,21 @@ class MergeResult:
 
 
 @dataclass(frozen=True)
+class IssueBrief:
+    """An issue or pull request as the issues API shows it (`GET .../issues/{n}`)."""
+
+    repo: str  # owner/name
+    number: int
+    title: str
+    state: Literal["open", "closed"]
+    url: str  # html_url
+    is_pull: bool = False
+    merged: bool = False  # a pull request that was merged
+    body: str = ""
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GitRemote:
     """Where and how a session's branch is pushed; the token never reaches a session."""
 
@@ -254,6 +269,23 @@ class Forge(Protocol):
     ) -> None: ...
 
     async def permission(self, repo: str, login: str) -> Permission: ...
+
+    async def issue_brief(self, repo: str, number: int) -> IssueBrief | None:
+        """The issue or pull request `number`; None when it does not exist or is hidden."""
+        ...
+
+    async def parent_issue(self, repo: str, number: int) -> IssueBrief | None:
+        """The issue `number` is a sub-issue of, if any."""
+        ...
+
+    async def sub_issues(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        """The sub-issues of issue `number`, in GitHub's order."""
+        ...
+
+    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        """The issues and pull requests whose text names issue `number` (its timeline's
+        `cross-referenced` events), oldest first, each once."""
+        ...
 
     async def git_remote(self, repo: str) -> GitRemote: ...
 

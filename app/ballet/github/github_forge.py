@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ballet.github import github_models as m
+from ballet.github import issue_graph
 from ballet.github.forge import (
     Annotation,
     CheckResult,
@@ -25,6 +26,7 @@ from ballet.github.forge import (
     Comment,
     ForgeError,
     GitRemote,
+    IssueBrief,
     MergeMethod,
     MergeResult,
     NotFound,
@@ -372,6 +374,20 @@ class GitHubForge:
         except NotFound:
             return "none"
         return _permission(m.PermissionData.model_validate(data).permission)
+
+    # -- the issues around an issue (github/issue_graph.py) ----------------------
+
+    async def issue_brief(self, repo: str, number: int) -> IssueBrief | None:
+        return await issue_graph.issue(self._client, repo, number)
+
+    async def parent_issue(self, repo: str, number: int) -> IssueBrief | None:
+        return await issue_graph.parent(self._client, repo, number)
+
+    async def sub_issues(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        return await issue_graph.sub_issues(self._client, repo, number)
+
+    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        return await issue_graph.cross_references(self._client, repo, number)
 
     async def git_remote(self, repo: str) -> GitRemote:
         # The token is the one githubkit just authenticated with (cached in
