@@ -162,7 +162,8 @@ class Stage(Strict):
     optional: bool = False
     """Runs only when the ticket's policy turns it on; otherwise skipped to its first `next`."""
     action: PlatformAction | None = None
-    """Platform stages: `merge` brings the branch up to date and merges by the policy."""
+    """Platform stages: `merge` brings the branch up to date and merges by the policy
+    and the pipeline's `merge` strategy."""
     wait_for: WaitFor | None = None
     """Platform stages: wait for this forge event alone."""
     next: dict[str, str] = Field(default_factory=dict)
