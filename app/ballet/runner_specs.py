@@ -43,7 +43,7 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
     links = None
     if jobs.links is not None:
         links = await jobs.links.read(
-            spec.repo, spec.issue, issue.body, has_parent=issue.has_parent
+            spec.repo, spec.issue, issue.body, has_parent=issue.has_parent, branch=spec.branch
         )
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed

@@ -7,7 +7,8 @@ What is read, in as few requests as the REST API allows:
 - the ticket's comments (the list the edge reads anyway, usually a 304), and one
   `GET .../issues/{m}` per issue or pull request its text names that is not
   already known, at most `MAX_REFERENCE_LOOKUPS`;
-- its timeline's cross-references (`GET .../issues/{n}/timeline`, a few pages).
+- its timeline's cross-references (`GET .../issues/{n}/timeline`, a few pages),
+  and the ticket's own pull request (`GET .../pulls?head=`), left out of them.
 How a sibling Ballet ran stands comes from Redis (its live record), else from its
 `ballet:*` labels: never a request per sibling.
 
@@ -74,9 +75,16 @@ class TicketLinksReader:
         self._ttl = ttl_seconds
 
     async def read(
-        self, repo: str, number: int, body: str, *, has_parent: bool | None
+        self,
+        repo: str,
+        number: int,
+        body: str,
+        *,
+        has_parent: bool | None,
+        branch: str | None = None,
     ) -> core.TicketLinks:
-        """The ticket's links; `has_parent` None: the issue did not say."""
+        """The ticket's links; `has_parent` None: the issue did not say. The pull
+        request from the ticket's `branch` is the ticket's own, not its lineage."""
         key = f"{self._prefix}:{repo}#{number}"
         body_sha = hashlib.sha256(body.encode()).hexdigest()
         raw = await self._redis.get(key)
@@ -84,21 +92,33 @@ class TicketLinksReader:
             cached = _Cached.model_validate_json(raw)
             if cached.body_sha == body_sha:
                 return cached.links
-        links = await self._fetch(await self._forge_for(repo), repo, number, body, has_parent)
+        forge = await self._forge_for(repo)
+        links = await self._fetch(forge, repo, number, body, has_parent, branch)
         value = _Cached(body_sha=body_sha, links=links).model_dump_json()
         await self._redis.set(key, value, ex=self._ttl)
         return links
 
     async def _fetch(
-        self, forge: Forge, repo: str, number: int, body: str, has_parent: bool | None
+        self,
+        forge: Forge,
+        repo: str,
+        number: int,
+        body: str,
+        has_parent: bool | None,
+        branch: str | None,
     ) -> core.TicketLinks:
         known: dict[core.Ref, core.Item] = {}
+        skip = [(repo, number)]
+        # Opened before the ticket's first session: it names the ticket ("Closes #n").
+        own = await forge.find_pr_by_head(repo, branch) if branch is not None else None
+        if own is not None:
+            skip.append((repo, own.number))
         epic = None
         if has_parent is not False:
             epic = await _partial(self._epic(forge, repo, number, known), None, "epic")
         referenced = await _partial(self._referenced(forge, repo, number, body, known), [], "refs")
         referencing = await _partial(forge.cross_references(repo, number), (), "timeline")
-        skip = [(repo, number), *known]
+        skip += known
         lineage, left_out = core.build_lineage(referenced, [item_of(b) for b in referencing], skip)
         return core.TicketLinks(epic=epic, lineage=lineage, lineage_left_out=left_out)
 
