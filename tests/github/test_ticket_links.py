@@ -204,3 +204,23 @@ async def test_a_method_the_repository_disallows_is_named(
     assert isinstance(result, MergeResult) and result.result == "method_not_allowed"
     assert result.detail == ("Rebase merges are not allowed on this repository; it allows: squash")
     assert await forge.branch_sha(REPO, "topic") is not None
+
+
+async def test_the_tickets_own_pull_request_is_not_its_lineage(
+    forge: GitHubForge, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    async with httpx.AsyncClient(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:octo"}
+    ) as user:
+        ticket = await _issue(user, "Ticket")
+        other = await _issue(user, "Mentions it", f"Related: #{ticket['number']}")
+    main = await forge.branch_sha(REPO, "main")
+    assert main is not None
+    await forge.create_branch(REPO, "ballet/1-ticket", main, seed_message="Start")
+    own = await forge.open_draft_pr(
+        REPO, head="ballet/1-ticket", base="main", title="Ticket", body="Closes #1"
+    )
+    reader = TicketLinksReader(redis, lambda _: _ready(forge), RecordStore(redis).cached)
+    links = await reader.read(REPO, 1, "", has_parent=False, branch="ballet/1-ticket")
+    assert [(i.number, i.relation) for i in links.lineage] == [(other["number"], "referencing")]
+    assert own.number not in [i.number for i in links.lineage]
