@@ -75,6 +75,7 @@ default_runtime: claude
 roles:                          # sign-off roles
   security: {runtime: codex, skills: [reviewer], instructions: "Review for security."}
 policy: {review: agent, merge: auto}
+merge: {method: squash, delete_branch: true, commit_title: "{title} (#{pr})"}
 types:
   - {label: docs, pipeline: docs}
 pipelines:
@@ -93,6 +94,7 @@ pipelines:
       - {id: approval, kind: human, optional: true, next: {approve: integrate, reject: implement}}
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
   docs:
+    merge: {method: rebase, commit_title: null}   # overrides the top-level keys it names
     stages:
       - {id: implement, kind: agent, next: {done: integrate}}
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}

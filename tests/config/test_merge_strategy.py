@@ -3,6 +3,8 @@ pinned with the pipeline, and refused at its line and column when it cannot work
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ballet.core.config import MergeStrategy, Runtime
 from ballet.core.resolve import resolve_pipeline
 from ballet.core.validate import parse_config
@@ -101,3 +103,14 @@ def test_every_error_is_reported_at_once() -> None:
     result = parse_config(text)
     assert isinstance(result, list)
     assert [e.line for e in result] == [1]  # shape errors first; rules run on valid shapes
+
+
+def test_the_references_example_is_valid_and_overrides_per_pipeline() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
+    example = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    config = valid(example)
+    runtime = Runtime(adapter="command", command=("true",))
+    default = resolve_pipeline(config, (), default_runtime=runtime).merge
+    docs = resolve_pipeline(config, ("docs",), default_runtime=runtime).merge
+    assert default == MergeStrategy(commit_title="{title} (#{pr})")
+    assert docs == MergeStrategy(method="rebase", delete_branch=True, commit_title=None)
