@@ -110,7 +110,9 @@ class TicketLinksReader:
         known: dict[core.Ref, core.Item] = {}
         skip = [(repo, number)]
         # Opened before the ticket's first session: it names the ticket ("Closes #n").
-        own = await forge.find_pr_by_head(repo, branch) if branch is not None else None
+        own = None
+        if branch is not None:
+            own = await _partial(forge.find_pr_by_head(repo, branch), None, "own pull request")
         if own is not None:
             skip.append((repo, own.number))
         epic = None
