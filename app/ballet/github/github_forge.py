@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from ballet.github import github_models as m
-from ballet.github import issue_graph
 from ballet.github.forge import (
     Annotation,
     CheckResult,
@@ -26,7 +25,6 @@ from ballet.github.forge import (
     Comment,
     ForgeError,
     GitRemote,
-    IssueBrief,
     MergeMethod,
     MergeResult,
     NotFound,
@@ -41,7 +39,8 @@ from ballet.github.github_client import (
     GitHubClients,
     ServerErrorRetry,
 )
-from ballet.github.merge_methods import MergeSettings, refused_method
+from ballet.github.issue_graph import IssueGraphCalls
+from ballet.github.merge_methods import MergeStrategyCalls
 from ballet.github.translate import AppIdentity
 from ballet.github.urls import git_url
 
@@ -81,8 +80,10 @@ class GitHubForges:
         )
 
 
-class GitHubForge:
+class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
     """The `Forge` Protocol on one installation's token."""
+
+    _client: GitHubClient
 
     def __init__(self, client: GitHubClient, api_url: str) -> None:
         self._client = client
@@ -312,13 +313,9 @@ class GitHubForge:
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
-            if exc.status == 405:
-                settings = MergeSettings.model_validate(
-                    await self._client.json("GET", f"/repos/{repo}")
-                )
-                refused = refused_method(method, exc, settings)
-                if refused is not None:
-                    return MergeResult("method_not_allowed", refused)
+            refused = await self.refused_method(repo, method, exc)
+            if refused is not None:
+                return MergeResult("method_not_allowed", refused)
             checks = await self.checks_for_ref(repo, pr.head_sha)
             if checks.failed:
                 names = ", ".join(c.name for c in checks.failed)
@@ -329,17 +326,6 @@ class GitHubForge:
                 return MergeResult("checks_pending", f"checks still running: {names}")
             return MergeResult("not_mergeable", str(exc))
         return MergeResult("merged", "", m.MergeData.model_validate(data).sha)
-
-    async def delete_branch(self, repo: str, branch: str) -> None:
-        try:
-            await self._client.call("DELETE", f"/repos/{repo}/git/refs/heads/{branch}")
-        except NotFound:
-            return
-        except ForgeError as exc:
-            # GitHub answers 422 "Reference does not exist" for a branch already gone
-            # (a repository that deletes head branches on merge got there first).
-            if exc.status != 422:
-                raise
 
     async def update_branch(self, repo: str, number: int) -> bool:
         try:
@@ -374,20 +360,6 @@ class GitHubForge:
         except NotFound:
             return "none"
         return _permission(m.PermissionData.model_validate(data).permission)
-
-    # -- the issues around an issue (github/issue_graph.py) ----------------------
-
-    async def issue_brief(self, repo: str, number: int) -> IssueBrief | None:
-        return await issue_graph.issue(self._client, repo, number)
-
-    async def parent_issue(self, repo: str, number: int) -> IssueBrief | None:
-        return await issue_graph.parent(self._client, repo, number)
-
-    async def sub_issues(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
-        return await issue_graph.sub_issues(self._client, repo, number)
-
-    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
-        return await issue_graph.cross_references(self._client, repo, number)
 
     async def git_remote(self, repo: str) -> GitRemote:
         # The token is the one githubkit just authenticated with (cached in

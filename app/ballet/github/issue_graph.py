@@ -81,6 +81,34 @@ _issues = TypeAdapter(list[IssueData])
 class Client(Protocol):
     async def json(self, method: str, path: str, **kwargs: Any) -> Any: ...
 
+    async def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any: ...
+
+
+class IssueGraphCalls:
+    """The `Forge` methods that read the issues around an issue, for `GitHubForge`
+    (kept here so the adapter's module stays short)."""
+
+    _client: Client
+
+    async def issue_brief(self, repo: str, number: int) -> IssueBrief | None:
+        return await issue(self._client, repo, number)
+
+    async def parent_issue(self, repo: str, number: int) -> IssueBrief | None:
+        return await parent(self._client, repo, number)
+
+    async def sub_issues(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        return await sub_issues(self._client, repo, number)
+
+    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        return await cross_references(self._client, repo, number)
+
 
 async def issue(client: Client, repo: str, number: int) -> IssueBrief | None:
     try:

@@ -13,7 +13,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from ballet.github.forge import ForgeError, MergeMethod
+from ballet.github.forge import ForgeError, MergeMethod, NotFound
+from ballet.github.issue_graph import Client
 
 # The repository setting behind each method (GitHub's `full-repository`).
 SETTING: dict[MergeMethod, str] = {
@@ -61,3 +62,28 @@ def refused_method(method: MergeMethod, error: ForgeError, settings: MergeSettin
         names = ", ".join(allowed) or "none"
         detail += f"; it allows: {names}"
     return detail
+
+
+class MergeStrategyCalls:
+    """The merge strategy's calls of `GitHubForge` (kept here so the adapter's module
+    stays short): what a 405 means, and deleting the merged branch."""
+
+    _client: Client
+
+    async def refused_method(self, repo: str, method: MergeMethod, exc: ForgeError) -> str | None:
+        """`refused_method` with the repository's settings read (usually a 304)."""
+        if exc.status != 405:
+            return None
+        settings = MergeSettings.model_validate(await self._client.json("GET", f"/repos/{repo}"))
+        return refused_method(method, exc, settings)
+
+    async def delete_branch(self, repo: str, branch: str) -> None:
+        try:
+            await self._client.call("DELETE", f"/repos/{repo}/git/refs/heads/{branch}")
+        except NotFound:
+            return
+        except ForgeError as exc:
+            # GitHub answers 422 "Reference does not exist" for a branch already gone
+            # (a repository that deletes head branches on merge got there first).
+            if exc.status != 422:
+                raise
