@@ -43,7 +43,8 @@ def test_a_refused_method_raises_a_question_saying_what_to_change() -> None:
     assert rec.waiting.kind == "question" and rec.waiting.who == ("alice",)
     question = rec.questions[-1].question
     assert "with the `rebase` method" in question and detail in question
-    assert "allow rebase merging" in question and "`/ballet retry`" in question
+    assert 'turn on "Allow rebase merging"' in question and "`/ballet retry`" in question
+    assert "`merge: {method: ...}` in .ballet.yml" in question
     assert "(`squash`, `merge`)" in question
     assert rec.history[-1].outcome == "question"
     assert t.one(SetLabels).labels == ("ballet:question",)

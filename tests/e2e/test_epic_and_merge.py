@@ -168,7 +168,7 @@ async def test_a_disallowed_method_asks_what_to_change_then_merges_once_allowed(
     question = view.record.questions[-1].question
     assert "with the `merge` method" in question
     assert "Merge commits are not allowed on this repository; it allows: squash" in question
-    assert "allow merge merging" in question and "`/ballet retry`" in question
+    assert 'turn on "Allow merge commits"' in question and "`/ballet retry`" in question
     assert not view.pull["merged"]
     assert ballet_labels(view, number) == {"ballet:waiting", "ballet:question"}
     asked = [c["body"] for c in view.comments_on(view.pull["number"]) if question in c["body"]]

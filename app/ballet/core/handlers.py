@@ -27,6 +27,7 @@ from ballet.core.events import (
     TicketRequested,
 )
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
+from ballet.core.merge_refused import method_refused
 from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
@@ -299,19 +300,6 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     }
     detail = f": {ev.detail}" if ev.detail else ""
     steps.settle(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
-
-
-def method_refused(method: str, detail: str) -> str:
-    """The question when the repository does not allow the pinned merge method."""
-    others = ", ".join(f"`{m}`" for m in ("squash", "merge", "rebase") if m != method)
-    said = f" (GitHub: {detail})" if detail else ""
-    return (
-        f"GitHub refused to merge the pull request with the `{method}` method: the "
-        f"repository does not allow it{said}. Either allow it (Settings → General → "
-        f"Pull Requests: allow {method} merging) and `/ballet retry`, or merge the pull "
-        f"request yourself. For later tickets, `merge: {{method: ...}}` in .ballet.yml "
-        f"can name one the repository allows ({others})."
-    )
 
 
 def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
