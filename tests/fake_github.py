@@ -398,6 +398,8 @@ class FakeGitHub:
                 "html_url": f"https://github.com/{repo}/issues/{issue.number}",
                 "labels": [{"name": name} for name in labels],
                 "user": {"login": issue.author, "type": "User"},
+                "repository_url": f"{API}/repos/{repo}",
+                "parent_issue_url": None,
             },
         )
 

@@ -43,6 +43,7 @@ from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.tickets.interpret import SessionLauncher
+from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
@@ -181,15 +182,17 @@ def session_jobs_for(
     (`GitHubEdge.store`, `GitHubEdge.github.for_installation`,
     `GitHubEdge.github.installation_of`). Tests pass where to clone from, the
     session options (e.g. a test's own confinement) and a faster heartbeat."""
+    tickets = GitHubTicketSource(
+        store,
+        forges,
+        clone_urls=clone_urls,
+        find_installation=find_installation,
+        installations=installations,
+    )
     jobs = SessionJobs(
         redis=redis,
-        tickets=GitHubTicketSource(
-            store,
-            forges,
-            clone_urls=clone_urls,
-            find_installation=find_installation,
-            installations=installations,
-        ),
+        tickets=tickets,
+        links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,

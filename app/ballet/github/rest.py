@@ -34,6 +34,8 @@ from ballet.github.forge import (
     PullRequest,
     ReactionContent,
 )
+from ballet.github.issue_graph import IssueGraphCalls
+from ballet.github.merge_methods import MergeStrategyCalls
 from ballet.github.urls import git_url
 
 __all__ = ["GitHubForge"]
@@ -46,8 +48,10 @@ _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-class GitHubForge:
+class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
     """The `Forge` Protocol on one installation's token."""
+
+    _client: GitHubClient
 
     def __init__(self, client: GitHubClient, api_url: str) -> None:
         self._client = client
@@ -154,7 +158,12 @@ class GitHubForge:
         except NotFound as exc:
             raise NotFound(f"{exc}; was the issue deleted or transferred?") from exc
         data = m.IssueData.model_validate(raw)
-        return IssueDetails(body=data.body or "", labels=data.label_names, url=data.html_url)
+        return IssueDetails(
+            body=data.body or "",
+            labels=data.label_names,
+            url=data.html_url,
+            has_parent=data.has_parent,
+        )
 
     async def repositories(self) -> tuple[str, ...]:
         """The repositories this installation reaches."""
@@ -282,7 +291,13 @@ class GitHubForge:
     # -- merging and review ----------------------------------------------------
 
     async def merge_pr(
-        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
+        self,
+        repo: str,
+        number: int,
+        *,
+        method: MergeMethod,
+        sha: str | None = None,
+        commit_title: str | None = None,
     ) -> MergeResult:
         pr = await self.get_pr(repo, number)
         if pr.merged:
@@ -294,11 +309,16 @@ class GitHubForge:
         body: dict[str, Any] = {"merge_method": method}
         if sha is not None:
             body["sha"] = sha
+        if commit_title is not None:
+            body["commit_title"] = commit_title
         try:
             data = await self._client.json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
+            refused = await self.refused_method(repo, method, exc)
+            if refused is not None:
+                return MergeResult("method_not_allowed", refused)
             checks = await self.checks_for_ref(repo, pr.head_sha)
             if checks.failed:
                 names = ", ".join(c.name for c in checks.failed)

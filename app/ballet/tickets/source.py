@@ -61,6 +61,10 @@ class GitHubTicketSource:
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
         self._clone_urls = clone_urls
 
+    async def forge_for(self, repo: str) -> Forge:
+        """The forge of the installation on `repo`."""
+        return await self._forge(repo)
+
     async def _forge(self, repo: str) -> Forge:
         installation = await self._store.installation_of(repo)
         if installation is None and self._find_installation is not None:
