@@ -15,9 +15,11 @@ run, round after round, it measures:
 It prints req/s, p50 and p99 of every round, then the medians and Ballet's
 ratios to the floor and to Probot (targets: >= 0.5x the floor, >= 1.0x Probot,
 p99 <= 25 ms). wrk is installed from Debian when missing (as root), Probot from
-npm into bench/.cache/probot.
+npm into bench/.cache/probot. With --profile, Ballet runs under py-spy and each
+round leaves a flame graph of where its time went.
 
     .venv/bin/python bench/webhooks.py [--rounds 3] [--duration 5] [--connections 16]
+                                        [--profile bench/out/ingress]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import hmac
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -202,15 +205,28 @@ def wait_until_listening(port: int, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def serving(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> Iterator[int]:
+def serving(
+    argv: list[str],
+    env: dict[str, str],
+    cwd: Path | None = None,
+    stop: signal.Signals = signal.SIGTERM,
+) -> Iterator[int]:
     port = free_port()
     process = subprocess.Popen([*argv, str(port)], env=env, cwd=cwd)
     try:
         wait_until_listening(port, process)
         yield port
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        process.send_signal(stop)
+        process.wait(timeout=60)
+
+
+def py_spy() -> str:
+    """py-spy (pip install py-spy) from PATH or beside this Python."""
+    found = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+    if not found:
+        raise SystemExit("--profile needs py-spy: pip install py-spy")
+    return found
 
 
 def measure(
@@ -239,7 +255,13 @@ def ballet_round(
     with tempfile.TemporaryDirectory() as data, embedded_valkey(Path(data)) as redis_url:
         env = base_env | {"REDIS_URL": redis_url, "BALLET_DATA_DIR": data}
         argv = [sys.executable, "-m", "ballet", "web", "--port"]
-        with serving(argv, env) as port:
+        stop = signal.SIGTERM
+        if args.profile:
+            # py-spy stops sampling and writes its flame graph on SIGINT.
+            svg = f"{args.profile}-{len(list(Path().glob(args.profile + '-*.svg'))) + 1}.svg"
+            argv = [py_spy(), "record", "--rate", "100", "--output", svg, "--", *argv]
+            stop = signal.SIGINT
+        with serving(argv, env, stop=stop) as port:
             result, accepted = measure("ballet", port, manifest, 202, wrk, args)
         queued = redis.Redis.from_url(redis_url).zcard(EVENTS_QUEUE)
         # wrk stops without reading the answers still in flight (one per connection,
@@ -257,6 +279,11 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     parser.add_argument("--no-probot", action="store_true", help="skip the Probot peer")
+    parser.add_argument(
+        "--profile",
+        metavar="PREFIX",
+        help="run Ballet under py-spy; each round writes PREFIX-<n>.svg (a flame graph)",
+    )
     parser.add_argument("--serve-floor", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
