@@ -10,6 +10,8 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
+from ballet.web.coalesce import CoalescingHttpToolsProtocol
+
 
 class _Server(uvicorn.Server):
     # The command owns SIGINT/SIGTERM: uvicorn re-raising a captured signal
@@ -29,7 +31,13 @@ class WebServer:
 
     def __init__(self, app: Starlette, host: str, port: int) -> None:
         config = uvicorn.Config(
-            app, host=host, port=port, log_config=None, access_log=False, lifespan="on"
+            app,
+            host=host,
+            port=port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            http=CoalescingHttpToolsProtocol,
         )
         self._server = _Server(config)
         self._address = f"{host}:{port}"
