@@ -10,6 +10,7 @@ import json
 import socket
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 from arq.connections import ArqRedis
 from ballet.queue import EVENTS_QUEUE
@@ -110,3 +111,17 @@ async def test_the_queue_holds_what_the_socket_was_told(port: int, redis: ArqRed
     assert sorted(m.decode() for m in await redis.zrange(EVENTS_QUEUE, 0, -1)) == [
         f"s-{n}" for n in range(5)
     ]
+
+
+async def test_a_delivery_before_the_app_is_ready_is_answered_503(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    app = create_app(settings)  # its lifespan has not run: no queue yet
+    body = b'{"action": "opened"}'
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://b") as http:
+        response = await http.post(
+            "/webhooks", content=body, headers=delivery_headers("issues", body)
+        )
+    assert response.status_code == 503
+    assert response.json()["error"] == "starting"
+    assert await redis.dbsize() == 0

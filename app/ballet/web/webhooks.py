@@ -28,6 +28,7 @@ from starlette.types import Receive, Scope, Send
 from ballet import metrics
 from ballet.github.payloads import HANDLED_EVENTS
 from ballet.queue import DeliveryJob
+from ballet.web.errors import INTERNAL_ERROR
 from ballet.web.signature import signature_valid
 from ballet.web.state import WebState
 
@@ -45,14 +46,9 @@ _WANTED = frozenset(
 )
 _JSON = (b"content-type", b"application/json")
 
-INTERNAL_ERROR = (
-    "Ballet failed on this request (its log says why); GitHub shows the delivery as failed"
-    " and it can be redelivered"
-)
-
 
 class _Refused(Exception):
-    """A delivery refused before its body was read (it is too large)."""
+    """The body grew past the size limit while it was read."""
 
 
 class _Disconnected(Exception):
@@ -84,18 +80,10 @@ def too_large(limit: int) -> str:
 async def read_body(receive: Receive, limit: int) -> bytes:
     """The whole body, counted as it streams: a chunked or lying body is
     refused as soon as it passes `limit`, never held whole."""
-    message = await receive()
-    if message["type"] == "http.disconnect":
-        raise _Disconnected
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        # The usual case: the whole body in one message, no copy.
-        if len(body) > limit:
-            raise _Refused
-        return body
-    chunks = [body]
-    size = len(body)
-    while message.get("more_body", False):
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _Disconnected
@@ -104,7 +92,9 @@ async def read_body(receive: Receive, limit: int) -> bytes:
         if size > limit:
             raise _Refused
         chunks.append(chunk)
-    return b"".join(chunks)
+        more = message.get("more_body", False)
+    # The usual case is one message: its bytes as they are, no copy.
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 async def receive_webhook(state: WebState, scope: Scope, receive: Receive, send: Send) -> None:
