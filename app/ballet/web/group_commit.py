@@ -18,9 +18,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from ballet.queue import DeliveryJob
 
 # One script call per batch carries every job's payload (GitHub sends up to
-# 25 MB each): a bound keeps a burst of large deliveries from becoming one
-# enormous command that holds Redis for long.
+# 25 MB each): bounds keep a burst of large deliveries from becoming one
+# enormous command that holds Redis for long. A delivery over the byte bound
+# still goes, alone.
 MAX_BATCH = 128
+MAX_BATCH_BYTES = 4 * 1024 * 1024
 
 EnqueueMany = Callable[[Sequence[DeliveryJob]], Awaitable[list[bool]]]
 
@@ -28,9 +30,15 @@ EnqueueMany = Callable[[Sequence[DeliveryJob]], Awaitable[list[bool]]]
 class GroupCommit:
     """Enqueues deliveries in batches; `enqueue` answers each one alone."""
 
-    def __init__(self, enqueue_many: EnqueueMany, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        enqueue_many: EnqueueMany,
+        max_batch: int = MAX_BATCH,
+        max_batch_bytes: int = MAX_BATCH_BYTES,
+    ) -> None:
         self._enqueue_many = enqueue_many
         self._max_batch = max_batch
+        self._max_batch_bytes = max_batch_bytes
         self._waiting: list[tuple[DeliveryJob, asyncio.Future[bool]]] = []
         self._writer: asyncio.Task[None] | None = None
 
@@ -48,11 +56,20 @@ class GroupCommit:
     async def _write(self) -> None:
         try:
             while self._waiting:
-                batch = self._waiting[: self._max_batch]
-                del self._waiting[: self._max_batch]
-                await self._write_batch(batch)
+                await self._write_batch(self._next_batch())
         finally:
             self._writer = None
+
+    def _next_batch(self) -> list[tuple[DeliveryJob, asyncio.Future[bool]]]:
+        count = size = 0
+        for job, _ in self._waiting:
+            size += len(job.body)
+            if count and (count == self._max_batch or size > self._max_batch_bytes):
+                break
+            count += 1
+        batch = self._waiting[:count]
+        del self._waiting[:count]
+        return batch
 
     async def _write_batch(self, batch: list[tuple[DeliveryJob, asyncio.Future[bool]]]) -> None:
         try:
