@@ -30,6 +30,7 @@ from ballet.github.client import GitHubAppCredentials
 from ballet.github.forge import Forge
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.redelivery import Redeliveries
 from ballet.jobs.services import (
     DeliveryConsumer,
     Services,
@@ -90,6 +91,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             find_installation=edge.github.installation_of,
             installations=edge.github.installations,
         ),
+        redeliveries=Redeliveries(redis, edge.github, clock=lambda: datetime.now(UTC)),
         closers=(edge.aclose,),
     )
 
@@ -101,6 +103,7 @@ def services_for(
     *,
     tickets: TicketEventHandler | None = None,
     session_jobs: SessionJobs | None = None,
+    redeliveries: Redeliveries | None = None,
     closers: tuple[Callable[[], Awaitable[None]], ...] = (),
 ) -> Services:
     """A worker's services around the given parts; the one place a `Services` is made
@@ -112,6 +115,7 @@ def services_for(
         consumer=consumer,
         tickets=tickets,
         session_jobs=session_jobs,
+        redeliveries=redeliveries,
         closers=list(closers),
     )
 

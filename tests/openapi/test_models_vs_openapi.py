@@ -47,6 +47,10 @@ RESPONSES: list[tuple[type[BaseModel], str, str, str]] = [
     (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}", "200"),
     (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}/parent", "200"),
     (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}/sub_issues", "200"),
+    (m.HookDelivery, "get", "/app/hook/deliveries", "200"),
+    (m.InstallationRepositories, "get", "/installation/repositories", "200"),
+    (m.IssueListItem, "get", f"{R}/issues", "200"),
+    (m.InstallationData, "get", "/app/installations", "200"),
 ]
 
 

@@ -7,14 +7,20 @@ Protocol that `GitHubForge` (rest.py) implements per installation.
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import httpx
 from redis.asyncio import Redis
 
 from ballet.github import models as m
-from ballet.github.client import GitHubAppCredentials, GitHubClients, ServerErrorRetry
+from ballet.github.client import PER_PAGE, GitHubAppCredentials, GitHubClients, ServerErrorRetry
 from ballet.github.forge import AppIdentity, NotFound
 from ballet.github.pacing import DEFAULT_SPACING_SECONDS
 from ballet.github.rest import GitHubForge
+
+# Pages of deliveries read per sweep: far more than a sweep's worth.
+MAX_DELIVERY_PAGES = 10
 
 
 class GitHubApp:
@@ -59,6 +65,28 @@ class GitHubApp:
         """Every installation of the App (asked with the App JWT)."""
         data = await self._clients.app().pages("/app/installations")
         return tuple(m.InstallationData.model_validate(item).id for item in data)
+
+    async def hook_deliveries(self, since: datetime) -> list[m.HookDelivery]:
+        """The App's webhook delivery attempts since `since`, newest first (App JWT)."""
+        found: list[m.HookDelivery] = []
+        params: dict[str, Any] = {"per_page": PER_PAGE}
+        for _ in range(MAX_DELIVERY_PAGES):
+            response = await self._clients.app().call("GET", "/app/hook/deliveries", params=params)
+            page = [m.HookDelivery.model_validate(item) for item in response.json()]
+            found += (d for d in page if d.delivered_at is None or d.delivered_at >= since)
+            following = response.links.get("next", {}).get("url")
+            oldest = page[-1].delivered_at if page else None
+            if not page or (oldest is not None and oldest < since) or not following:
+                break
+            cursor = httpx.URL(following).params.get("cursor")
+            if cursor is None:
+                break
+            params = {"per_page": PER_PAGE, "cursor": cursor}
+        return found
+
+    async def redeliver(self, delivery_id: int) -> None:
+        """Ask GitHub to send a delivery again, under its GUID (202: queued)."""
+        await self._clients.app().call("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
 
     def for_installation(self, installation_id: int) -> GitHubForge:
         return GitHubForge(

@@ -6,6 +6,7 @@ Enterprise and the sandbox are all read alike.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 import structlog
@@ -35,6 +36,28 @@ class AppData(Lenient):
 
 class InstallationData(Lenient):
     id: int
+
+
+def _time_or_none(value: Any) -> Any:
+    # Documented as a date-time string; one that is not reads as unknown.
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class HookDelivery(Lenient):
+    """One attempt to deliver a webhook to the App (`GET /app/hook/deliveries`)."""
+
+    id: int
+    guid: str  # the X-GitHub-Delivery of every attempt of the same delivery
+    delivered_at: Annotated[datetime | None, BeforeValidator(_time_or_none)] = None
+    redelivery: bool = False
+    status_code: int = 0  # 0: GitHub could not connect
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status_code < 300
 
 
 class RepositoryName(Lenient):

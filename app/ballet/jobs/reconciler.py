@@ -180,6 +180,12 @@ async def reconcile(ctx: dict[str, Any]) -> None:
         jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock, crash_retries=jobs.crash_retries
     ).sweep()
     log.info("reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended))
+    if services.redeliveries is not None:
+        try:
+            await services.redeliveries.sweep()
+        except Exception:
+            # GitHub unreachable now: the next sweep looks back far enough.
+            log.exception("could not check for failed webhook deliveries")
 
 
 # Twice a minute, once across all workers (arq's unique cron job id): with the

@@ -18,6 +18,7 @@ from arq.connections import ArqRedis
 from ballet.core.events import AnyEvent
 from ballet.github.payloads import Envelope
 from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.redelivery import Redeliveries
 from ballet.queue import DeliveryQueue
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.settings import Settings
@@ -75,6 +76,7 @@ class Services:
     consumer: DeliveryConsumer
     tickets: TicketEventHandler | None = None  # applies session results and ticks
     session_jobs: SessionJobs | None = None  # runs stage sessions and the reconciler
+    redeliveries: Redeliveries | None = None  # asks GitHub again for failed deliveries
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def aclose(self) -> None:

@@ -19,6 +19,7 @@ from ballet.sandbox import (
     admin,
     githttp,
     graphql,
+    hook_deliveries,
     manifest_flow,
     repo_settings,
     rest_app,
@@ -39,6 +40,7 @@ from ballet.sandbox.webhooks import WebhookQueue
 ROUTES = [
     *admin.ROUTES,
     *rest_app.ROUTES,
+    *hook_deliveries.ROUTES,
     *manifest_flow.ROUTES,
     *rest_repos.ROUTES,
     *repo_settings.ROUTES,
