@@ -124,7 +124,13 @@ async def run_ticket(stack: Stack, variant: str, index: int, timeout: float) -> 
     await quiet(stack)  # the label and comment updates after the merge count too
     made = (await app_requests(stack))[first:]
     prefix = f"/repos/{repo}/"
-    mine = [r for r in made if r["path"].startswith(prefix) or not r["path"].startswith("/repos/")]
+    mine = [
+        r
+        for r in made
+        if r["path"] == prefix.rstrip("/")
+        or r["path"].startswith(prefix)
+        or not r["path"].startswith("/repos/")
+    ]
     assert view.record is not None
     return TicketRun(variant, repo, seconds, view.record.iteration, mine)
 

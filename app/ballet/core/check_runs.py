@@ -99,6 +99,7 @@ def _in_progress(rec: Record, run: StageRun, head: str) -> SetCheckRun:
         summary += f"\n\nWaiting for {rec.waiting.reason}."
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=head,
         status="in_progress",
@@ -110,6 +111,7 @@ def _completed(rec: Record, run: StageRun, head: str) -> SetCheckRun:
     summary = f"**{run.outcome}**" + (f": {run.summary}" if run.summary else "")
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=head,
         status="completed",
@@ -121,6 +123,7 @@ def _completed(rec: Record, run: StageRun, head: str) -> SetCheckRun:
 def _superseded(rec: Record, run: StageRun, old_head: str, head: str) -> SetCheckRun:
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=old_head,
         status="completed",

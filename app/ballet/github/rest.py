@@ -82,6 +82,9 @@ class GitHubForge:
     def __init__(self, client: GitHubClient, api_url: str) -> None:
         self._client = client
         self._api_url = api_url
+        # A forge lives for one event's handling: the drafts it has just seen, by
+        # node id, spare marking one ready a second GET of the pull request.
+        self._drafts: dict[tuple[str, int], str] = {}
 
     # -- repository contents ------------------------------------------------
 
@@ -174,9 +177,14 @@ class GitHubForge:
         return None
 
     async def _pr_data(self, repo: str, number: int) -> m.PullRequestData:
-        return m.PullRequestData.model_validate(
+        pr = m.PullRequestData.model_validate(
             await self._client.json("GET", f"/repos/{repo}/pulls/{number}")
         )
+        if pr.draft:
+            self._drafts[(repo, number)] = pr.node_id
+        else:
+            self._drafts.pop((repo, number), None)
+        return pr
 
     async def get_issue(self, repo: str, number: int) -> IssueDetails:
         try:
@@ -328,13 +336,16 @@ class GitHubForge:
         return True
 
     async def mark_ready_for_review(self, repo: str, number: int) -> None:
-        pr = await self._pr_data(repo, number)
-        if not pr.draft:
-            return
+        node_id = self._drafts.pop((repo, number), None)
+        if node_id is None:
+            pr = await self._pr_data(repo, number)
+            if not pr.draft:
+                return
+            node_id = self._drafts.pop((repo, number), pr.node_id)
         await self._client.graphql(
             "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id})"
             " { pullRequest { isDraft } } }",
-            {"id": pr.node_id},
+            {"id": node_id},
         )
 
     async def request_reviewers(self, repo: str, number: int, reviewers: tuple[str, ...]) -> None:
@@ -353,10 +364,7 @@ class GitHubForge:
         return m.permission_of(m.PermissionData.model_validate(data).permission)
 
     async def git_remote(self, repo: str) -> GitRemote:
-        # The token is the one githubkit just authenticated with (cached in
-        # Redis); the repository GET is a conditional request, so usually a 304.
-        response = await self._client.call("GET", f"/repos/{repo}")
-        scheme, _, token = response.request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "token" or not token:
-            raise ForgeError("no installation token was used for the repository request")
+        # The token githubkit holds for the installation (sealed in Redis); asking
+        # for it spends no API request unless a new one must be minted.
+        token = await self._client.installation_token()
         return GitRemote(url=git_url(self._api_url, repo), token=token)
