@@ -85,21 +85,18 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
         ("GET", f"{R}/contents/.ballet.yml"),
         ("GET", f"{R}/collaborators/Codertocat/permission"),
         ("GET", f"{R}/issues/1/comments"),  # a record to rebuild? none
-        ("GET", f"{R}/pulls"),  # a PR from an earlier attempt? none
-        ("GET", f"{R}/git/ref/heads/{BRANCH}"),
+        # First try: no PR or branch from an earlier attempt to look for.
         ("GET", f"{R}/git/ref/heads/master"),
         ("GET", f"{R}/git/commits/{'a' * 40}"),
         ("POST", f"{R}/git/commits"),  # the empty seed commit
         ("POST", f"{R}/git/refs"),
         ("POST", f"{R}/pulls"),
         ("POST", f"{R}/issues/1/labels"),
+        # The issue's full tracking comment would be replaced at once: only the pointer.
         ("GET", f"{R}/issues/1/comments"),  # conditional: a 304
-        ("POST", f"{R}/issues/1/comments"),  # tracking comment on the issue
-        ("PATCH", f"{R}/issues/comments/1002"),  # ...becomes a pointer to the PR
-        # The stage run's check on the PR head: none made yet (a lost memo would find it).
-        ("GET", f"{R}/commits/{pr_head}/check-runs"),
+        ("POST", f"{R}/issues/1/comments"),  # the pointer to the PR
+        # The PR is Ballet's own and new: the memo's ledger knows nothing is on it yet.
         ("POST", f"{R}/check-runs"),
-        ("GET", f"{R}/issues/101/comments"),
         ("POST", f"{R}/issues/101/comments"),  # tracking comment on the PR
     ]
     assert repo.not_modified == 1

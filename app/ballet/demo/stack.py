@@ -75,12 +75,14 @@ async def running_stack(
     session_slots: int = 2,
     session_egress_allow: tuple[str, ...] = (),
     worker: bool = True,
+    **overrides: Any,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
 
     `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here).
     `worker=False` leaves the worker out: a test runs `ballet worker` processes of
-    its own (`worker_env` gives their environment), to kill them as an OOM would."""
+    its own (`worker_env` gives their environment), to kill them as an OOM would.
+    Other keywords are settings (a benchmark's write spacing or queue poll)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
@@ -99,7 +101,7 @@ async def running_stack(
             session_slots=session_slots,
             session_egress_allow=session_egress_allow,
             # The sandbox has no secondary rate limit to respect.
-            write_spacing_seconds=0.0,
+            **{"write_spacing_seconds": 0.0, **overrides},
         )
         web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
         workers = [WorkerGroup(settings, url, build_services)] if worker else []

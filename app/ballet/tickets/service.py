@@ -23,8 +23,8 @@ from typing import Any, Protocol
 import structlog
 
 from ballet import metrics
-from ballet.core.config import Runtime
 from ballet.core import outbox
+from ballet.core.config import Runtime
 from ballet.core.effects import (
     AnyEffect,
     MarkerKey,
