@@ -78,7 +78,6 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
 ) -> None:
     await service.on_delivery(labeled(webhooks_dir))
 
-    pr_head = repo.prs[(REPO, 101)].head_sha
     # The whole rate-limit budget of a ticket start, in order.
     assert repo.calls == [
         ("POST", "/app/installations/77/access_tokens"),

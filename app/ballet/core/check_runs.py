@@ -14,8 +14,9 @@ new head it is a new one. The interpreter creates a check run once per
 PR on gets no check for the run the ticket started with (the PR is opened
 while it runs): it shows its check with its verdict, on the head it leaves —
 two writes fewer per ticket than "in progress" on a commit no one reviews,
-then "superseded" there. Runs that start later on the seed get theirs. There is no ticket-wide check: the
-tracking comment says where the ticket is, and the checks what each run said.
+then "superseded" there. Runs that start later on the seed get theirs. There
+is no ticket-wide check: the tracking comment says where the ticket is, and
+the checks what each run said.
 """
 
 from __future__ import annotations
@@ -65,9 +66,10 @@ def check_run_effects(before: Record | None, after: Record) -> list[SetCheckRun]
         made: list[SetCheckRun] = []
         # The run the ticket started with got no check on the seed (see above).
         unchecked = i == 0 and left is not None and left == after.seed_sha
-        if was is not None and was.end is None and left is not None and left != head:
-            if not unchecked:
-                made.append(_superseded(after, run, left, head))
+        moved_off = was is not None and was.end is None and left is not None and left != head
+        if moved_off and not unchecked:
+            assert left is not None
+            made.append(_superseded(after, run, left, head))
         if run.end is not None and (was is None or was.end is None):
             if not _next_phase_follows(after, i):
                 made.append(_completed(after, run, head))
