@@ -9,7 +9,9 @@ is worth a request to GitHub:
   rewrites is skipped: the later one writes the same comment (check run) with
   the newer content, and it is in the outbox already, so it cannot be lost;
 - label changes on one issue are folded into their net change: a label added
-  and then removed again (or removed and added back) is never touched.
+  and then removed again (or removed and added back) is never touched;
+- marking a draft ready for review is left to a merge of the same PR behind
+  it, which marks the draft ready itself with the PR it reads anyway.
 Pure: the edge asks, and carries out what is left.
 """
 
@@ -21,6 +23,8 @@ from ballet.core.effects import (
     ALL_LABELS,
     AnyEffect,
     Label,
+    MarkReadyForReview,
+    MergePR,
     RemoveLabels,
     SetCheckRun,
     SetLabels,
@@ -28,6 +32,8 @@ from ballet.core.effects import (
 )
 
 LabelEffect = SetLabels | RemoveLabels
+# The effects a later one can make redundant.
+Coalescable = UpsertTrackingComment | SetCheckRun | SetLabels | RemoveLabels | MarkReadyForReview
 
 
 def superseded(effect: AnyEffect, later: Sequence[AnyEffect]) -> bool:
@@ -41,6 +47,9 @@ def superseded(effect: AnyEffect, later: Sequence[AnyEffect]) -> bool:
     if isinstance(effect, SetCheckRun):
         run = _run(effect)
         return any(isinstance(e, SetCheckRun) and _run(e) == run for e in later)
+    if isinstance(effect, MarkReadyForReview):
+        pr = (effect.repo, effect.number)
+        return any(isinstance(e, MergePR) and (e.repo, e.number) == pr for e in later)
     return False
 
 

@@ -25,16 +25,10 @@ import structlog
 from ballet import metrics
 from ballet.core import outbox
 from ballet.core.config import Runtime
-from ballet.core.effects import (
-    AnyEffect,
-    MarkerKey,
-    RemoveLabels,
-    SetCheckRun,
-    SetLabels,
-    UpsertTrackingComment,
-)
+from ballet.core.effects import AnyEffect, MarkerKey, RemoveLabels, SetLabels
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
+from ballet.core.outbox import Coalescable
 from ballet.core.record import split_key, ticket_key
 from ballet.github.forge import (
     AppIdentity,
@@ -277,7 +271,7 @@ class TicketService:
     async def _coalesce(self, key: str, entry: OutboxEntry, folded: set[str]) -> list[AnyEffect]:
         """What is left of `entry` once the effects behind it are counted (core.outbox)."""
         effect = entry.effect
-        if not isinstance(effect, UpsertTrackingComment | SetCheckRun | SetLabels | RemoveLabels):
+        if not isinstance(effect, Coalescable):
             return [effect]
         later = await self._store.effects_after(key)
         if outbox.superseded(effect, [e.effect for e in later]):
