@@ -8,6 +8,7 @@ status) and the faults injected. Every ticket must merge; the script exits 1
 otherwise.
 
     .venv/bin/python bench/faults.py [--tickets 20] [--rate 0.2] [--seed 1] [--slots 4]
+                                     [--spacing 0.75]
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ async def main(args: argparse.Namespace) -> int:
         "timeout_seconds": args.hold,
     }
     with tempfile.TemporaryDirectory(prefix="ballet-bench-faults-") as tmp:
-        async with running_stack(Path(tmp), session_slots=args.slots) as stack:
-            print(f"{args.tickets} tickets, {args.slots} session slots", flush=True)
+        async with running_stack(
+            Path(tmp), session_slots=args.slots, write_spacing_seconds=args.spacing
+        ) as stack:
+            print(
+                f"{args.tickets} tickets, {args.slots} session slots, writes {args.spacing}s apart",
+                flush=True,
+            )
             calm = await run_tickets(stack, "calm", args.tickets, timeout=args.timeout)
             print(calm.describe("fault-free"), flush=True)
             stormy = await run_tickets(
@@ -54,5 +60,8 @@ if __name__ == "__main__":
     parser.add_argument("--retry-after", type=int, default=1, help="secondary limit's wait (s)")
     parser.add_argument("--hold", type=float, default=0.5, help="a timeout's hold before 504 (s)")
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument(
+        "--spacing", type=float, default=0.0, help="write pacing (s); production: 0.75"
+    )
     configure_logging("warning")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -18,6 +18,7 @@ from ballet.core.config import (
     BUILTIN_SKILL_NAMES,
     BalletConfig,
     Budget,
+    MergeStrategy,
     Pipeline,
     Policy,
     Role,
@@ -36,6 +37,7 @@ MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("runtimes.<name>", Runtime),
     ("roles.<name>", Role),
     ("policy", Policy),
+    ("merge", MergeStrategy),
     ("types[]", TicketType),
     ("pipelines.<name>", Pipeline),
     ("pipelines.<name>.budget", Budget),
@@ -73,6 +75,7 @@ default_runtime: claude
 roles:                          # sign-off roles
   security: {runtime: codex, skills: [reviewer], instructions: "Review for security."}
 policy: {review: agent, merge: auto}
+merge: {method: squash, delete_branch: true, commit_title: "{title} (#{pr})"}
 types:
   - {label: docs, pipeline: docs}
 pipelines:
@@ -91,6 +94,7 @@ pipelines:
       - {id: approval, kind: human, optional: true, next: {approve: integrate, reject: implement}}
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
   docs:
+    merge: {method: rebase, commit_title: null}   # overrides the top-level keys it names
     stages:
       - {id: implement, kind: agent, next: {done: integrate}}
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
@@ -113,6 +117,27 @@ pipelines:
   (`BALLET_*`, `GITHUB_*`, `GH_*`, `GIT_*`, `REDIS*`, `VALKEY*`, `HOME`, `PATH`).
 - Tickets pin the pipeline they started with: editing the file never changes
   a running ticket.
+- `merge` (top level, and per pipeline) says how `action: merge` stages merge:
+  `method` (`squash`, `merge` or `rebase`; it must be one the repository allows
+  under Settings → General → Pull Requests), `delete_branch` and
+  `commit_title`, e.g. `"{title} (#{pr})"` (placeholders `{title}`, `{pr}`,
+  `{ticket}`; not with `rebase`). A pipeline's `merge` keys override the
+  top-level ones one by one. When GitHub refuses the method because the
+  repository disallows it, the ticket asks a person (label `ballet:question`)
+  what to change instead of trying again: allow the method in the repository's
+  settings and `/ballet retry`, or merge the pull request by hand. A repository
+  that deletes head branches itself (`delete_branch_on_merge`) deletes the branch
+  whatever `delete_branch` says.
+
+## What every stage is told besides the ticket
+
+Nothing to configure: every agent session also receives the ticket's **epic**
+(the parent issue of a sub-issue: its title, description and acceptance
+criteria, and its other sub-issues with their state and, for those Ballet ran,
+the outcome and pull request) and its **lineage** (the issues and pull requests
+the ticket's description and comments reference, and those that reference it).
+Both are in `BALLET_CONTEXT` and, briefly, in the prompt; a large epic is
+summarised, not inlined. See [session-contract.md](session-contract.md).
 """
 
 

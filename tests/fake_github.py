@@ -127,6 +127,9 @@ class FakeGitHub:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = [
             ("POST", _p(r"/app/installations/(\d+)/access_tokens"), self._token),
             ("GET", _p(r"/app"), self._app),
+            ("GET", _p(r"/app/installations"), self._installations),
+            ("GET", _p(r"/installation/repositories"), self._installation_repos),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/issues"), self._list_issues),
             ("GET", _p(r"/repos/([^/]+/[^/]+)"), self._repo),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/installation"), self._installation),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/contents/(.*)"), self._contents),
@@ -280,6 +283,41 @@ class FakeGitHub:
             200, json={"id": APP_ID, "slug": self.bot_login.removesuffix("[bot]")}
         )
 
+    def _installations(self, request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"].startswith("Bearer ")
+        page = int(request.url.params.get("page", "1"))
+        listed = [{"id": INSTALLATION_ID, "account": {"login": "x"}}] if page == 1 else []
+        return httpx.Response(200, json=listed)
+
+    def _installation_repos(self, request: httpx.Request) -> httpx.Response:
+        assert _credential(request) in self.minted  # an installation token, not the JWT
+        names = sorted(self.repos)
+        return httpx.Response(
+            200,
+            json={
+                "total_count": len(names),
+                "repositories": [{"full_name": n, "id": i} for i, n in enumerate(names, 1)],
+            },
+        )
+
+    def _list_issues(self, request: httpx.Request, repo: str) -> httpx.Response:
+        """Open issues with every one of `labels` (GitHub lists pull requests here too)."""
+        wanted = [n for n in request.url.params.get("labels", "").split(",") if n]
+        page = int(request.url.params.get("page", "1"))
+        found = [
+            {"number": number, "state": issue.state, "title": issue.title}
+            for (r, number), issue in sorted(self.issues.items())
+            if r == repo
+            and issue.state == request.url.params.get("state", "open")
+            and all(n in self.labels.get((r, number), []) for n in wanted)
+        ]
+        found += [
+            {"number": number, "state": "open", "pull_request": {"url": "x"}}
+            for (r, number) in sorted(self.prs)
+            if r == repo and all(n in self.labels.get((r, number), []) for n in wanted)
+        ]
+        return httpx.Response(200, json=found if page == 1 else [])
+
     def _installation(self, request: httpx.Request, repo: str) -> httpx.Response:
         assert request.headers["authorization"].startswith("Bearer ")
         if repo not in self.repos:
@@ -360,6 +398,8 @@ class FakeGitHub:
                 "html_url": f"https://github.com/{repo}/issues/{issue.number}",
                 "labels": [{"name": name} for name in labels],
                 "user": {"login": issue.author, "type": "User"},
+                "repository_url": f"{API}/repos/{repo}",
+                "parent_issue_url": None,
             },
         )
 
@@ -524,7 +564,7 @@ class FakeGitHub:
 
 # The endpoints the App calls as itself, with its JWT rather than an installation token.
 _APP_JWT_PATHS = re.compile(
-    r"/app(/installations/\d+/access_tokens)?|/repos/[^/]+/[^/]+/installation"
+    r"/app(/installations(/\d+/access_tokens)?)?|/repos/[^/]+/[^/]+/installation"
 )
 
 

@@ -6,12 +6,15 @@ A delivery is keyed by its X-GitHub-Delivery id. A marker
 redelivery long after arq's own result keys have expired) and is written in
 the same Lua script that enqueues the job, so there is never a marker
 without a job (a delivery refused as a duplicate yet never handled) nor a
-job without a marker (a delivery handled twice).
+job without a marker (a delivery handled twice). One call of the script
+enqueues any number of deliveries, so the web app writes the deliveries that
+arrive together in one round trip (`ballet.web.group_commit`).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
@@ -25,14 +28,25 @@ SESSIONS_QUEUE = "ballet:sessions"  # long agent sessions, bounded by session sl
 DELIVERY_MARKER_PREFIX = "ballet:delivery:"
 HANDLE_DELIVERY = "handle_delivery"
 
-# KEYS: marker, job key, queue. ARGV: window ms, job bytes, job expiry ms, job id, score.
+# Per delivery, exactly what arq's own enqueue_job writes (the job under
+# arq:job:<id>, its id in the queue's sorted set scored by its time), behind
+# the marker. KEYS: queue, then marker and job key of each delivery. ARGV:
+# window ms, job expiry ms, then job id, score and job bytes of each delivery.
+# Returns 1 (queued) or 0 (a duplicate) per delivery, in order; a delivery
+# repeated within one call is queued once.
 _ENQUEUE_ONCE = """
-if not redis.call('SET', KEYS[1], ARGV[5], 'NX', 'PX', ARGV[1]) then
-  return 0
+local added = {}
+for i = 1, (#KEYS - 1) / 2 do
+  local id, score, job = ARGV[3 * i], ARGV[3 * i + 1], ARGV[3 * i + 2]
+  if redis.call('SET', KEYS[2 * i], score, 'NX', 'PX', ARGV[1]) then
+    redis.call('PSETEX', KEYS[2 * i + 1], ARGV[2], job)
+    redis.call('ZADD', KEYS[1], score, id)
+    added[i] = 1
+  else
+    added[i] = 0
+  end
 end
-redis.call('PSETEX', KEYS[2], ARGV[3], ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
-return 1
+return added
 """
 
 
@@ -98,19 +112,24 @@ class DeliveryQueue:
 
     async def enqueue(self, job: DeliveryJob) -> bool:
         """Queue the delivery's job; False when this delivery id was already queued."""
+        (added,) = await self.enqueue_many([job])
+        return added
+
+    async def enqueue_many(self, jobs: Sequence[DeliveryJob]) -> list[bool]:
+        """Queue many deliveries in one round trip; per job, False for a duplicate."""
+        if not jobs:
+            return []
         now_ms = int(time.time() * 1000)
-        payload = serialize_job(HANDLE_DELIVERY, (job,), {}, None, now_ms)
-        added = await self._script(
-            keys=[
-                DELIVERY_MARKER_PREFIX + job.delivery_id,
-                job_key_prefix + job.delivery_id,
-                self._queue_name,
-            ],
-            # The job outlives arq's default day: a worker down for a weekend
-            # must still find every delivery when it comes back.
-            args=[self._window_ms, payload, self._window_ms, job.delivery_id, now_ms],
-        )
-        return bool(added)
+        keys = [self._queue_name]
+        # The job outlives arq's default day: a worker down for a weekend
+        # must still find every delivery when it comes back.
+        args: list[bytes | str | int] = [self._window_ms, self._window_ms]
+        for job in jobs:
+            keys += [DELIVERY_MARKER_PREFIX + job.delivery_id, job_key_prefix + job.delivery_id]
+            payload = serialize_job(HANDLE_DELIVERY, (job,), {}, None, now_ms)
+            args += [job.delivery_id, now_ms, payload]
+        added = await self._script(keys=keys, args=args)
+        return [bool(flag) for flag in added]
 
     async def forget(self, delivery_id: str) -> None:
         """Drop the marker, so a person's redelivery of a failed delivery runs again."""

@@ -4,7 +4,7 @@
 `Services` here (`build_services`); nothing else constructs the GitHub edge,
 the ticket service or the session jobs. The pieces it joins:
 
-- the GitHub edge (`build_edge`): the App's clients and REST forges, the
+- the GitHub edge (`build_edge`): the App (`GitHubApp`: a REST forge per installation), the
   record store and the ticket service that consumes deliveries and applies
   ticket events; its launcher sends StartSession effects to the sessions queue;
 - the session jobs (`session_jobs_for`): workspaces, the ticket source, the
@@ -25,9 +25,9 @@ from redis.asyncio import Redis
 
 from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
-from ballet.github.client import GitHubClients
+from ballet.github.app import GitHubApp
+from ballet.github.client import GitHubAppCredentials
 from ballet.github.forge import Forge
-from ballet.github.rest import GitHubAppCredentials, GitHubForges
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.services import (
@@ -43,6 +43,7 @@ from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.tickets.interpret import SessionLauncher
+from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
@@ -85,8 +86,9 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             settings,
             redis,
             edge.store,
-            edge.forges.for_installation,
-            find_installation=edge.forges.installation_of,
+            edge.github.for_installation,
+            find_installation=edge.github.installation_of,
+            installations=edge.github.installations,
         ),
         closers=(edge.aclose,),
     )
@@ -120,12 +122,12 @@ class EdgeConfigError(ValueError):
 
 @dataclass
 class GitHubEdge:
-    forges: GitHubForges
+    github: GitHubApp
     store: RecordStore
     service: TicketService
 
     async def aclose(self) -> None:
-        await self.forges.aclose()
+        await self.github.aclose()
 
 
 async def build_edge(
@@ -142,17 +144,15 @@ async def build_edge(
         raise EdgeConfigError(
             "set BALLET_PRIVATE_KEY (PEM text) or BALLET_PRIVATE_KEY_PATH to the App's private key"
         )
-    forges = GitHubForges(
-        GitHubClients(
-            GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
-            redis,
-            write_spacing_seconds=settings.write_spacing_seconds,
-        )
+    github = GitHubApp(
+        GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
+        redis,
+        write_spacing_seconds=settings.write_spacing_seconds,
     )
-    identity = await forges.app_identity()
+    identity = await github.app_identity()
     store = RecordStore(redis)
     service = TicketService(
-        forges.for_installation,
+        github.for_installation,
         store,
         Memo(redis),
         launcher,
@@ -160,9 +160,9 @@ async def build_edge(
         default_runtime=default_runtime,
         clock=lambda: datetime.now(UTC),
         live_tickets=LiveTickets(redis),
-        find_installation=forges.installation_of,
+        find_installation=github.installation_of,
     )
-    return GitHubEdge(forges=forges, store=store, service=service)
+    return GitHubEdge(github=github, store=store, service=service)
 
 
 def session_jobs_for(
@@ -173,19 +173,26 @@ def session_jobs_for(
     *,
     parent_env: Mapping[str, str] | None = None,
     find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+    installations: Callable[[], Awaitable[tuple[int, ...]]] | None = None,
     clone_urls: Callable[[str], str] | None = None,
     options: SessionOptions | None = None,
     heartbeat_seconds: float | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
-    (`GitHubEdge.store`, `GitHubEdge.forges.for_installation`,
-    `GitHubEdge.forges.installation_of`). Tests pass where to clone from, the
+    (`GitHubEdge.store`, `GitHubEdge.github.for_installation`,
+    `GitHubEdge.github.installation_of`). Tests pass where to clone from, the
     session options (e.g. a test's own confinement) and a faster heartbeat."""
+    tickets = GitHubTicketSource(
+        store,
+        forges,
+        clone_urls=clone_urls,
+        find_installation=find_installation,
+        installations=installations,
+    )
     jobs = SessionJobs(
         redis=redis,
-        tickets=GitHubTicketSource(
-            store, forges, clone_urls=clone_urls, find_installation=find_installation
-        ),
+        tickets=tickets,
+        links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
         artifacts=Artifacts(redis),
         parent_env=parent_env,

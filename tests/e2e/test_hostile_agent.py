@@ -63,7 +63,7 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
     # The only way down to its own clone shows nothing but its own session.
     assert (
         got.pop("list_workspaces")
-        == f"['session_{repo.replace('/', '_')}_{number}_implement_i1_a1_-']"
+        == f"['{repo.replace('/', '_')}_{number}_implement_1_1']"  # its job key
     )
     assert set(got) == {"namespace"}, got
     assert namespace_ends(got["namespace"])  # its setsid child is gone too

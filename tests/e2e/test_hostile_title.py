@@ -40,7 +40,9 @@ async def test_hostile_title_gives_a_valid_branch_a_decodable_record_and_a_merge
     assert branch.startswith(f"ballet/{number}-") and branch.isascii() and len(branch) <= 100
     valid = subprocess.run(["git", "check-ref-format", f"refs/heads/{branch}"], check=False)
     assert valid.returncode == 0, branch
-    assert branch in view.state["branches"]
+    # The pull request came from that branch; merged, it was deleted (`merge.delete_branch`).
+    assert view.pull is not None and view.pull["head"] == branch
+    assert branch not in view.state["branches"]
     # The title's fake marker and comment ends do not hijack Ballet's own comments.
     [tracking] = [c["body"] for c in view.state["comments"] if STATE in c["body"]]
     assert find_marker(tracking) == f"{repo}#{number}:tracking::0:0"

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from area_fixtures import area_redis_url, rsa_private_key_pem
-from ballet.github.client import GitHubClients
-from ballet.github.rest import GitHubAppCredentials, GitHubForges, ServerErrorRetry
+from ballet.github.app import GitHubApp
+from ballet.github.client import GitHubAppCredentials, ServerErrorRetry
 from fake_github import API, APP_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 
@@ -44,13 +44,11 @@ def fake_github() -> Iterator[FakeGitHub]:
 
 
 @pytest.fixture
-def forges(app_private_key: str, redis: Redis, fake_github: FakeGitHub) -> GitHubForges:
-    return GitHubForges(
-        GitHubClients(
-            GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
-            redis,
-            # Spacing is a production concern; tests keep it short but non-zero.
-            write_spacing_seconds=0.01,
-            retry=ServerErrorRetry(max_retries=2, base_seconds=0.01),
-        )
+def forges(app_private_key: str, redis: Redis, fake_github: FakeGitHub) -> GitHubApp:
+    return GitHubApp(
+        GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
+        redis,
+        # Spacing is a production concern; tests keep it short but non-zero.
+        write_spacing_seconds=0.01,
+        retry=ServerErrorRetry(max_retries=2, base_seconds=0.01),
     )

@@ -20,8 +20,8 @@ import pytest
 from ballet.core.config import Runtime
 from ballet.core.record import decode_record
 from ballet.core.render import marker_for
-from ballet.github.client import GitHubClients
-from ballet.github.rest import GitHubAppCredentials, GitHubForges
+from ballet.github.app import GitHubApp
+from ballet.github.client import GitHubAppCredentials
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.settings import Settings
 from ballet.tickets.live import LiveTickets
@@ -62,21 +62,19 @@ def installation_id(sandbox: BackgroundSandbox) -> int:
 
 
 @pytest.fixture
-async def sandbox_forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubForges]:
+async def sandbox_forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubApp]:
     app = sandbox.sandbox.app
-    forges = GitHubForges(
-        GitHubClients(
-            GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
-            redis,
-            write_spacing_seconds=0.0,
-        )
+    forges = GitHubApp(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
+        redis,
+        write_spacing_seconds=0.0,
     )
     yield forges
     await forges.aclose()
 
 
 async def test_adapter_speaks_the_sandbox(
-    sandbox_forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox
+    sandbox_forges: GitHubApp, installation_id: int, sandbox: BackgroundSandbox
 ) -> None:
     forge = sandbox_forges.for_installation(installation_id)
     assert await forge.default_branch(REPO) == "main"
@@ -93,7 +91,7 @@ async def test_adapter_speaks_the_sandbox(
 
 
 async def test_labelled_issue_starts_a_ticket_on_the_sandbox(
-    sandbox_forges: GitHubForges,
+    sandbox_forges: GitHubApp,
     installation_id: int,
     sandbox: BackgroundSandbox,
     redis: Redis,
@@ -156,14 +154,14 @@ async def test_build_edge_from_settings(sandbox: BackgroundSandbox, redis: Redis
 ISSUE_BODY = "Please greet.\n\n- [ ] says hello\n"
 
 
-async def read_issue(forges: GitHubForges, store: RecordStore, api_url: str) -> IssueDetails:
+async def read_issue(forges: GitHubApp, store: RecordStore, api_url: str) -> IssueDetails:
     details = await GitHubTicketSource(store, forges.for_installation).issue(REPO, 1)
     # The host differs (loopback against github.com); the rest of the URL must not.
     return replace(details, url=urlsplit(details.url).path)
 
 
 async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
-    sandbox_forges: GitHubForges,
+    sandbox_forges: GitHubApp,
     installation_id: int,
     sandbox: BackgroundSandbox,
     redis: Redis,
@@ -187,8 +185,8 @@ async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
     fake.add_repo(REPO)
     fake.add_issue(REPO, 1, title="Greet", body=ISSUE_BODY, labels=("ballet", "ballet:running"))
     app = sandbox.sandbox.app
-    fake_forges = GitHubForges(
-        GitHubClients(GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis)
+    fake_forges = GitHubApp(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis
     )
     try:
         with fake.serving():
@@ -199,3 +197,44 @@ async def test_the_shared_fake_serves_an_issue_as_the_sandbox_does(
     assert from_fake == from_sandbox
     assert from_sandbox.labels == ("ballet", "ballet:running")
     assert from_sandbox.url == f"/{REPO}/issues/1"
+
+
+async def test_live_tickets_are_found_by_label_on_the_sandbox_and_the_fake_alike(
+    sandbox_forges: GitHubApp, installation_id: int, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    """What the reconciler asks after Redis lost its live set, on both GitHubs."""
+    labelled = [("ballet", "ballet:running"), ("ballet", "ballet:waiting"), ("bug",)]
+    async with httpx.AsyncClient(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:writer"}
+    ) as user:
+        for n, labels in enumerate(labelled, 1):
+            created = await user.post(
+                f"/repos/{REPO}/issues", json={"title": f"issue {n}", "labels": list(labels)}
+            )
+            assert created.status_code == 201, created.text
+    store = RecordStore(redis)
+    source = GitHubTicketSource(
+        store, sandbox_forges.for_installation, installations=sandbox_forges.installations
+    )
+    from_sandbox = await source.live_on_github()
+    assert await store.installation_of(REPO) == installation_id
+
+    await redis.flushdb()
+    fake = FakeGitHub()
+    fake.add_repo(REPO)
+    for n, labels in enumerate(labelled, 1):
+        fake.add_issue(REPO, n, title=f"issue {n}", labels=labels)
+    app = sandbox.sandbox.app
+    fake_forges = GitHubApp(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), API), redis
+    )
+    try:
+        with fake.serving():
+            from_fake = await GitHubTicketSource(
+                RecordStore(redis),
+                fake_forges.for_installation,
+                installations=fake_forges.installations,
+            ).live_on_github()
+    finally:
+        await fake_forges.aclose()
+    assert from_sandbox == from_fake == [f"{REPO}#1", f"{REPO}#2"]

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from ballet.github.app import GitHubApp
 from ballet.github.forge import CheckRunSpec, ForgeUnavailable, RateLimited, find_comment
-from ballet.github.rest import GitHubForges
 from fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_two_forges_sharing_redis_fetch_the_installation_token_once(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     first = forges.for_installation(INSTALLATION_ID)
     second = forges.for_installation(INSTALLATION_ID)
@@ -26,7 +26,7 @@ async def test_two_forges_sharing_redis_fetch_the_installation_token_once(
 
 
 async def test_secondary_rate_limit_defers_with_github_retry_after_then_succeeds(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     fake_github.fail_next(
@@ -47,7 +47,7 @@ async def test_secondary_rate_limit_defers_with_github_retry_after_then_succeeds
 
 
 async def test_secondary_rate_limit_named_only_by_its_message_waits_a_minute(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     fake_github.fail_next(
@@ -63,7 +63,7 @@ async def test_secondary_rate_limit_named_only_by_its_message_waits_a_minute(
 
 
 async def test_primary_rate_limit_defers_until_the_reset(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     import time
 
@@ -82,7 +82,7 @@ async def test_primary_rate_limit_defers_until_the_reset(
 
 
 async def test_server_errors_are_retried_a_bounded_number_of_times(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     fake_github.fail_next("GET", r"/repos/[^/]+/[^/]+", 502)
@@ -96,7 +96,7 @@ async def test_server_errors_are_retried_a_bounded_number_of_times(
 
 
 async def test_writes_of_one_installation_are_serial_across_forges(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     fake_github.write_delay = 0.02
     a = forges.for_installation(INSTALLATION_ID)
@@ -108,7 +108,7 @@ async def test_writes_of_one_installation_are_serial_across_forges(
 
 
 async def test_conditional_get_revalidates_with_etag(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     fake_github.repos[REPO].files["main"] = {".ballet.yml": "trigger_label: go\n"}
     forge = forges.for_installation(INSTALLATION_ID)
@@ -121,7 +121,7 @@ async def test_conditional_get_revalidates_with_etag(
 
 
 async def test_comments_found_by_marker_and_labels_and_checks(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     await forge.create_comment(REPO, 3, "plain")
@@ -148,7 +148,7 @@ async def test_comments_found_by_marker_and_labels_and_checks(
 
 
 async def test_branch_pr_merge_and_ready_for_review(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     base = await forge.branch_sha(REPO, "main")
@@ -171,13 +171,13 @@ async def test_branch_pr_merge_and_ready_for_review(
     assert (await forge.merge_pr(REPO, pr.number, method="squash")).status == "merged"
 
 
-async def test_git_remote_uses_the_installation_token(forges: GitHubForges) -> None:
+async def test_git_remote_uses_the_installation_token(forges: GitHubApp) -> None:
     remote = await forges.for_installation(INSTALLATION_ID).git_remote(REPO)
     assert remote.url == f"https://github.com/{REPO}.git"
     assert remote.token.startswith(f"ghs_{INSTALLATION_ID}_")
     assert remote.token not in repr(remote)
 
 
-async def test_app_identity_names_the_bot(forges: GitHubForges) -> None:
+async def test_app_identity_names_the_bot(forges: GitHubApp) -> None:
     identity = await forges.app_identity()
     assert identity.app_id == APP_ID and identity.bot_login == "ballet-test[bot]"

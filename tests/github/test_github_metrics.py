@@ -16,6 +16,7 @@ import pytest
 from ballet.core.commands import Command
 from ballet.core.config import Runtime
 from ballet.core.events import CommandIssued, ReconcileTick
+from ballet.github.app import GitHubApp
 from ballet.github.client import (
     GitHubAppCredentials,
     GitHubClient,
@@ -23,7 +24,6 @@ from ballet.github.client import (
     ServerErrorRetry,
 )
 from ballet.github.forge import AppIdentity, ForgeError, ForgeUnavailable, RateLimited
-from ballet.github.rest import GitHubForges
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
@@ -50,7 +50,7 @@ def delta(name: str, **labels: str) -> Callable[[], float]:
 
 
 @pytest.fixture
-def service(forges: GitHubForges, redis: Redis) -> TicketService:
+def service(forges: GitHubApp, redis: Redis) -> TicketService:
     return TicketService(
         forges.for_installation,
         RecordStore(redis),

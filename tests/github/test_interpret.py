@@ -20,7 +20,7 @@ from ballet.core.effects import (
 )
 from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME
-from ballet.github.rest import GitHubForges
+from ballet.github.app import GitHubApp
 from ballet.tickets.checks import checks_verdict
 from ballet.tickets.interpret import Interpreter
 from ballet.tickets.memo import Memo
@@ -38,7 +38,7 @@ def launcher() -> RecordingLauncher:
 
 
 @pytest.fixture
-def interpreter(forges: GitHubForges, redis: Redis, launcher: RecordingLauncher) -> Interpreter:
+def interpreter(forges: GitHubApp, redis: Redis, launcher: RecordingLauncher) -> Interpreter:
     return Interpreter(
         forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW
     )
@@ -184,7 +184,7 @@ async def test_labels_review_and_sessions(
 
 
 async def test_checks_verdict_waits_for_every_check_but_ballets_own(
-    forges: GitHubForges, fake_github: FakeGitHub
+    forges: GitHubApp, fake_github: FakeGitHub
 ) -> None:
     forge = forges.for_installation(INSTALLATION_ID)
     sha = "9" * 40
@@ -229,7 +229,7 @@ async def test_a_comment_deleted_by_a_person_is_posted_again(
 
 
 async def test_merge_waits_for_checks_and_refuses_red_ones(
-    forges: GitHubForges, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
+    forges: GitHubApp, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
 ) -> None:
     interpreter = Interpreter(
         forges.for_installation(INSTALLATION_ID),
@@ -276,7 +276,7 @@ async def test_merge_waits_for_checks_and_refuses_red_ones(
 
 
 async def test_a_branch_behind_its_base_is_brought_up_to_date_before_merging(
-    forges: GitHubForges, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
+    forges: GitHubApp, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
 ) -> None:
     interpreter = Interpreter(
         forges.for_installation(INSTALLATION_ID),

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 from ballet.github import models as m
-from ballet.github.client import GitHubClients
-from ballet.github.rest import GitHubAppCredentials, GitHubForges
+from ballet.github.app import GitHubApp
+from ballet.github.client import GitHubAppCredentials
 from ballet.sandbox.server import BackgroundSandbox
 from redis.asyncio import Redis
 
@@ -43,21 +43,19 @@ def installation_id(sandbox: BackgroundSandbox) -> int:
 
 
 @pytest.fixture
-async def forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubForges]:
+async def forges(sandbox: BackgroundSandbox, redis: Redis) -> AsyncIterator[GitHubApp]:
     app = sandbox.sandbox.app
-    made = GitHubForges(
-        GitHubClients(
-            GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
-            redis,
-            write_spacing_seconds=0.0,
-        )
+    made = GitHubApp(
+        GitHubAppCredentials(app.app_id, app.private_key_pem.decode(), sandbox.api_url),
+        redis,
+        write_spacing_seconds=0.0,
     )
     yield made
     await made.aclose()
 
 
 async def test_a_deleted_authors_comment_reads_as_ghost(
-    forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox
+    forges: GitHubApp, installation_id: int, sandbox: BackgroundSandbox
 ) -> None:
     forge = forges.for_installation(installation_id)
     async with httpx.AsyncClient(
@@ -74,7 +72,7 @@ async def test_a_deleted_authors_comment_reads_as_ghost(
 
 
 async def test_pull_list_items_lack_mergeability_and_still_read(
-    forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox
+    forges: GitHubApp, installation_id: int, sandbox: BackgroundSandbox
 ) -> None:
     forge = forges.for_installation(installation_id)
     main = await forge.branch_sha(REPO, "main")
@@ -94,7 +92,7 @@ async def test_pull_list_items_lack_mergeability_and_still_read(
 
 
 async def test_actions_statuses_of_other_apps_count_as_pending(
-    forges: GitHubForges, installation_id: int, sandbox: BackgroundSandbox
+    forges: GitHubApp, installation_id: int, sandbox: BackgroundSandbox
 ) -> None:
     forge = forges.for_installation(installation_id)
     sha = await forge.branch_sha(REPO, "main")

@@ -12,8 +12,8 @@ from ballet.core.events import SessionFinished
 from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
 from ballet.core.report import Report
+from ballet.github.app import GitHubApp
 from ballet.github.forge import AppIdentity, RateLimited
-from ballet.github.rest import GitHubForges
 from ballet.tickets.interpret import Interpreter
 from ballet.tickets.live import LIVE_TICKETS, LiveTickets
 from ballet.tickets.memo import Memo
@@ -34,7 +34,7 @@ def launcher() -> RecordingLauncher:
 
 
 @pytest.fixture
-def service(forges: GitHubForges, redis: Redis, launcher: RecordingLauncher) -> TicketService:
+def service(forges: GitHubApp, redis: Redis, launcher: RecordingLauncher) -> TicketService:
     return TicketService(
         forges.for_installation,
         RecordStore(redis),
@@ -258,7 +258,7 @@ async def test_rate_limited_start_resumes_without_duplicates(
 
 
 async def test_retried_comment_effect_edits_instead_of_duplicating(
-    forges: GitHubForges, redis: Redis, repo: FakeGitHub, launcher: RecordingLauncher
+    forges: GitHubApp, redis: Redis, repo: FakeGitHub, launcher: RecordingLauncher
 ) -> None:
     interpreter = Interpreter(
         forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW

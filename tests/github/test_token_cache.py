@@ -5,8 +5,7 @@ HTTP cache (a 304 still answers a repeated GET)."""
 from __future__ import annotations
 
 import pytest
-from ballet.github.client import GitHubClients
-from ballet.github.rest import GitHubAppCredentials
+from ballet.github.client import GitHubAppCredentials, GitHubClients
 from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from area_fixtures import area_redis_url, emptied_pool, rsa_private_key_pem
 from arq.connections import ArqRedis
-from ballet.github.client import GitHubClients
-from ballet.github.rest import GitHubAppCredentials, GitHubForges
+from ballet.github.app import GitHubApp
+from ballet.github.client import GitHubAppCredentials
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.stage_sessions import ArqSessionLauncher
@@ -102,12 +102,10 @@ def session_jobs(
         "LANG": "C.UTF-8",
         "BALLET_PRIVATE_KEY": app_private_key,  # must never reach a session
     }
-    forges = GitHubForges(
-        GitHubClients(
-            GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
-            redis,
-            write_spacing_seconds=0.01,
-        )
+    forges = GitHubApp(
+        GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API),
+        redis,
+        write_spacing_seconds=0.01,
     )
     return session_jobs_for(
         settings,
@@ -116,6 +114,7 @@ def session_jobs(
         forges.for_installation,
         parent_env=parent_env,
         clone_urls=lambda repo: origin.as_uri(),
+        installations=forges.installations,
         options=SessionOptions(
             grace_seconds=0.5,
             isolation=Isolation(readonly_paths=(agent_script.parent,), test_writable=(observed,)),

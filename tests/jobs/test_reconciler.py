@@ -16,7 +16,8 @@ from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.stage_sessions import LAUNCHED_PREFIX, ArqSessionLauncher
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.settings import Settings
-from ballet.tickets.live import LIVE_TICKETS
+from ballet.tickets.live import LIVE_TICKETS, LiveTickets
+from fake_github import FakeGitHub
 from jobs_kit import REPO, EngineTickets, agent_runtime
 from jobs_running import eventually, queued_crash, queued_finish, run_events
 
@@ -167,3 +168,29 @@ async def test_a_session_never_launched_for_longer_than_any_outbox_waits_is_lost
         clock=lambda: run_start + LAUNCH_LOST + LAUNCH_GRACE,
     )
     assert (await lost.sweep()).crashed == (start.spec.job_key,)
+
+
+async def test_a_live_set_lost_with_redis_is_rebuilt_from_the_labels_on_github(
+    session_jobs: SessionJobs,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    github: FakeGitHub,
+    agent_script: Path,
+) -> None:
+    """A ticket waiting on a person gets no event after Redis is lost; the reconciler
+    finds it again by its issue's label and sweeps it, with nobody typing a command."""
+    await tickets.request(agent_runtime(agent_script))  # octo/demo#7, labelled ballet:running
+    github.add_issue(REPO, 8, title="waits for an answer", labels=("ballet:waiting",))
+    github.add_issue(REPO, 9, title="not Ballet's", labels=("bug",))
+    await redis.flushdb()  # a restart without persistence
+
+    sweep = await reconciler(session_jobs).sweep()
+
+    # Both labelled tickets were visited again, the unlabelled issue was not. (This
+    # harness writes no tracking comments, so neither record can be rebuilt from one,
+    # and both leave the set; tests/e2e/test_redis_lost.py rebuilds them for real.)
+    assert sorted(sweep.ticked + sweep.ended) == [TICKET, f"{REPO}#8"]
+    assert await LiveTickets(redis).is_complete()
+    calls = len(github.calls)
+    await reconciler(session_jobs).sweep()  # once rebuilt, GitHub is not asked again
+    assert not any("/installation/repositories" in path for _, path in github.calls[calls:])

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from ballet.github import issue_graph
 from ballet.github import models as m
+from ballet.github.merge_methods import MergeSettings
 from ballet.github.payloads import Envelope
 from ballet.github.translate import HANDLED_EVENTS
 from ballet.github.webhook_models import Payload
@@ -41,6 +43,10 @@ RESPONSES: list[tuple[type[BaseModel], str, str, str]] = [
     (m.MergeData, "put", f"{R}/pulls/{{pull_number}}/merge", "200"),
     (m.PermissionData, "get", f"{R}/collaborators/{{username}}/permission", "200"),
     (m.IssueData, "get", f"{R}/issues/{{issue_number}}", "200"),
+    (MergeSettings, "get", R, "200"),
+    (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}", "200"),
+    (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}/parent", "200"),
+    (issue_graph.IssueData, "get", f"{R}/issues/{{issue_number}}/sub_issues", "200"),
 ]
 
 
@@ -56,6 +62,17 @@ def test_response_model_takes_every_documented_value(
     walk.model(model, github_spec.response(method, path, status), f"{method.upper()} {path}")
     assert walk.checked > 0, "the walk compared nothing: the schema lookup is wrong"
     assert walk.problems == []
+
+
+def test_timeline_cross_references_are_read_as_documented(github_spec: Spec) -> None:
+    """The timeline is an anyOf of event shapes; Ballet reads only `cross-referenced`."""
+    events = github_spec.response("get", f"{R}/issues/{{issue_number}}/timeline", "200")
+    alternatives = [github_spec.resolve(a) for a in github_spec.resolve(events["items"])["anyOf"]]
+    schema = github_spec.resolve({"$ref": "#/components/schemas/timeline-cross-referenced-event"})
+    assert schema in alternatives
+    walk = Walk(github_spec)
+    walk.model(issue_graph.CrossReferenced, schema, "timeline cross-referenced event")
+    assert walk.checked > 0 and walk.problems == []
 
 
 def _handled_webhooks(spec: Spec) -> list[str]:

@@ -18,6 +18,7 @@ from ballet.jobs.deliveries import MAX_DELIVERY_TRIES
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import DELIVERY_MARKER_PREFIX, EVENTS_QUEUE, DeliveryJob, DeliveryQueue
 from ballet.settings import Settings
+from ballet.tickets.lock import TicketBusy
 from ballet.web import create_app
 from recording_consumer import RecordingConsumer, services_with
 from webhook_signing import delivery_headers
@@ -125,6 +126,25 @@ async def test_a_rate_limited_delivery_is_deferred_until_github_allows(
     # arq scores a job by when it may run (ms): an hour from now, not a backoff.
     assert score is not None and score / 1000 > time.time() + 3000
     assert await redis.exists(DELIVERY_MARKER_PREFIX + "limited")
+
+
+@pytest.mark.parametrize(
+    "wait",
+    [
+        RateLimited(0, reason="installation's writes queued ahead"),
+        TicketBusy("ticket o/r#1 stayed busy for 60s"),
+    ],
+)
+async def test_waiting_its_turn_many_times_is_no_failure(
+    settings: Settings, redis: ArqRedis, wait: Exception
+) -> None:
+    """A burst of tickets in one installation defers a delivery again and again:
+    it is handled in the end, never given up as failed."""
+    await DeliveryQueue(redis, settings.delivery_dedupe_seconds).enqueue(job("patient"))
+    consumer = RecordingConsumer(failures=MAX_DELIVERY_TRIES + 2, error=wait)
+    await run_burst(settings, consumer)
+    assert consumer.calls == MAX_DELIVERY_TRIES + 3
+    assert [d.id for d in consumer.handled] == ["patient"]
 
 
 async def test_the_marker_and_the_job_are_written_together(

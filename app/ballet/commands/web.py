@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
+import gc
 
 import structlog
 
@@ -16,7 +16,7 @@ from ballet.commands.lifecycle import (
 )
 from ballet.settings import SettingsError
 from ballet.web import create_app
-from ballet.web.server import ServerFailed, WebServer
+from ballet.web.server import ServerFailed, WebServer, run_event_loop
 
 log = structlog.get_logger("ballet")
 
@@ -33,8 +33,11 @@ def run(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
     log.info("web app starting", url=f"http://{args.host}:{args.port}/webhooks")
+    # What start-up built lives as long as the process: frozen, a full collection
+    # no longer walks it (tens of ms each time, felt in the p99 of deliveries).
+    gc.freeze()
     try:
-        asyncio.run(run_until_signalled([WebServer(app, args.host, args.port)]))
+        run_event_loop(run_until_signalled([WebServer(app, args.host, args.port)]))
     except ServerFailed as exc:
         return fail(str(exc), code=1)
     return 0

@@ -20,11 +20,13 @@ MergePolicy = Literal["auto", "manual"]
 PlatformAction = Literal["merge"]
 WaitFor = Literal["checks", "review", "merge"]
 Phase = Literal["research", "plan", "implement", "verify"]
+MergeMethod = Literal["squash", "merge", "rebase"]
 
 # Targets a stage's `next` may name besides another stage's id.
 TERMINAL_TARGETS = ("$done", "$failed", "$question")
 DEFAULT_BRANCH_TEMPLATE = "ballet/{ticket}-{slug}"
 BRANCH_PLACEHOLDERS = ("ticket", "slug", "type")
+COMMIT_TITLE_PLACEHOLDERS = ("title", "pr", "ticket")
 # Skills shipped with Ballet as app/ballet/skills/<name>.md; a repository may
 # add its own as .ballet/skills/<name>.md.
 BUILTIN_SKILL_NAMES = frozenset({"implementer", "reviewer", "verifier", "integrator"})
@@ -105,6 +107,20 @@ class Policy(Strict):
     """`manual` waits for a person to merge."""
 
 
+class MergeStrategy(Strict):
+    """How an `action: merge` stage merges the pull request. At the top level: the
+    default of every pipeline; under a pipeline, its keys override the default's."""
+
+    method: MergeMethod = "squash"
+    """`squash`: one commit on the base; `merge`: a merge commit; `rebase`: the
+    branch's commits replayed on the base. It must be one the repository allows."""
+    delete_branch: bool = True
+    """Delete the ticket's branch once the pull request is merged."""
+    commit_title: str | None = None
+    """Title of the squash or merge commit, with {title} (the issue's title), {pr}
+    and {ticket} (numbers), e.g. "{title} (#{pr})"; default: GitHub's. Not for `rebase`."""
+
+
 class TicketType(Strict):
     """An issue carrying `label` runs `pipeline`; the first matching entry wins."""
 
@@ -146,7 +162,8 @@ class Stage(Strict):
     optional: bool = False
     """Runs only when the ticket's policy turns it on; otherwise skipped to its first `next`."""
     action: PlatformAction | None = None
-    """Platform stages: `merge` brings the branch up to date and merges by the policy."""
+    """Platform stages: `merge` brings the branch up to date and merges by the policy
+    and the pipeline's `merge` strategy."""
     wait_for: WaitFor | None = None
     """Platform stages: wait for this forge event alone."""
     next: dict[str, str] = Field(default_factory=dict)
@@ -168,6 +185,8 @@ class Pipeline(Strict):
     budget: Budget = Budget()
     signoffs: tuple[str, ...] = ()
     """Roles (keys of `roles`) that must sign off before review and merge."""
+    merge: MergeStrategy = MergeStrategy()
+    """The keys given here override the top-level `merge`, one by one."""
     stages: tuple[Stage, ...]
 
 
@@ -186,6 +205,8 @@ class BalletConfig(Strict):
     default: the deployment's runtime."""
     roles: dict[str, Role] = Field(default_factory=dict)
     policy: Policy = Policy()
+    merge: MergeStrategy = MergeStrategy()
+    """How `action: merge` stages merge, unless a pipeline says otherwise."""
     types: tuple[TicketType, ...] = ()
     """Issue label -> pipeline; issues matching none run pipeline `default`."""
     pipelines: dict[str, Pipeline] = Field(default_factory=dict)
@@ -236,6 +257,8 @@ class ResolvedPipeline(Strict):
     approvers: tuple[str, ...] | None
     policy: Policy
     stages: tuple[ResolvedStage, ...]
+    # A default, so records pinned before merge strategies existed still load.
+    merge: MergeStrategy = MergeStrategy()
     # Texts of repository skills (`.ballet/skills/<name>.md` on the default
     # branch) pinned with the pipeline; built-in skills ship with Ballet.
     custom_skills: dict[str, str] = Field(default_factory=dict)
@@ -245,3 +268,9 @@ class ResolvedPipeline(Strict):
             if stage.id == stage_id:
                 return stage
         raise KeyError(stage_id)
+
+
+def merge_strategy(config: BalletConfig, pipeline: Pipeline) -> MergeStrategy:
+    """The pipeline's merge strategy: the top-level default, with the keys it sets."""
+    own = pipeline.merge
+    return config.merge.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 
 from ballet.core.config import (
     BRANCH_PLACEHOLDERS,
+    COMMIT_TITLE_PLACEHOLDERS,
     TERMINAL_TARGETS,
     BalletConfig,
+    MergeStrategy,
     Pipeline,
     Stage,
+    merge_strategy,
 )
 
 Path = tuple[str | int, ...]
@@ -87,6 +90,7 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
                 "or define it under `runtimes:`",
             )
         yield from _check_skills(("roles", name, "skills"), role.skills, skills)
+    yield from _check_merge(("merge",), config.merge, config.merge)
     labels: set[str] = set()
     for i, ticket_type in enumerate(config.types):
         label = ticket_type.label.casefold()  # GitHub labels ignore case
@@ -121,6 +125,8 @@ def _check_pipeline(
     at: Path = ("pipelines", name)
     if pipeline.branch is not None:
         yield from _check_branch(at, pipeline.branch)
+    if "merge" in pipeline.model_fields_set:
+        yield from _check_merge((*at, "merge"), pipeline.merge, merge_strategy(config, pipeline))
     for i, role in enumerate(pipeline.signoffs):
         if role not in config.roles:
             yield Problem(
@@ -165,6 +171,32 @@ def _check_branch(at: Path, branch: str) -> Iterator[Problem]:
                 (*at, "branch"),
                 f"unknown branch placeholder `{{{placeholder}}}`; use only {allowed}",
             )
+
+
+def _check_merge(at: Path, own: MergeStrategy, effective: MergeStrategy) -> Iterator[Problem]:
+    """`own` is the mapping at `at`; `effective` is what a pipeline gets of it and the default."""
+    title = own.commit_title
+    if title is not None:
+        allowed = ", ".join(f"{{{p}}}" for p in COMMIT_TITLE_PLACEHOLDERS)
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(title) if f is not None]
+        except ValueError:
+            fields = None
+        if fields is None or any(f not in COMMIT_TITLE_PLACEHOLDERS for f in fields):
+            yield Problem(
+                (*at, "commit_title"),
+                f"a commit title may use only the placeholders {allowed} (write `{{{{` "
+                "for a literal brace); fix the template",
+            )
+        elif not title.format(title="t", pr=1, ticket=1).strip():
+            yield Problem((*at, "commit_title"), "an empty commit title; write one or remove it")
+    if effective.method == "rebase" and effective.commit_title is not None:
+        key = "commit_title" if "commit_title" in own.model_fields_set else "method"
+        yield Problem(
+            (*at, key),
+            "a rebase replays the branch's commits and makes no commit of its own, so "
+            "`commit_title` has no effect; remove it or use `method: squash` or `merge`",
+        )
 
 
 def _check_stage(

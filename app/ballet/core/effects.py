@@ -172,6 +172,8 @@ class MergePR(Effect):
     number: int
     method: Literal["merge", "squash", "rebase"] = "squash"
     sha: str | None = None  # merge only if the head is still this
+    commit_title: str | None = None  # None: GitHub's own
+    delete_branch: bool = False  # the head branch, once merged
 
 
 class MarkReadyForReview(Effect):

@@ -127,7 +127,9 @@ class HeadPushed(Event):
 
 class MergeResult(Event):
     kind: Literal["merge_result"] = "merge_result"
-    result: Literal["merged", "conflict", "checks_failed", "checks_pending", "closed"]
+    result: Literal[
+        "merged", "conflict", "checks_failed", "checks_pending", "closed", "method_not_allowed"
+    ]
     detail: str = ""
     sha: str | None = None  # the merge commit when merged
 

@@ -27,6 +27,7 @@ from ballet.core.events import (
     TicketRequested,
 )
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
+from ballet.core.merge_refused import method_refused
 from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.slug import branch_name
@@ -287,6 +288,10 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     if ev.result == "checks_pending":
         # GitHub holds the merge for required checks still running: wait for them.
         steps.wait_checks_before_merge(tx)
+        return
+    if ev.result == "method_not_allowed":
+        # No rework changes a repository setting: trying again would fail the same way.
+        steps.ask(tx, method_refused(tx.rec.pipeline.merge.method, ev.detail))
         return
     words = {
         "conflict": "a merge conflict",

@@ -75,7 +75,9 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("paused", "checks_started"): Rule(h.checks_started, ("paused",), "remember checks"),
     ("paused", "checks_completed"): Rule(h.checks_completed, ("paused",), "remember checks"),
     ("waiting", "review_submitted"): Rule(h.review_submitted, ONWARD, "a review decides"),
-    ("waiting", "merge_result"): Rule(h.merge_result, ONWARD, "merged, or returned to rework"),
+    ("waiting", "merge_result"): Rule(
+        h.merge_result, ONWARD, "merged, returned to rework, or a question (method refused)"
+    ),
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
     ("waiting", "pull_request_opened"): Rule(h.pr_opened, ("waiting",), "PR known"),

@@ -26,6 +26,7 @@ from ballet.core.config import (
     Role,
     Runtime,
     Stage,
+    merge_strategy,
 )
 from ballet.core.config_rules import stage_targets
 
@@ -129,6 +130,7 @@ def resolve_pipeline(
             for i in range(len(pipeline.stages))
         ),
         custom_skills=pinned_skills(config, name, custom_skills),
+        merge=merge_strategy(config, pipeline),
     )
     return resolved.model_copy(update={"hash": content_hash(resolved)})
 

@@ -227,7 +227,19 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
 def merge_now(tx: Tx) -> None:
     rec = tx.rec
     assert rec.pr_number is not None
-    tx.emit(MergePR(repo=rec.ticket.repo, number=rec.pr_number, sha=rec.head_sha))
+    strategy = rec.pipeline.merge
+    title = strategy.commit_title
+    if title is not None:
+        title = title.format(title=rec.ticket.title, pr=rec.pr_number, ticket=rec.ticket.number)
+    merge = MergePR(
+        repo=rec.ticket.repo,
+        number=rec.pr_number,
+        sha=rec.head_sha,
+        method=strategy.method,
+        commit_title=title,
+        delete_branch=strategy.delete_branch,
+    )
+    tx.emit(merge)
     wait(tx, "merge_result", "the merge of the pull request", (), "")
 
 

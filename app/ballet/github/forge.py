@@ -19,7 +19,13 @@ from ballet.core.events import CheckConclusion, Permission
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
-    "merged", "conflict", "checks_failed", "checks_pending", "closed", "not_mergeable"
+    "merged",
+    "conflict",
+    "checks_failed",
+    "checks_pending",
+    "closed",
+    "not_mergeable",
+    "method_not_allowed",  # the repository disallows the method: a setting, not the work
 ]
 ReactionContent = Literal["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"]
 CheckStatus = Literal["queued", "in_progress", "completed"]
@@ -162,6 +168,23 @@ class IssueDetails:
     body: str
     labels: tuple[str, ...]
     url: str
+    # Whether the issue is a sub-issue (GitHub's `parent_issue_url`); None: not said.
+    has_parent: bool | None = None
+
+
+@dataclass(frozen=True)
+class IssueBrief:
+    """An issue or pull request as the issues API shows it (`GET .../issues/{n}`)."""
+
+    repo: str  # owner/name
+    number: int
+    title: str
+    state: Literal["open", "closed"]
+    url: str  # html_url
+    is_pull: bool = False
+    merged: bool = False  # a pull request that was merged
+    body: str = ""
+    labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,6 +203,12 @@ class Forge(Protocol):
     async def get_issue(self, repo: str, number: int) -> IssueDetails:
         """The issue's body, labels and URL as they are now."""
         ...
+
+    async def repositories(self) -> tuple[str, ...]:
+        """The repositories the installation reaches."""
+        ...
+
+    async def open_issues_labelled(self, repo: str, label: str) -> tuple[int, ...]: ...
 
     async def file_text(self, repo: str, path: str, ref: str) -> str | None:
         """The file's text at `ref`, or None when it does not exist."""
@@ -240,8 +269,20 @@ class Forge(Protocol):
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary: ...
 
     async def merge_pr(
-        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
-    ) -> MergeResult: ...
+        self,
+        repo: str,
+        number: int,
+        *,
+        method: MergeMethod,
+        sha: str | None = None,
+        commit_title: str | None = None,
+    ) -> MergeResult:
+        """Merge with `method`; `commit_title` None leaves GitHub's own title."""
+        ...
+
+    async def delete_branch(self, repo: str, branch: str) -> None:
+        """Delete `branch`; a branch that is already gone is not an error."""
+        ...
 
     async def update_branch(self, repo: str, number: int) -> bool:
         """Bring the PR branch up to date with its base; False when it cannot (conflict)."""
@@ -254,6 +295,23 @@ class Forge(Protocol):
     ) -> None: ...
 
     async def permission(self, repo: str, login: str) -> Permission: ...
+
+    async def issue_brief(self, repo: str, number: int) -> IssueBrief | None:
+        """The issue or pull request `number`; None when it does not exist or is hidden."""
+        ...
+
+    async def parent_issue(self, repo: str, number: int) -> IssueBrief | None:
+        """The issue `number` is a sub-issue of, if any."""
+        ...
+
+    async def sub_issues(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        """The sub-issues of issue `number`, in GitHub's order."""
+        ...
+
+    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        """The issues and pull requests whose text names issue `number` (its timeline's
+        `cross-referenced` events), oldest first, each once."""
+        ...
 
     async def git_remote(self, repo: str) -> GitRemote: ...
 

@@ -37,6 +37,20 @@ class InstallationData(Lenient):
     id: int
 
 
+class RepositoryName(Lenient):
+    full_name: str
+
+
+class InstallationRepositories(Lenient):
+    total_count: int
+    repositories: list[RepositoryName]
+
+
+class IssueListItem(Lenient):
+    number: int
+    pull_request: dict[str, Any] | None = None  # present: the item is a pull request
+
+
 class Repository(Lenient):
     default_branch: str
 
@@ -93,6 +107,14 @@ class IssueData(Lenient):
     html_url: str
     # GitHub documents a label as an object or a bare name.
     labels: list[IssueLabel | str] = []
+    parent_issue_url: str | None = None
+
+    @property
+    def has_parent(self) -> bool | None:
+        """Whether it is a sub-issue; None when this GitHub does not say."""
+        if "parent_issue_url" not in self.model_fields_set:
+            return None
+        return self.parent_issue_url is not None
 
     @property
     def label_names(self) -> tuple[str, ...]:

@@ -1,8 +1,8 @@
 """The production forge: the `Forge` Protocol on GitHub's REST and GraphQL APIs.
 
-Requests go through `GitHubClient` (github_client.py: App auth, Redis-shared
+Requests go through `GitHubClient` (client.py: App auth, Redis-shared
 tokens, ETag cache, pacing, rate limits). Responses are read with lenient
-models of only the fields Ballet uses (`github_models.py`), so the sandbox and
+models of only the fields Ballet uses (`models.py`), so the sandbox and
 GitHub Enterprise versions that add or drop fields are read alike.
 """
 
@@ -18,13 +18,9 @@ from ballet.core.events import Permission
 from ballet.github import models as m
 from ballet.github.client import (
     PER_PAGE,
-    GitHubAppCredentials,
     GitHubClient,
-    GitHubClients,
-    ServerErrorRetry,
 )
 from ballet.github.forge import (
-    AppIdentity,
     CheckResult,
     CheckRunSpec,
     ChecksSummary,
@@ -38,46 +34,24 @@ from ballet.github.forge import (
     PullRequest,
     ReactionContent,
 )
+from ballet.github.issue_graph import IssueGraphCalls
+from ballet.github.merge_methods import MergeStrategyCalls
 from ballet.github.urls import git_url
 
-__all__ = ["GitHubAppCredentials", "GitHubForge", "GitHubForges", "ServerErrorRetry"]
+__all__ = ["GitHubForge"]
 
+# Repositories listed per installation: far beyond any one installation's.
+MAX_LISTED = 10_000
 _content_list = TypeAdapter(list[m.ContentItem])
 _comment_list = TypeAdapter(list[m.IssueComment])
 _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-class GitHubForges:
-    """Makes a forge per installation; all share one Redis and one connection pool."""
-
-    def __init__(self, clients: GitHubClients) -> None:
-        self._clients = clients
-
-    async def aclose(self) -> None:
-        await self._clients.aclose()
-
-    async def app_identity(self) -> AppIdentity:
-        """Who the App is (its slug names its bot), asked once at start-up with the App JWT."""
-        app = m.AppData.model_validate(await self._clients.app().json("GET", "/app"))
-        return AppIdentity(app_id=app.id, slug=app.slug)
-
-    async def installation_of(self, repo: str) -> int | None:
-        """The App's installation on `repo` (asked with the App JWT), or None if not installed."""
-        try:
-            data = await self._clients.app().json("GET", f"/repos/{repo}/installation")
-        except NotFound:
-            return None
-        return m.InstallationData.model_validate(data).id
-
-    def for_installation(self, installation_id: int) -> GitHubForge:
-        return GitHubForge(
-            self._clients.installation(installation_id), self._clients.credentials.api_url
-        )
-
-
-class GitHubForge:
+class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
     """The `Forge` Protocol on one installation's token."""
+
+    _client: GitHubClient
 
     def __init__(self, client: GitHubClient, api_url: str) -> None:
         self._client = client
@@ -192,7 +166,34 @@ class GitHubForge:
         except NotFound as exc:
             raise NotFound(f"{exc}; was the issue deleted or transferred?") from exc
         data = m.IssueData.model_validate(raw)
-        return IssueDetails(body=data.body or "", labels=data.label_names, url=data.html_url)
+        return IssueDetails(
+            body=data.body or "",
+            labels=data.label_names,
+            url=data.html_url,
+            has_parent=data.has_parent,
+        )
+
+    async def repositories(self) -> tuple[str, ...]:
+        """The repositories this installation reaches."""
+        names: list[str] = []
+        for page in range(1, MAX_LISTED // PER_PAGE + 1):
+            data = m.InstallationRepositories.model_validate(
+                await self._client.json(
+                    "GET", "/installation/repositories", params={"per_page": PER_PAGE, "page": page}
+                )
+            )
+            names += (r.full_name for r in data.repositories)
+            if len(data.repositories) < PER_PAGE or len(names) >= data.total_count:
+                break
+        return tuple(names)
+
+    async def open_issues_labelled(self, repo: str, label: str) -> tuple[int, ...]:
+        """Numbers of the open issues (not pull requests) that carry `label`."""
+        data = await self._client.pages(
+            f"/repos/{repo}/issues", params={"labels": label, "state": "open"}
+        )
+        items = (m.IssueListItem.model_validate(item) for item in data)
+        return tuple(i.number for i in items if i.pull_request is None)
 
     async def get_pr(self, repo: str, number: int) -> PullRequest:
         return m.pull_request_of(await self._pr_data(repo, number))
@@ -298,7 +299,13 @@ class GitHubForge:
     # -- merging and review ----------------------------------------------------
 
     async def merge_pr(
-        self, repo: str, number: int, *, method: MergeMethod, sha: str | None = None
+        self,
+        repo: str,
+        number: int,
+        *,
+        method: MergeMethod,
+        sha: str | None = None,
+        commit_title: str | None = None,
     ) -> MergeResult:
         pr = await self.get_pr(repo, number)
         if pr.merged:
@@ -310,11 +317,16 @@ class GitHubForge:
         body: dict[str, Any] = {"merge_method": method}
         if sha is not None:
             body["sha"] = sha
+        if commit_title is not None:
+            body["commit_title"] = commit_title
         try:
             data = await self._client.json("PUT", f"/repos/{repo}/pulls/{number}/merge", json=body)
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
+            refused = await self.refused_method(repo, method, exc)
+            if refused is not None:
+                return MergeResult("method_not_allowed", refused)
             checks = await self.checks_for_ref(repo, pr.head_sha)
             if checks.failed:
                 names = ", ".join(c.name for c in checks.failed)

@@ -10,8 +10,8 @@ import structlog
 from arq import Retry
 
 from ballet import metrics
-from ballet.github.forge import RateLimited
 from ballet.github.payloads import parse_delivery
+from ballet.jobs.retries import contention, count_failure, forget_failures
 from ballet.jobs.services import Delivery, Services
 from ballet.queue import DeliveryJob
 
@@ -50,24 +50,23 @@ async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
     )
     try:
         await services.consumer.on_delivery(delivery)
-    except RateLimited as exc:
-        # GitHub says when to come back: defer the job to then rather than
-        # sleeping in it or burning retries on a backoff that is too short.
-        log.warning(
-            "delivery deferred: GitHub rate limit",
-            delivery_id=delivery_id,
-            retry_after_seconds=exc.retry_after_seconds,
-        )
-        raise Retry(defer=exc.retry_after_seconds) from exc
     except Exception as exc:
+        wait = contention(exc)
+        if wait is not None:
+            # GitHub, the installation's write pacing or the ticket says when to
+            # come back: defer to then, as often as it takes; waiting is no failure.
+            log.info("delivery deferred", delivery_id=delivery_id, reason=str(exc))
+            raise wait from exc
         metrics.DELIVERIES_FAILED.labels(event).inc()
-        job_try: int = ctx.get("job_try", 1)
-        if job_try < MAX_DELIVERY_TRIES:
+        failures = await count_failure(services.redis, ctx)
+        if failures < MAX_DELIVERY_TRIES:
             log.warning("delivery failed, will retry", delivery_id=delivery_id, error=repr(exc))
-            raise Retry(defer=services.settings.delivery_retry_seconds * job_try**2) from exc
+            raise Retry(defer=services.settings.delivery_retry_seconds * failures**2) from exc
         # Given up: let a person's redelivery from GitHub's UI run it again.
         await services.deliveries.forget(delivery_id)
+        await forget_failures(services.redis, ctx)
         log.error("delivery failed for good; redeliver it from GitHub", delivery_id=delivery_id)
         raise
+    await forget_failures(services.redis, ctx)
     # Counted here, whatever the consumer, so swapping it keeps the metric.
     metrics.DELIVERIES_HANDLED.labels(event, delivery.envelope.action or "").inc()

@@ -48,9 +48,19 @@ async def forget_last_beat(redis: Redis, job_key: str) -> None:
 
 @contextlib.asynccontextmanager
 async def beating(
-    redis: Redis, job_key: str, *, every_seconds: float, clock: Callable[[], datetime]
+    redis: Redis,
+    job_key: str,
+    *,
+    every_seconds: float,
+    clock: Callable[[], datetime],
+    forget_on: tuple[type[BaseException], ...] = (),
 ) -> AsyncIterator[None]:
-    """Beat every `every_seconds` until the block ends; the heartbeat key goes with it."""
+    """Beat every `every_seconds` until the block ends; the heartbeat key goes with it.
+
+    When the block raises one of `forget_on` (the job will run again, as if it had
+    never begun), the beats stop and the last beat is forgotten *before* the
+    heartbeat key goes: the reconciler never sees a silent job that had begun,
+    which is how a crash looks, in the moment before arq queues the job again."""
 
     async def beat() -> None:
         ttl = max(1, round(every_seconds * TTL_BEATS))
@@ -62,11 +72,18 @@ async def beating(
                 await tx.execute()
             await asyncio.sleep(every_seconds)
 
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
+    async def stop() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    except forget_on:
+        await stop()
+        await forget_last_beat(redis, job_key)
+        raise
+    finally:
+        await stop()
         await redis.delete(heartbeat_key(job_key))

@@ -80,6 +80,8 @@ class Reconciler:
         ticked: list[str] = []
         crashed: list[str] = []
         ended: list[str] = []
+        if not await self._live.is_complete():
+            await self._rebuild_live_set()
         live = await self._live.members()
         for ticket in live:
             try:
@@ -103,6 +105,16 @@ class Reconciler:
                 log.exception("could not reconcile ticket", ticket=ticket)
         metrics.LIVE_TICKETS.set(len(live) - len(ended))
         return Sweep(tuple(ticked), tuple(crashed), tuple(ended))
+
+    async def _rebuild_live_set(self) -> None:
+        """Redis lost the set of live tickets (or this is the first sweep ever): ask
+        GitHub which issues are labelled live, so a ticket waiting on a person or a
+        dead session is swept again without waiting for an event of its own."""
+        found = await self._tickets.live_on_github()
+        for ticket in found:
+            await self._live.add(ticket)
+        await self._live.mark_complete()
+        log.warning("live tickets rebuilt from GitHub's labels", tickets=len(found))
 
     async def _crashed_session(self, record: Record, now: datetime) -> str | None:
         """The job key of the record's running session if its worker is gone."""

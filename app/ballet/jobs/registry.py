@@ -23,10 +23,11 @@ from arq.cron import CronJob
 from arq.typing import WorkerCoroutine
 from arq.worker import Function, Worker
 
-from ballet.jobs.deliveries import MAX_DELIVERY_TRIES, handle_delivery
+from ballet.jobs.deliveries import handle_delivery
 from ballet.jobs.reconciler import RECONCILE_CRON
+from ballet.jobs.retries import MAX_DEFERRALS
 from ballet.jobs.services import Services
-from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB
+from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, connect, redis_settings
 from ballet.settings import Settings
@@ -41,7 +42,7 @@ class QueueSpec:
     name: str
     max_jobs: int
     job_timeout: int  # seconds
-    max_tries: int = MAX_DELIVERY_TRIES
+    max_tries: int = MAX_DEFERRALS  # real failures are counted by the jobs (retries.py)
     functions: Sequence[Function | WorkerCoroutine] = ()
     cron_jobs: Sequence[CronJob] = field(default_factory=tuple)
 
@@ -60,6 +61,7 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             SESSIONS_QUEUE,
             max_jobs=settings.session_slots,
             job_timeout=24 * 3600,
+            max_tries=SESSION_MAX_TRIES,
             functions=(RUN_STAGE_SESSION_JOB,),
         ),
     ]

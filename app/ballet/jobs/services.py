@@ -21,6 +21,7 @@ from ballet.jobs.artifacts import Artifacts
 from ballet.queue import DeliveryQueue
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.settings import Settings
+from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.source import TicketSource
 
 
@@ -63,6 +64,7 @@ class SessionJobs:
     crash_retries: int = 2  # Settings.session_crash_retries
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
+    links: TicketLinksReader | None = None  # None: sessions get no epic or lineage
 
 
 @dataclass

@@ -9,6 +9,7 @@ session queued behind busy slots sees the ticket as it is when it runs.
 from __future__ import annotations
 
 from ballet.core.effects import SessionSpec
+from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
@@ -35,6 +36,11 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
     if record is not None and (run is None or run.job_key != spec.job_key):
         raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
     issue = await jobs.tickets.issue(spec.repo, spec.issue)
+    links = None
+    if jobs.links is not None:
+        links = await jobs.links.read(
+            spec.repo, spec.issue, issue.body, has_parent=issue.has_parent, branch=spec.branch
+        )
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
     answers = tuple(
@@ -74,4 +80,5 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
         answers=answers,
         handoff=spec.handoff,
         clone_url=await jobs.tickets.clone_url(spec.repo),
+        links=links or TicketLinks(),
     )

@@ -33,7 +33,7 @@ from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs.artifacts import Artifact
-from ballet.jobs.heartbeats import beating, forget_last_beat, last_beat
+from ballet.jobs.heartbeats import beating, last_beat
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
@@ -48,6 +48,8 @@ LAUNCHED_PREFIX = "ballet:session-launched:"
 # A session is never started twice: far longer than any redelivery of its effect.
 KEEP_SECONDS = 30 * 24 * 3600
 SESSION_RETRY_SECONDS = 30.0
+# A session's job is tried this often (GitHub unreachable before it could start).
+SESSION_MAX_TRIES = 5
 
 
 def finished_event_id(job_key: str) -> str:
@@ -121,23 +123,20 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         # Beats for the whole job, not only while the agent's process runs: a long
         # fetch or push must not look like a dead worker to the reconciler, nor
         # may the moment between the session's end and its event being queued.
+        # Not started (Retry), or a worker stopping cleanly (a deploy cancels its
+        # jobs and arq runs them again elsewhere; the agent's process group is dead
+        # and a session pushes only once it has its report): the beat is forgotten,
+        # so the next try starts afresh instead of being taken for a crash. (An
+        # abort by CancelSession is never tried again; forgetting changes nothing.)
         async with beating(
-            jobs.redis, spec.job_key, every_seconds=jobs.heartbeat_seconds, clock=jobs.clock
+            jobs.redis,
+            spec.job_key,
+            every_seconds=jobs.heartbeat_seconds,
+            clock=jobs.clock,
+            forget_on=(Retry, asyncio.CancelledError),
         ):
             result = await _run(jobs, spec, job_try)
             await _deliver(jobs, spec, result)
-    except Retry:
-        # Not started: forget the beat so the next try is not taken for a crash.
-        await forget_last_beat(jobs.redis, spec.job_key)
-        raise
-    except asyncio.CancelledError:
-        # A worker stopping cleanly (a deploy) cancels its jobs and arq runs them
-        # again elsewhere; the agent's process group is dead and a session pushes
-        # only once it has its report, so the next try may start afresh instead of
-        # turning every running stage into a question. (An abort by CancelSession
-        # is never tried again, so forgetting its beat changes nothing.)
-        await forget_last_beat(jobs.redis, spec.job_key)
-        raise
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"

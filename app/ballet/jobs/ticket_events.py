@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 
 from ballet.core.events import AnyEvent
 from ballet.github.forge import ForgeUnavailable, RateLimited
+from ballet.jobs.retries import MAX_DEFERRALS, contention, count_failure, forget_failures
 from ballet.jobs.services import Services
 from ballet.queue import EVENTS_QUEUE
 
@@ -69,14 +70,17 @@ async def apply_ticket_event(
     event = _event.validate_json(event_json)
     try:
         applied = await services.tickets.handle(ticket, event, event_id=event_id)
-    except RateLimited as exc:
-        raise Retry(defer=exc.retry_after_seconds) from exc
-    except ForgeUnavailable as exc:
-        job_try: int = ctx.get("job_try", 1)
-        if job_try >= MAX_TRIES:
+    except (RateLimited, ForgeUnavailable) as exc:
+        wait = contention(exc)
+        if wait is not None:
+            log.info("ticket event deferred", ticket=ticket, kind=event.kind, reason=str(exc))
+            raise wait from exc
+        failures = await count_failure(services.redis, ctx)
+        if failures >= MAX_TRIES:
             raise
         log.warning("ticket event deferred: GitHub unavailable", ticket=ticket, error=str(exc))
-        raise Retry(defer=RETRY_BASE_SECONDS * job_try**2) from exc
+        raise Retry(defer=RETRY_BASE_SECONDS * failures**2) from exc
+    await forget_failures(services.redis, ctx)
     log.info("ticket event handled", ticket=ticket, kind=event.kind, applied=applied)
     return applied
 
@@ -85,5 +89,5 @@ APPLY_TICKET_EVENT_JOB: Function = func(
     apply_ticket_event,
     name=APPLY_TICKET_EVENT,
     keep_result=KEEP_RESULT_SECONDS,
-    max_tries=MAX_TRIES,
+    max_tries=MAX_DEFERRALS,
 )

@@ -12,6 +12,10 @@ What it offers, and who may do what:
 - People: `Authorization: token sandbox-user:<login>`, limited by the
   repository's collaborators (anyone else may read, open issues and comment).
 - Git over smart HTTP at `/<owner>/<name>.git` with Basic auth, the token as password.
+- Merge settings as on GitHub: `PATCH /repos/{owner}/{repo}` with `allow_merge_commit`,
+  `allow_squash_merge`, `allow_rebase_merge`, `delete_branch_on_merge` (admins).
+- Sub-issues (`/issues/{n}/parent`, `/issues/{n}/sub_issues`) and the issue timeline's
+  `cross-referenced` events, made when an issue, pull request or comment names `#n`.
 - Ready for review: GraphQL `markPullRequestReadyForReview` at `POST /graphql`
   (GitHub has no REST call for it).
 - Webhooks to the configured URL, signed, in order, logged.
@@ -19,7 +23,8 @@ What it offers, and who may do what:
 The admin API under `/_sandbox/` (no authentication; it is how tests set the stage):
 - `POST /_sandbox/repos` `{"owner", "name", "default_branch"?, "files"?: {path: text},
   "collaborators"?: {login: read|triage|write|maintain|admin}, "ci"?: {"command": [argv]},
-  "merge_methods"?: [merge|squash|rebase]}` → 201 `{full_name, clone_url, head_sha, ...}`
+  "merge_methods"?: [merge|squash|rebase], "delete_branch_on_merge"?: bool}`
+  → 201 `{full_name, clone_url, head_sha, ...}`
 - `GET /_sandbox/repos/{owner}/{repo}/state`: issues, comments, labels, pulls, reviews,
   check runs, statuses and branches, flattened for assertions.
 - `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),

@@ -44,6 +44,7 @@ class NewRepo(BaseModel):
     merge_methods: list[MergeMethod] = Field(
         default_factory=lambda: list(ALL_METHODS), min_length=1
     )
+    delete_branch_on_merge: bool = False
 
 
 async def create_repo(request: Request) -> JSONResponse:
@@ -83,6 +84,7 @@ async def create_repo(request: Request) -> JSONResponse:
         installation_id=sb.installation_for(spec.owner),
         ci_command=spec.ci.command if spec.ci else None,
         merge_methods=tuple(spec.merge_methods),
+        delete_branch_on_merge=spec.delete_branch_on_merge,
     )
     sb.repos[repo.full_name.lower()] = repo
     events.installed(sb, repo, new_installation)

@@ -12,6 +12,7 @@ from ballet.sandbox import events, gitrepo, pullview, pushes
 from ballet.sandbox.auth import Actor
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import now
+from ballet.sandbox.repo_settings import REFUSALS
 from ballet.sandbox.rest_issues import set_state
 from ballet.sandbox.state import Pull, Repo, Sandbox
 
@@ -37,7 +38,7 @@ async def merge(
     """Merge `pr` into its base with `method`; the new base sha. Raises GitHub's errors."""
     issue = repo.issues[pr.number]
     if method not in repo.merge_methods:
-        raise ApiError(405, f"{method} merges are not allowed on this repository.")
+        raise ApiError(405, REFUSALS[method])
     if pr.merged or issue.state != "open":
         raise ApiError(405, "Pull Request is not mergeable")
     if pr.draft:
@@ -58,9 +59,20 @@ async def merge(
         pr.merged, pr.merged_at, pr.merged_by, pr.merge_commit_sha = True, moment, actor.login, new
         issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
         pushes.ref_moved(sb, repo, base_ref, base, new, actor.login)
+        if repo.delete_branch_on_merge:
+            _delete_head(sb, repo, pr)
     events.pull_request(sb, repo, pr.number, "closed", actor.login)
     _close_linked_issues(sb, repo, pr, actor)
     return new
+
+
+def _delete_head(sb: Sandbox, repo: Repo, pr: Pull) -> None:
+    """GitHub's "Automatically delete head branches", done by GitHub itself."""
+    head_ref = f"refs/heads/{pr.head_ref}"
+    old = gitrepo.resolve(repo.path, head_ref)
+    if old is not None:
+        gitrepo.delete_ref(repo.path, head_ref)
+        pushes.ref_moved(sb, repo, head_ref, old, gitrepo.ZERO_SHA, "github")
 
 
 def _close_linked_issues(sb: Sandbox, repo: Repo, pr: Pull, actor: Actor) -> None:

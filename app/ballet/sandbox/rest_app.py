@@ -9,7 +9,7 @@ from starlette.routing import Route
 from ballet.sandbox import shapes
 from ballet.sandbox.auth import issue_token
 from ballet.sandbox.errors import ApiError, not_found
-from ballet.sandbox.handler import actor_of, int_param, now, respond, sandbox_of
+from ballet.sandbox.handler import actor_of, int_param, now, page, respond, sandbox_of
 
 
 def _require_jwt(request: Request) -> None:
@@ -76,6 +76,25 @@ async def owner_installation(request: Request) -> JSONResponse:
     return respond(shapes.installation(sb, owner, sb.installations[owner]))
 
 
+async def installation_repositories(request: Request) -> JSONResponse:
+    """`GET /installation/repositories`: the repositories an installation token reaches."""
+    sb, actor = sandbox_of(request), actor_of(request)
+    if actor.kind != "installation":
+        raise ApiError(403, "You must authenticate with an installation access token")
+    repos = sorted(
+        (r for r in sb.repos.values() if r.installation_id == actor.installation_id),
+        key=lambda r: f"{r.owner}/{r.name}",
+    )
+    listed = page(request, repos)
+    return respond(
+        {
+            "total_count": len(repos),
+            "repository_selection": "all",
+            "repositories": [shapes.repository(sb, r) for r in listed],
+        }
+    )
+
+
 ROUTES = [
     Route("/users/{owner}/installation", owner_installation),
     Route("/orgs/{owner}/installation", owner_installation),
@@ -84,4 +103,5 @@ ROUTES = [
     Route("/app/installations/{installation_id}", get_installation),
     Route("/app/installations/{installation_id}/access_tokens", create_token, methods=["POST"]),
     Route("/repos/{owner}/{repo}/installation", repo_installation),
+    Route("/installation/repositories", installation_repositories),
 ]

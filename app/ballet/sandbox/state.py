@@ -64,6 +64,8 @@ class Issue:
     closed_at: datetime | None = None
     assignees: list[str] = field(default_factory=list)
     is_pull: bool = False
+    parent: int | None = None  # the number of the issue this one is a sub-issue of
+    sub_issues: list[int] = field(default_factory=list)  # numbers, in GitHub's order
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,7 @@ class Repo:
     installation_id: int
     ci_command: list[str] | None = None
     merge_methods: tuple[str, ...] = MERGE_METHODS
+    delete_branch_on_merge: bool = False
     pushed_at: datetime | None = None
     labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)

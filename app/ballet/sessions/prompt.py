@@ -3,18 +3,19 @@
 BALLET_PROMPT holds the *path* of `prompt.md` (next to the report, outside the
 clone); LLM adapters also pass its text on their CLI's command line. The
 prompt has: the role's instructions, the stage's skills, the ticket and its
-acceptance criteria, earlier reports (oldest first), answers, the previous
-phase's handoff, what this phase is for, and the report contract with the
-exact path to write to.
+acceptance criteria, its epic and linked items (briefly), earlier reports
+(oldest first), answers, the previous phase's handoff, what this phase is for,
+and the report contract with the exact path to write to.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
-from ballet.sessions.context import visible_reports
+from ballet.core.text import acceptance_criteria
+from ballet.sessions.context import ticket_links, visible_reports
+from ballet.sessions.links_prompt import links_section
 from ballet.sessions.spec import EarlierReport, RunnerSpec
 
 # Long texts are cut so the prompt stays well under a command line's limits
@@ -43,26 +44,6 @@ REPORT_EXAMPLE = {
     "questions": [{"text": "…", "blocking": True}],
 }
 HANDOFF_EXAMPLE = {"summary": "…", "decisions": [], "constraints": [], "open_questions": []}
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*)$")
-
-
-def acceptance_criteria(body: str) -> str | None:
-    """The issue's "Acceptance criteria" section, else its checklist items, else None."""
-    lines = body.splitlines()
-    for index, line in enumerate(lines):
-        heading = _HEADING.match(line)
-        title = heading.group(1) if heading else line
-        if title.strip(" \t*_:").lower() == "acceptance criteria":
-            section = []
-            for following in lines[index + 1 :]:
-                if _HEADING.match(following):
-                    break
-                section.append(following)
-            text = "\n".join(section).strip()
-            if text:
-                return text
-    checklist = [line.strip() for line in lines if re.match(r"\s*[-*] \[[ xX]\] ", line)]
-    return "\n".join(checklist) or None
 
 
 def render_prompt(
@@ -90,6 +71,9 @@ def render_prompt(
     criteria = acceptance_criteria(ticket.body)
     if criteria:
         parts.append(f"## Acceptance criteria\n\n{criteria}")
+    links = links_section(ticket_links(spec))
+    if links:
+        parts.append(links)
     where = f"You work on branch `{spec.branch}`" if spec.branch else "You work on"
     parts.append(
         f"## Where\n\n{where} (base `{spec.base}`), iteration {spec.iteration}"

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.config import Phase, Runtime, StageKind
+from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
 from ballet.core.report import Handoff, Report, Usage
 
@@ -96,6 +97,7 @@ class RunnerSpec(Frozen):
     answers: tuple[Answer, ...] = ()
     handoff: Handoff | None = None  # the previous phase's handoff
     clone_url: str  # without credentials; the token is passed per git command
+    links: TicketLinks = Field(default_factory=TicketLinks)  # the epic and the lineage
 
 
 class SessionResult(Frozen):

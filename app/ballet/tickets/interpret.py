@@ -289,12 +289,24 @@ class Interpreter:
     async def _merge_now(self, effect: MergePR) -> AnyEvent:
         await self._memo.forget_pending_merge(effect.repo, effect.number)
         result = await self._forge.merge_pr(
-            effect.repo, effect.number, method=effect.method, sha=effect.sha
+            effect.repo,
+            effect.number,
+            method=effect.method,
+            sha=effect.sha,
+            commit_title=effect.commit_title,
         )
         status = result.status
+        if status == "merged" and effect.delete_branch:
+            await self._delete_head(effect)
         if status == "not_mergeable":
             # GitHub refused for a reason of its own (branch protection, a head
             # that moved): the work goes back with GitHub's words as the reason.
             log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
             status = "checks_failed"
         return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)
+
+    async def _delete_head(self, effect: MergePR) -> None:
+        # Read again: the merge's answer does not name the head branch.
+        pr = await self._forge.get_pr(effect.repo, effect.number)
+        if pr.merged:
+            await self._forge.delete_branch(effect.repo, pr.head_ref)

@@ -13,8 +13,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from ballet.core.record import Record, split_key
+from ballet.core.record import Record, split_key, ticket_key
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, IssueDetails, RateLimited
+from ballet.tickets.live import LIVE_LABELS
 from ballet.tickets.store import RecordStore
 
 
@@ -28,6 +29,11 @@ class TicketSource(Protocol):
     async def clone_url(self, repo: str) -> str: ...
 
     async def git_token(self, repo: str) -> str | None: ...
+
+    async def live_on_github(self) -> list[str]:
+        """The tickets whose issues GitHub shows as live (their labels), in every
+        installation: what to sweep when Redis lost its set of live tickets."""
+        ...
 
 
 GIT_TOKEN_TRIES = 4
@@ -44,14 +50,20 @@ class GitHubTicketSource:
         *,
         clone_urls: Callable[[str], str] | None = None,
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+        installations: Callable[[], Awaitable[tuple[int, ...]]] | None = None,
     ) -> None:
         self._store = store
         # Asked (with the App's JWT) when Redis no longer knows the repository's
         # installation: Redis was lost, and a running session must still finish.
         self._find_installation = find_installation
+        self._installations = installations
         self._forges = forges
         # Where to clone from instead of the forge's URL (a local mirror, a test remote).
         self._clone_urls = clone_urls
+
+    async def forge_for(self, repo: str) -> Forge:
+        """The forge of the installation on `repo`."""
+        return await self._forge(repo)
 
     async def _forge(self, repo: str) -> Forge:
         installation = await self._store.installation_of(repo)
@@ -67,6 +79,20 @@ class GitHubTicketSource:
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
         return await (await self._forge(repo)).get_issue(repo, number)
+
+    async def live_on_github(self) -> list[str]:
+        if self._installations is None:
+            return []
+        found: list[str] = []
+        for installation in await self._installations():
+            forge = self._forges(installation)
+            for repo in await forge.repositories():
+                await self._store.remember_installation(repo, installation)
+                for label in LIVE_LABELS:
+                    found += (
+                        ticket_key(repo, n) for n in await forge.open_issues_labelled(repo, label)
+                    )
+        return sorted(set(found))
 
     async def record(self, ticket: str) -> Record | None:
         repo, _ = split_key(ticket)

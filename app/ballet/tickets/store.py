@@ -103,6 +103,11 @@ class RecordStore:
         raw = await self._redis.get(self._k("record", key))
         return record if raw is None else Record.model_validate_json(raw)
 
+    async def cached(self, key: str) -> Record | None:
+        """The live record Redis holds, never rebuilt from GitHub (cheap, may be None)."""
+        raw = await self._redis.get(self._k("record", key))
+        return Record.model_validate_json(raw) if raw is not None else None
+
     async def records(self, repo: str | None = None) -> AsyncIterator[Record]:
         """Every record Redis holds (finished ones for FINISHED_TTL_SECONDS), or one
         repository's; for reports such as `ballet stats`, never for a ticket's work."""

@@ -13,6 +13,10 @@ log = structlog.get_logger("ballet.web")
 
 
 ENDPOINTS = "Ballet serves POST /webhooks, GET /healthz, GET /readyz and GET /metrics"
+INTERNAL_ERROR = (
+    "Ballet failed on this request (its log says why); GitHub shows the delivery as failed"
+    " and it can be redelivered"
+)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -23,9 +27,4 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 async def internal_error(request: Request, exc: Exception) -> Response:
     log.exception("request failed", path=request.url.path)
-    return problem(
-        500,
-        "internal",
-        "Ballet failed on this request (its log says why); GitHub shows the delivery as failed"
-        " and it can be redelivered",
-    )
+    return problem(500, "internal", INTERNAL_ERROR)

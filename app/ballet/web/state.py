@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from arq.connections import ArqRedis
 from starlette.requests import Request
 
-from ballet.queue import DeliveryQueue
+from ballet.web.group_commit import GroupCommit
 
 
 @dataclass(frozen=True)
 class WebState:
     redis: ArqRedis
-    deliveries: DeliveryQueue
-    secrets: tuple[str, ...]
+    deliveries: GroupCommit  # enqueues into a DeliveryQueue, concurrent deliveries together
+    secret_keys: tuple[bytes, ...]  # the webhook secrets, as HMAC keys
     max_body_bytes: int
 
 

@@ -2,71 +2,150 @@
 
 Checks run cheapest-refusal first: size, signature (nothing about the
 request is trusted before it), headers, JSON. Only a verified, well-formed
-delivery of an event Ballet handles reaches the queue.
+delivery of an event Ballet handles reaches the queue, and it is answered
+only once its job is in Redis.
+
+This is the one hot path of the web app, so it is a plain ASGI endpoint: it
+reads the four headers it needs from the raw header list and answers with
+prebuilt header lists, without Starlette's request and response objects or
+its middleware (docs/performance.md says what each of those cost). The app
+routes POST /webhooks here directly (`ballet.web.app.BalletApp`); every
+other request goes through Starlette as before.
 """
 
 from __future__ import annotations
 
-import json
+import logging
 import re
 import time
+from collections.abc import Mapping
 
+import orjson
 import structlog
 from redis.exceptions import RedisError
-from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
 
 from ballet import metrics
 from ballet.github.translate import HANDLED_EVENTS
 from ballet.queue import DeliveryJob
-from ballet.web.body import BadContentLength, BodyTooLarge, read_limited
-from ballet.web.responses import problem, status
+from ballet.web.errors import INTERNAL_ERROR
 from ballet.web.signature import signature_valid
-from ballet.web.state import web_state
+from ballet.web.state import WebState
 
 log = structlog.get_logger("ballet.web")
+# Checked before building a debug event: structlog would build and drop one
+# per delivery, a measurable share of the request at webhook rates.
+_stdlib_log = logging.getLogger("ballet.web")
 
 # GitHub's delivery ids are GUIDs; anything key-safe and short is accepted.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
 EVENT_NAME = re.compile(r"^[a-z_]{1,64}$")
 
+_WANTED = frozenset(
+    {b"content-length", b"x-hub-signature-256", b"x-github-event", b"x-github-delivery"}
+)
+_JSON = (b"content-type", b"application/json")
 
-def _refuse(status_code: int, reason: str, message: str) -> JSONResponse:
+
+class _Refused(Exception):
+    """The body grew past the size limit while it was read."""
+
+
+class _Disconnected(Exception):
+    """The client went away before its body was whole: nobody to answer."""
+
+
+async def answer(send: Send, status_code: int, content: Mapping[str, str]) -> None:
+    body = orjson.dumps(content)
+    headers = [(b"content-length", str(len(body)).encode()), _JSON]
+    await send({"type": "http.response.start", "status": status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+Answer = tuple[int, dict[str, str]]
+
+
+def refusal(status_code: int, reason: str, message: str) -> Answer:
     metrics.WEBHOOK_REJECTED.labels(reason).inc()
-    return problem(status_code, reason, message)
+    return status_code, {"error": reason, "message": message}
 
 
-async def receive_webhook(request: Request) -> JSONResponse:
-    state = web_state(request)
+def too_large(limit: int) -> str:
+    return (
+        f"bodies over {limit} bytes are refused: GitHub sends at most 25 MB;"
+        " raise BALLET_MAX_WEBHOOK_BYTES only for a sender you trust"
+    )
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole body, counted as it streams: a chunked or lying body is
+    refused as soon as it passes `limit`, never held whole."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk: bytes = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _Refused
+        chunks.append(chunk)
+        more = message.get("more_body", False)
+    # The usual case is one message: its bytes as they are, no copy.
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+async def receive_webhook(state: WebState, scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer one delivery; any unexpected error is logged and answered 500."""
     try:
-        body = await read_limited(request, state.max_body_bytes)
-    except BodyTooLarge:
-        return _refuse(
-            413,
-            "too_large",
-            f"bodies over {state.max_body_bytes} bytes are refused: GitHub sends at most 25 MB;"
-            " raise BALLET_MAX_WEBHOOK_BYTES only for a sender you trust",
-        )
-    except BadContentLength:
-        return _refuse(
-            400,
-            "malformed",
-            "the Content-Length header is not a number:"
-            " send the body's length in bytes, or omit it",
-        )
+        status_code, content = await _decide(state, scope, receive)
+    except _Disconnected:
+        return
+    except Exception:
+        log.exception("request failed", path=scope.get("path"))
+        status_code, content = 500, {"error": "internal", "message": INTERNAL_ERROR}
+    await answer(send, status_code, content)
 
-    if not signature_valid(state.secrets, body, request.headers.get("x-hub-signature-256")):
-        return _refuse(
+
+async def _decide(state: WebState, scope: Scope, receive: Receive) -> Answer:
+    found: dict[bytes, bytes] = {}
+    for name, value in scope["headers"]:
+        # The first of repeated headers wins, as with Starlette's Headers.get.
+        if name in _WANTED and name not in found:
+            found[name] = value
+
+    limit = state.max_body_bytes
+    declared = found.get(b"content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            return refusal(
+                400,
+                "malformed",
+                "the Content-Length header is not a number:"
+                " send the body's length in bytes, or omit it",
+            )
+        # Refused before reading a byte of it.
+        if int(declared) > limit:
+            return refusal(413, "too_large", too_large(limit))
+    try:
+        body = await read_body(receive, limit)
+    except _Refused:
+        return refusal(413, "too_large", too_large(limit))
+
+    if not signature_valid(state.secret_keys, body, found.get(b"x-hub-signature-256")):
+        return refusal(
             401,
             "signature",
             "missing or wrong X-Hub-Signature-256: check that the App's webhook secret"
             " matches BALLET_WEBHOOK_SECRET",
         )
 
-    event = request.headers.get("x-github-event", "")
-    delivery_id = request.headers.get("x-github-delivery", "")
+    event = found.get(b"x-github-event", b"").decode("latin-1")
+    delivery_id = found.get(b"x-github-delivery", b"").decode("latin-1")
     if not EVENT_NAME.match(event) or not DELIVERY_ID.match(delivery_id):
-        return _refuse(
+        return refusal(
             400,
             "missing_header",
             "X-GitHub-Event and X-GitHub-Delivery must name the event and the delivery:"
@@ -74,11 +153,13 @@ async def receive_webhook(request: Request) -> JSONResponse:
         )
 
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        # orjson: the stdlib's json took a tenth of a delivery's time
+        # (docs/performance.md); it refuses bad UTF-8 as well.
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
         payload = None
     if not isinstance(payload, dict):
-        return _refuse(
+        return refusal(
             400,
             "malformed",
             "the body is not a JSON object: set the App's webhook content type to application/json",
@@ -86,17 +167,17 @@ async def receive_webhook(request: Request) -> JSONResponse:
 
     if event == "ping":
         metrics.WEBHOOK_DELIVERIES.labels(event, "ping").inc()
-        return status(200, "pong")
+        return 200, {"status": "pong"}
     if event not in HANDLED_EVENTS:
         metrics.WEBHOOK_DELIVERIES.labels(event, "ignored").inc()
-        return status(202, "ignored", reason=f"Ballet does not handle {event} events")
+        return 202, {"status": "ignored", "reason": f"Ballet does not handle {event} events"}
 
     job = DeliveryJob(delivery_id=delivery_id, event=event, body=body, received_at=time.time())
     try:
         added = await state.deliveries.enqueue(job)
     except (RedisError, OSError) as exc:
         log.error("cannot enqueue delivery", delivery_id=delivery_id, error=repr(exc))
-        return _refuse(
+        return refusal(
             503,
             "queue_unavailable",
             "the queue is unreachable; nothing was recorded: GitHub will show the delivery"
@@ -104,5 +185,6 @@ async def receive_webhook(request: Request) -> JSONResponse:
         )
     outcome = "accepted" if added else "duplicate"
     metrics.WEBHOOK_DELIVERIES.labels(event, outcome).inc()
-    log.debug("delivery received", delivery_id=delivery_id, github_event=event, outcome=outcome)
-    return status(202 if added else 200, outcome, delivery=delivery_id)
+    if _stdlib_log.isEnabledFor(logging.DEBUG):
+        log.debug("delivery received", delivery_id=delivery_id, github_event=event, outcome=outcome)
+    return 202 if added else 200, {"status": outcome, "delivery": delivery_id}

@@ -64,6 +64,10 @@ def issue(sb: Sandbox, repo: Repo, item: Issue) -> JSON:
         "author_association": author_association(repo, item.user),
         "reactions": reactions_rollup(f"{api}/reactions", []),
         "draft": False,
+        "parent_issue_url": None
+        if item.parent is None
+        else f"{repo_api(sb, repo)}/issues/{item.parent}",
+        "sub_issues_summary": _sub_issues_summary(repo, item),
     }
     if item.is_pull:
         pulls = f"{repo_api(sb, repo)}/pulls/{item.number}"
@@ -77,6 +81,13 @@ def issue(sb: Sandbox, repo: Repo, item: Issue) -> JSON:
             "merged_at": iso(pull_state.merged_at),
         }
     return shape
+
+
+def _sub_issues_summary(repo: Repo, item: Issue) -> JSON:
+    total = len(item.sub_issues)
+    completed = sum(1 for n in item.sub_issues if repo.issues[n].state == "closed")
+    percent = completed * 100 // total if total else 0
+    return {"total": total, "completed": completed, "percent_completed": percent}
 
 
 def comment(sb: Sandbox, repo: Repo, item: Comment) -> JSON:

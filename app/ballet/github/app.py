@@ -1,0 +1,66 @@
+"""The App on GitHub, one per process: its identity, its installations, a forge each.
+
+Below this seam is the HTTP plumbing (`client.py`: auth, the sealed token cache,
+ETags, pacing); above it, every caller sees only `GitHubApp` and the `Forge`
+Protocol that `GitHubForge` (rest.py) implements per installation.
+"""
+
+from __future__ import annotations
+
+import httpx
+from redis.asyncio import Redis
+
+from ballet.github import models as m
+from ballet.github.client import GitHubAppCredentials, GitHubClients, ServerErrorRetry
+from ballet.github.forge import AppIdentity, NotFound
+from ballet.github.pacing import DEFAULT_SPACING_SECONDS
+from ballet.github.rest import GitHubForge
+
+
+class GitHubApp:
+    """The App on GitHub: who it is, where it is installed, and a `Forge` per
+    installation. One per process: every forge shares its Redis (tokens, the HTTP
+    cache, write pacing) and its connection pool (`GitHubClients`, below the seam)."""
+
+    def __init__(
+        self,
+        credentials: GitHubAppCredentials,
+        redis: Redis,
+        *,
+        write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        retry: ServerErrorRetry | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._clients = GitHubClients(
+            credentials,
+            redis,
+            write_spacing_seconds=write_spacing_seconds,
+            retry=retry,
+            transport=transport,
+        )
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    async def app_identity(self) -> AppIdentity:
+        """Who the App is (its slug names its bot), asked once at start-up with the App JWT."""
+        app = m.AppData.model_validate(await self._clients.app().json("GET", "/app"))
+        return AppIdentity(app_id=app.id, slug=app.slug)
+
+    async def installation_of(self, repo: str) -> int | None:
+        """The App's installation on `repo` (asked with the App JWT), or None if not installed."""
+        try:
+            data = await self._clients.app().json("GET", f"/repos/{repo}/installation")
+        except NotFound:
+            return None
+        return m.InstallationData.model_validate(data).id
+
+    async def installations(self) -> tuple[int, ...]:
+        """Every installation of the App (asked with the App JWT)."""
+        data = await self._clients.app().pages("/app/installations")
+        return tuple(m.InstallationData.model_validate(item).id for item in data)
+
+    def for_installation(self, installation_id: int) -> GitHubForge:
+        return GitHubForge(
+            self._clients.installation(installation_id), self._clients.credentials.api_url
+        )

@@ -1,0 +1,183 @@
+"""A ticket's epic and lineage for its sessions, read from GitHub and kept in Redis.
+
+What is read, in as few requests as the REST API allows:
+- the parent (`GET .../issues/{n}/parent`), only when the issue says it has one
+  (`parent_issue_url`; a GitHub that does not say is asked), then the parent's
+  sub-issues (one page: GitHub allows 100 per parent);
+- the ticket's comments (the list the edge reads anyway, usually a 304), and one
+  `GET .../issues/{m}` per issue or pull request its text names that is not
+  already known, at most `MAX_REFERENCE_LOOKUPS`;
+- its timeline's cross-references (`GET .../issues/{n}/timeline`, a few pages),
+  and the ticket's own pull request (`GET .../pulls?head=`), left out of them.
+How a sibling Ballet ran stands comes from Redis (its live record), else from its
+`ballet:*` labels: never a request per sibling.
+
+The result is kept per ticket for `TTL_SECONDS`, keyed by the issue's description,
+so the stages of one ticket share one read and an edited description is read anew.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import structlog
+from pydantic import BaseModel
+from redis.asyncio import Redis
+
+from ballet.core import lineage as core
+from ballet.core.record import Record
+from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, IssueBrief
+
+log = structlog.get_logger("ballet.tickets.links")
+
+TTL_SECONDS = 30 * 60
+
+
+class _Cached(BaseModel):
+    body_sha: str
+    links: core.TicketLinks
+
+
+def item_of(brief: IssueBrief) -> core.Item:
+    state: core.ItemState = "merged" if brief.merged else brief.state
+    kind: core.ItemKind = "pull_request" if brief.is_pull else "issue"
+    return core.Item(
+        repo=brief.repo,
+        number=brief.number,
+        kind=kind,
+        title=brief.title,
+        state=state,
+        url=brief.url,
+    )
+
+
+def _key(repo: str, number: int) -> core.Ref:
+    return (repo.lower(), number)
+
+
+class TicketLinksReader:
+    def __init__(
+        self,
+        redis: Redis,
+        forge_for: Callable[[str], Awaitable[Forge]],
+        record_of: Callable[[str], Awaitable[Record | None]],
+        *,
+        prefix: str = "ballet:links",
+        ttl_seconds: int = TTL_SECONDS,
+    ) -> None:
+        self._redis = redis
+        self._forge_for = forge_for
+        # The live record of a ticket (`owner/repo#n`) Redis holds, None otherwise.
+        self._record_of = record_of
+        self._prefix = prefix
+        self._ttl = ttl_seconds
+
+    async def read(
+        self,
+        repo: str,
+        number: int,
+        body: str,
+        *,
+        has_parent: bool | None,
+        branch: str | None = None,
+    ) -> core.TicketLinks:
+        """The ticket's links; `has_parent` None: the issue did not say. The pull
+        request from the ticket's `branch` is the ticket's own, not its lineage."""
+        key = f"{self._prefix}:{repo}#{number}"
+        body_sha = hashlib.sha256(body.encode()).hexdigest()
+        raw = await self._redis.get(key)
+        if raw is not None:
+            cached = _Cached.model_validate_json(raw)
+            if cached.body_sha == body_sha:
+                return cached.links
+        forge = await self._forge_for(repo)
+        links = await self._fetch(forge, repo, number, body, has_parent, branch)
+        value = _Cached(body_sha=body_sha, links=links).model_dump_json()
+        await self._redis.set(key, value, ex=self._ttl)
+        return links
+
+    async def _fetch(
+        self,
+        forge: Forge,
+        repo: str,
+        number: int,
+        body: str,
+        has_parent: bool | None,
+        branch: str | None,
+    ) -> core.TicketLinks:
+        known: dict[core.Ref, core.Item] = {}
+        skip = [(repo, number)]
+        # Opened before the ticket's first session: it names the ticket ("Closes #n").
+        own = None
+        if branch is not None:
+            own = await _partial(forge.find_pr_by_head(repo, branch), None, "own pull request")
+        if own is not None:
+            skip.append((repo, own.number))
+        epic = None
+        if has_parent is not False:
+            epic = await _partial(self._epic(forge, repo, number, known), None, "epic")
+        referenced = await _partial(self._referenced(forge, repo, number, body, known), [], "refs")
+        referencing = await _partial(forge.cross_references(repo, number), (), "timeline")
+        skip += known
+        lineage, left_out = core.build_lineage(referenced, [item_of(b) for b in referencing], skip)
+        return core.TicketLinks(epic=epic, lineage=lineage, lineage_left_out=left_out)
+
+    async def _epic(
+        self, forge: Forge, repo: str, number: int, known: dict[core.Ref, core.Item]
+    ) -> core.Epic | None:
+        parent = await forge.parent_issue(repo, number)
+        if parent is None:
+            return None
+        subs = await forge.sub_issues(parent.repo, parent.number)
+        runs: dict[core.Ref, core.BalletRun] = {}
+        for sub in subs:
+            run = await self._run_of(sub)
+            if run is not None:
+                runs[_key(sub.repo, sub.number)] = run
+        items = [item_of(s) for s in subs]
+        known.update({_key(i.repo, i.number): i for i in [item_of(parent), *items]})
+        return core.build_epic(item_of(parent), parent.body, items, (repo, number), runs)
+
+    async def _run_of(self, sub: IssueBrief) -> core.BalletRun | None:
+        record = await self._record_of(f"{sub.repo}#{sub.number}")
+        if record is None:
+            return core.run_from_labels(sub.labels)
+        pr = record.pr_number
+        base = sub.url.rsplit("/issues/", 1)[0]
+        status = "question" if record.waiting and record.waiting.kind == "question" else None
+        return core.BalletRun(
+            status=status or record.status,
+            pr_number=pr,
+            pr_url=f"{base}/pull/{pr}" if pr is not None else None,
+        )
+
+    async def _referenced(
+        self, forge: Forge, repo: str, number: int, body: str, known: dict[core.Ref, core.Item]
+    ) -> list[core.Item]:
+        comments = [c.body for c in await forge.list_comments(repo, number)]
+        refs = core.ticket_references((repo, number), body, comments)
+        found: list[core.Item] = []
+        # The epic and its sub-issues are shown as such: no request for them here.
+        unknown = [r for r in refs if r not in known][: core.MAX_REFERENCE_LOOKUPS]
+        for ref_repo, ref_number in unknown:
+            brief = await _partial(forge.issue_brief(ref_repo, ref_number), None, "issue")
+            if brief is not None:
+                found.append(item_of(brief))
+        return found
+
+
+T = TypeVar("T")
+
+
+async def _partial(work: Awaitable[T], instead: T, what: str) -> T:
+    """`work`, or `instead` when GitHub refuses it for good: a missing part of the
+    lineage must not stop the session. Outages and rate limits still defer it."""
+    try:
+        return await work
+    except ForgeUnavailable:
+        raise
+    except ForgeError as exc:
+        log.warning("ticket links: part unavailable", part=what, error=str(exc))
+        return instead

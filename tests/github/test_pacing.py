@@ -1,0 +1,63 @@
+"""The write pacer on a real Valkey: fair turns, spaced starts, a long backlog deferred."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from ballet.github.forge import RateLimited
+from ballet.github.pacing import WritePacer
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+
+WRITE = httpx.Request("POST", "https://api.github.com/repos/o/r/issues/1/comments")
+
+
+async def test_writes_start_in_the_order_they_asked_and_spaced(redis: Redis) -> None:
+    pacers = [WritePacer(redis, 7, spacing_seconds=0.1) for _ in range(3)]  # three workers
+    loop = asyncio.get_running_loop()
+    started: list[tuple[int, float]] = []
+
+    async def write(n: int) -> None:
+        async with pacers[n % 3].async_acquire(WRITE):
+            started.append((n, loop.time()))
+
+    tasks = []
+    for n in range(12):
+        before = await redis.get("ballet:pace:7:next")
+        tasks.append(loop.create_task(write(n)))
+        while await redis.get("ballet:pace:7:next") == before:  # n has its turn booked
+            await asyncio.sleep(0.001)
+    await asyncio.gather(*tasks)
+    assert [n for n, _ in started] == list(range(12))  # nobody overtook anyone
+    # Twelve writes take at least eleven spacings. (One gap may look short when a
+    # busy loop wakes a writer late; the turns themselves were booked 0.1 s apart.)
+    span = started[-1][1] - started[0][1]
+    assert span >= 11 * 0.1 * 0.9
+
+
+async def test_reads_and_other_installations_do_not_wait(redis: Redis) -> None:
+    busy = WritePacer(redis, 1, spacing_seconds=60, max_wait_seconds=120)
+    await busy.reserve()
+    await busy.reserve()  # the next write of installation 1 is a minute away
+    read = httpx.Request("GET", "https://api.github.com/repos/o/r")
+    async with busy.async_acquire(read):
+        pass
+    assert await WritePacer(redis, 2, spacing_seconds=60).reserve() == 0.0
+
+
+async def test_a_backlog_longer_than_a_job_should_wait_defers_it_and_reserves_nothing(
+    redis: Redis,
+) -> None:
+    pacer = WritePacer(redis, 3, spacing_seconds=10, max_wait_seconds=15)
+    assert await pacer.reserve() == 0.0
+    assert 9 < await pacer.reserve() <= 10  # waits its turn in the job
+    with pytest.raises(RateLimited, match="queued ahead of it") as raised:
+        await pacer.reserve("POST /repos/o/r/issues/1/comments")
+    assert 19 < raised.value.retry_after_seconds <= 20
+    # Refused writes took no slot: the backlog is what it was.
+    slot = float(await redis.get("ballet:pace:3:next") or 0)
+    time_now = await redis.time()
+    assert 19 < slot - (time_now[0] + time_now[1] / 1e6) <= 20

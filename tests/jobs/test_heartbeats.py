@@ -1,0 +1,73 @@
+"""A session job's heartbeat on a real Valkey, watched as the reconciler would see it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+from arq import Retry
+from arq.connections import ArqRedis
+from ballet.jobs.heartbeats import beating, heartbeat_key, last_beat, last_beat_key
+from redis.asyncio import Redis
+
+pytestmark = pytest.mark.anyio
+
+JOB = "octo/demo#7:implement:1:1"
+
+
+async def deletions(url: str, seen: list[str], ready: asyncio.Event) -> None:
+    """Every DEL Valkey runs, in the order it ran them."""
+    redis = Redis.from_url(url)
+    try:
+        async with redis.monitor() as monitor:
+            ready.set()
+            async for info in monitor.listen():
+                command = str(info.get("command", ""))
+                if command.startswith("DEL "):
+                    seen.append(command.split(" ", 1)[1])
+    finally:
+        await redis.aclose()
+
+
+async def test_a_job_that_will_run_again_forgets_its_beat_before_it_falls_silent(
+    redis: ArqRedis, jobs_redis_url: str
+) -> None:
+    """Silent but once beating is how a crash looks; a retried job must never look so,
+    not even in the moment before arq queues it again."""
+    seen: list[str] = []
+    ready = asyncio.Event()
+    watching = asyncio.create_task(deletions(jobs_redis_url, seen, ready))
+    await ready.wait()
+    try:
+        with pytest.raises(Retry):
+            async with beating(
+                redis,
+                JOB,
+                every_seconds=0.01,
+                clock=lambda: datetime.now(UTC),
+                forget_on=(Retry,),
+            ):
+                await asyncio.sleep(0.05)  # a few beats
+                raise Retry(defer=1)
+        for _ in range(100):
+            if len(seen) >= 2:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        watching.cancel()
+    assert seen[:2] == [last_beat_key(JOB), heartbeat_key(JOB)]
+    assert await last_beat(redis, JOB) is None
+
+
+async def test_a_job_that_ends_otherwise_keeps_its_last_beat_for_the_crash_report(
+    redis: ArqRedis,
+) -> None:
+    with pytest.raises(RuntimeError):
+        async with beating(
+            redis, JOB, every_seconds=0.01, clock=lambda: datetime.now(UTC), forget_on=(Retry,)
+        ):
+            await asyncio.sleep(0.03)
+            raise RuntimeError("the worker's disk is gone")
+    assert not await redis.exists(heartbeat_key(JOB))
+    assert await last_beat(redis, JOB) is not None
