@@ -306,14 +306,13 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         method: MergeMethod,
         sha: str | None = None,
         commit_title: str | None = None,
+        pr: PullRequest | None = None,
     ) -> MergeResult:
-        pr = await self.get_pr(repo, number)
-        if pr.merged:
-            return MergeResult("merged", "the pull request was already merged")
-        if pr.state == "closed":
-            return MergeResult("closed", "the pull request was closed without merging")
-        if pr.mergeable is False or pr.mergeable_state == "dirty":
-            return MergeResult("conflict", f"{pr.head_ref} conflicts with {pr.base_ref}")
+        read_before = pr is not None
+        pr = pr or await self.get_pr(repo, number)
+        settled = _settled(pr)
+        if settled is not None:
+            return settled
         body: dict[str, Any] = {"merge_method": method}
         if sha is not None:
             body["sha"] = sha
@@ -324,6 +323,12 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
+            if read_before:
+                # The caller read the PR a moment ago: what changed since may be why.
+                pr = await self.get_pr(repo, number)
+                settled = _settled(pr)
+                if settled is not None:
+                    return settled
             refused = await self.refused_method(repo, method, exc)
             if refused is not None:
                 return MergeResult("method_not_allowed", refused)
@@ -380,3 +385,14 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         # for it spends no API request unless a new one must be minted.
         token = await self._client.installation_token()
         return GitRemote(url=git_url(self._api_url, repo), token=token)
+
+
+def _settled(pr: PullRequest) -> MergeResult | None:
+    """The merge's outcome when the PR as read already decides it."""
+    if pr.merged:
+        return MergeResult("merged", "the pull request was already merged")
+    if pr.state == "closed":
+        return MergeResult("closed", "the pull request was closed without merging")
+    if pr.mergeable is False or pr.mergeable_state == "dirty":
+        return MergeResult("conflict", f"{pr.head_ref} conflicts with {pr.base_ref}")
+    return None

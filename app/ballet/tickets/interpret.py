@@ -254,7 +254,7 @@ class Interpreter:
         repo, number = effect.repo, effect.number
         pr = await self._forge.get_pr(repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
-            return await self._merge_now(effect)  # merge_pr names the outcome
+            return await self._merge_now(effect, pr)  # merge_pr names the outcome
         if pr.mergeable_state == "behind":
             # Branch protection wants the head up to date with the base: bring it
             # up to date, then merge the new head once its checks pass.
@@ -279,14 +279,14 @@ class Interpreter:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
             await self._memo.remember_pending_merge(effect)
             return None
-        return await self._merge_now(effect)
+        return await self._merge_now(effect, pr)
 
     async def resume_merge(self, repo: str, number: int) -> AnyEvent | None:
         """Try a merge that waited for checks again; None if none waits or checks still run."""
         effect = await self._memo.pending_merge(repo, number)
         return await self._merge(effect) if effect is not None else None
 
-    async def _merge_now(self, effect: MergePR) -> AnyEvent:
+    async def _merge_now(self, effect: MergePR, pr: PullRequest) -> AnyEvent:
         await self._memo.forget_pending_merge(effect.repo, effect.number)
         result = await self._forge.merge_pr(
             effect.repo,
@@ -294,19 +294,15 @@ class Interpreter:
             method=effect.method,
             sha=effect.sha,
             commit_title=effect.commit_title,
+            pr=pr,
         )
         status = result.status
         if status == "merged" and effect.delete_branch:
-            await self._delete_head(effect)
+            # The head the PR named when it was read before the merge: no second read.
+            await self._forge.delete_branch(effect.repo, pr.head_ref)
         if status == "not_mergeable":
             # GitHub refused for a reason of its own (branch protection, a head
             # that moved): the work goes back with GitHub's words as the reason.
             log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
             status = "checks_failed"
         return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)
-
-    async def _delete_head(self, effect: MergePR) -> None:
-        # Read again: the merge's answer does not name the head branch.
-        pr = await self._forge.get_pr(effect.repo, effect.number)
-        if pr.merged:
-            await self._forge.delete_branch(effect.repo, pr.head_ref)
