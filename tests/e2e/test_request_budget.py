@@ -3,9 +3,10 @@
 Counts, not times, so they are deterministic: the sandbox logs every request
 the App makes. A ticket's requests are those on its repository made from the
 labelling until the App has gone quiet after the merge, plus App-level ones
-(installation tokens). GitHub charges every REST request but a 304 (a
-conditional GET that found nothing new) and git over HTTP counts apart; the
-writes are what its secondary rate limit counts. docs/performance.md has the
+(installation tokens, which the App's JWT pays for, not the installation's
+budget). GitHub charges every REST request but a 304 (a conditional GET that
+found nothing new), and git over HTTP counts apart; the writes are what its
+secondary rate limit counts. docs/performance.md has the
 figures and what each request is for.
 """
 
@@ -22,11 +23,14 @@ pytestmark = pytest.mark.anyio
 
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # The budget of one default-pipeline ticket without rework (issue 15 asks for at
-# most 40 charged requests and 24 writes), and what one rework loop may add.
-CHARGED = 44
-WRITTEN = 27
+# most 40 charged requests and 24 writes), and what one rework loop may add. Runs
+# measure 39-40 charged and 23-24 writes: whether a conditional GET finds its
+# answer changed (a 304 or not) and how events share a drain depend on timing,
+# hence one request of slack on the charged count.
+CHARGED = 41
+WRITTEN = 24
 REWORK_CHARGED = 16
-REWORK_WRITTEN = 11
+REWORK_WRITTEN = 10
 
 
 async def requests_so_far(stack: Stack) -> list[dict[str, Any]]:
@@ -61,9 +65,10 @@ async def ticket_cost(stack: Stack, name: str, directives: str = "") -> tuple[in
         for r in (await requests_so_far(stack))[first:]
         if r["path"] == own or r["path"].startswith(own + "/") or r["path"].startswith("/app/")
     ]
-    rest = [r for r in mine if ".git/" not in r["path"]]
+    rest = [r for r in mine if ".git/" not in r["path"] and not r["path"].startswith("/app/")]
     charged = sum(r["status"] != 304 for r in rest)
-    writes = sum(r["method"] in WRITES and not r["path"].startswith("/app/") for r in rest)
+    writes = sum(r["method"] in WRITES for r in rest)
+    print(f"{name}: {charged} charged, {writes} writes")
     return charged, writes
 
 
