@@ -78,9 +78,10 @@ class TicketRun:
     @property
     def charged(self) -> int:
         """What GitHub charges to the installation's 5,000 an hour: REST and GraphQL
-        requests but 304s, git over HTTP and the App's own token requests (/app/...)."""
+        requests on the repository but 304s and git over HTTP. App-level requests (the
+        token, the reconciler's first sweep listing installations) are not the ticket's."""
         return sum(
-            r["status"] != 304 and ".git/" not in r["path"] and not r["path"].startswith("/app/")
+            r["status"] != 304 and ".git/" not in r["path"] and not _app_level(r["path"])
             for r in self.requests
         )
 
@@ -89,7 +90,7 @@ class TicketRun:
         """Content-creating requests as the secondary limit counts them (all REST/GraphQL
         writes on the repository; the App's token request is not one)."""
         return sum(
-            r["method"] in WRITES and ".git/" not in r["path"] and not r["path"].startswith("/app/")
+            r["method"] in WRITES and ".git/" not in r["path"] and not _app_level(r["path"])
             for r in self.requests
         )
 
@@ -101,6 +102,10 @@ class TicketRun:
     @property
     def not_modified(self) -> int:
         return sum(r["status"] == 304 for r in self.requests)
+
+
+def _app_level(path: str) -> bool:
+    return path.startswith(("/app/", "/installation/"))
 
 
 def merged(view: View) -> bool:

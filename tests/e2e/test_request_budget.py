@@ -2,12 +2,11 @@
 
 Counts, not times, so they are deterministic: the sandbox logs every request
 the App makes. A ticket's requests are those on its repository made from the
-labelling until the App has gone quiet after the merge, plus App-level ones
-(installation tokens, which the App's JWT pays for, not the installation's
+labelling until the App has gone quiet after the merge (App-level requests,
+such as minting a token with the App's JWT, are not the installation's
 budget). GitHub charges every REST request but a 304 (a conditional GET that
 found nothing new), and git over HTTP counts apart; the writes are what its
-secondary rate limit counts. docs/performance.md has the
-figures and what each request is for.
+secondary rate limit counts. docs/performance.md has the figures.
 """
 
 from __future__ import annotations
@@ -63,9 +62,9 @@ async def ticket_cost(stack: Stack, name: str, directives: str = "") -> tuple[in
     mine = [
         r
         for r in (await requests_so_far(stack))[first:]
-        if r["path"] == own or r["path"].startswith(own + "/") or r["path"].startswith("/app/")
+        if r["path"] == own or r["path"].startswith(own + "/")
     ]
-    rest = [r for r in mine if ".git/" not in r["path"] and not r["path"].startswith("/app/")]
+    rest = [r for r in mine if ".git/" not in r["path"]]
     charged = sum(r["status"] != 304 for r in rest)
     writes = sum(r["method"] in WRITES for r in rest)
     print(f"{name}: {charged} charged, {writes} writes")
