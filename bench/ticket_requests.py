@@ -8,8 +8,10 @@ ticket's are those on its repository plus App-level ones (tokens) made while
 it ran. Prints, per ticket, requests, how many were git over HTTP (not REST),
 REST writes (POST/PATCH/PUT/DELETE: what GitHub's secondary rate limit
 counts), 304s (conditional GETs GitHub does not charge) and seconds from
-labelling to merge; then per variant the mean requests per ticket by method
-and by path template.
+labelling to merge; then per variant the median charged requests and writes
+and the tickets an hour one installation can carry under GitHub's limits
+(5,000 requests an hour; 80 content-creating requests a minute, 500 an hour);
+then the mean requests per ticket by method and by path template.
 
     .venv/bin/python bench/ticket_requests.py [--tickets 3] [--timeout 180]
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import statistics
 import tempfile
 import time
 from collections import Counter
@@ -73,6 +76,25 @@ class TicketRun:
         return sum(r["method"] in WRITES and ".git/" not in r["path"] for r in self.requests)
 
     @property
+    def charged(self) -> int:
+        """What GitHub charges to the installation's 5,000 an hour: REST and GraphQL
+        requests on the repository but 304s and git over HTTP. App-level requests (the
+        token, the reconciler's first sweep listing installations) are not the ticket's."""
+        return sum(
+            r["status"] != 304 and ".git/" not in r["path"] and not _app_level(r["path"])
+            for r in self.requests
+        )
+
+    @property
+    def writes(self) -> int:
+        """Content-creating requests as the secondary limit counts them (all REST/GraphQL
+        writes on the repository; the App's token request is not one)."""
+        return sum(
+            r["method"] in WRITES and ".git/" not in r["path"] and not _app_level(r["path"])
+            for r in self.requests
+        )
+
+    @property
     def git(self) -> int:
         """Git over HTTP (clone, fetch, push): not charged to the REST rate limit."""
         return sum(".git/" in r["path"] for r in self.requests)
@@ -80,6 +102,10 @@ class TicketRun:
     @property
     def not_modified(self) -> int:
         return sum(r["status"] == 304 for r in self.requests)
+
+
+def _app_level(path: str) -> bool:
+    return path.startswith(("/app/", "/installation/"))
 
 
 def merged(view: View) -> bool:
@@ -124,7 +150,13 @@ async def run_ticket(stack: Stack, variant: str, index: int, timeout: float) -> 
     await quiet(stack)  # the label and comment updates after the merge count too
     made = (await app_requests(stack))[first:]
     prefix = f"/repos/{repo}/"
-    mine = [r for r in made if r["path"].startswith(prefix) or not r["path"].startswith("/repos/")]
+    mine = [
+        r
+        for r in made
+        if r["path"] == prefix.rstrip("/")
+        or r["path"].startswith(prefix)
+        or not r["path"].startswith("/repos/")
+    ]
     assert view.record is not None
     return TicketRun(variant, repo, seconds, view.record.iteration, mine)
 
@@ -132,12 +164,36 @@ async def run_ticket(stack: Stack, variant: str, index: int, timeout: float) -> 
 def print_tickets(runs: list[TicketRun]) -> None:
     print(
         f"{'ticket':<22} {'iters':>5} {'requests':>8} {'of them git':>11} {'REST writes':>11} "
-        f"{'304s':>5} {'seconds':>8}"
+        f"{'304s':>5} {'charged':>7} {'writes':>6} {'seconds':>8}"
     )
     for run in runs:
         print(
             f"{run.repo:<22} {run.iterations:>5} {len(run.requests):>8} {run.git:>11} "
-            f"{run.rest_writes:>11} {run.not_modified:>5} {run.seconds:>8.1f}"
+            f"{run.rest_writes:>11} {run.not_modified:>5} {run.charged:>7} {run.writes:>6} "
+            f"{run.seconds:>8.1f}"
+        )
+
+
+# GitHub's limits per App installation (docs.github.com, "Rate limits for the REST API").
+PER_HOUR = 5000
+CONTENT_PER_MINUTE = 80
+CONTENT_PER_HOUR = 500
+
+
+def print_capacity(runs: list[TicketRun]) -> None:
+    """Tickets an hour one installation can carry under GitHub's limits, per variant."""
+    print(
+        f"\n{'variant':<8} {'charged':>8} {'writes':>7} {'by 5000/h':>10} {'by 80/min':>10} "
+        f"{'by 500/h':>9} {'tickets/hour':>13}"
+    )
+    for variant in VARIANTS:
+        mine = [r for r in runs if r.variant == variant]
+        charged = statistics.median(r.charged for r in mine)
+        writes = statistics.median(r.writes for r in mine)
+        limits = (PER_HOUR / charged, CONTENT_PER_MINUTE * 60 / writes, CONTENT_PER_HOUR / writes)
+        print(
+            f"{variant:<8} {charged:>8.0f} {writes:>7.0f} {limits[0]:>10.0f} {limits[1]:>10.0f} "
+            f"{limits[2]:>9.1f} {min(limits):>13.1f}"
         )
 
 
@@ -160,13 +216,14 @@ def print_breakdown(variant: str, runs: list[TicketRun]) -> None:
         print(f"{path:<{width}} {cells} {sum(counts):>6.1f}")
 
 
-async def main(tickets: int, timeout: float, data: Path) -> None:
-    async with running_stack(data) as stack:
+async def main(tickets: int, timeout: float, data: Path, spacing: float) -> None:
+    async with running_stack(data, write_spacing_seconds=spacing) as stack:
         runs: list[TicketRun] = []
         for variant in VARIANTS:
             for index in range(1, tickets + 1):
                 runs.append(await run_ticket(stack, variant, index, timeout))
     print_tickets(runs)
+    print_capacity(runs)
     for variant in VARIANTS:
         print_breakdown(variant, [r for r in runs if r.variant == variant])
 
@@ -175,7 +232,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tickets", type=int, default=3, help="tickets per variant (default 3)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds per ticket")
+    parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
     args = parser.parse_args()
     configure_logging("warning")
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
-        asyncio.run(main(args.tickets, args.timeout, Path(tmp)))
+        asyncio.run(main(args.tickets, args.timeout, Path(tmp), args.spacing))

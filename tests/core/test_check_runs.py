@@ -17,63 +17,61 @@ def test_each_stage_run_starts_and_completes_its_own_check_run() -> None:
     t = Ticket()
     assert not t.of(SetCheckRun)  # no PR yet: nowhere to put a check
     t.open_pr(sha="c0")
-    assert checks(t) == [("ballet/implement", "c0", "in_progress", None)]
-    assert "stage `implement`, iteration 1" in t.one(SetCheckRun).summary
+    assert not t.of(SetCheckRun)  # c0 is the empty seed commit the PR was opened on
     t.command("/ballet status")
     assert not t.of(SetCheckRun)  # nothing started or ended
-    t.finish("done", summary="added the flag", sha="c0")
+    t.finish("done", summary="added the flag", sha="c1")
     assert checks(t) == [
-        ("ballet/implement", "c0", "completed", "success"),
-        ("ballet/review", "c0", "in_progress", None),
+        ("ballet/implement", "c1", "completed", "success"),
+        ("ballet/review", "c1", "in_progress", None),
     ]
     assert t.of(SetCheckRun)[0].summary == "**done**: added the flag"
-    t.finish("approve", sha="c0")
-    t.finish("pass", sha="c0")
+    assert "stage `review`, iteration 1" in t.of(SetCheckRun)[1].summary
+    t.finish("approve", sha="c1")
+    t.finish("pass", sha="c1")
     assert checks(t) == [
-        ("ballet/verify", "c0", "completed", "success"),
-        ("ballet/integrate", "c0", "in_progress", None),
+        ("ballet/verify", "c1", "completed", "success"),
+        ("ballet/integrate", "c1", "in_progress", None),
     ]
     assert "Waiting for the merge" in t.of(SetCheckRun)[1].summary
     t.feed(MergeResult(now=t.now(), result="merged"))
-    assert checks(t) == [("ballet/integrate", "c0", "completed", "success")]
+    assert checks(t) == [("ballet/integrate", "c1", "completed", "success")]
 
 
 def test_a_failing_verdict_fails_its_check_and_the_rework_runs_again() -> None:
     t = Ticket()
     t.open_pr(sha="c0")
-    t.finish("done", sha="c0")
-    t.finish("changes_requested", sha="c0")
+    t.finish("done", sha="c1")
+    t.finish("changes_requested", sha="c1")
     assert checks(t) == [
-        ("ballet/review", "c0", "completed", "failure"),
-        ("ballet/implement", "c0", "in_progress", None),  # iteration 2 on the same head
+        ("ballet/review", "c1", "completed", "failure"),
+        ("ballet/implement", "c1", "in_progress", None),  # iteration 2 on the same head
     ]
     t.command("/ballet cancel")
-    assert checks(t) == [("ballet/implement", "c0", "completed", "cancelled")]
+    assert checks(t) == [("ballet/implement", "c1", "completed", "cancelled")]
 
 
 def test_a_run_whose_head_moves_leaves_no_check_running_on_the_old_head() -> None:
     t = Ticket()
     t.open_pr(sha="c0")
     t.finish("done", sha="c1")  # the session pushed c1
-    assert checks(t) == [
-        ("ballet/implement", "c0", "completed", "neutral"),
+    assert checks(t) == [  # nothing was left running on the seed commit c0
         ("ballet/implement", "c1", "completed", "success"),
         ("ballet/review", "c1", "in_progress", None),
     ]
-    assert "moved to c1" in t.of(SetCheckRun)[0].summary
     t.feed(HeadPushed(now=t.now(), sha="c2", pusher="bob"))  # a person pushes mid-review
     assert checks(t) == [
         ("ballet/review", "c1", "completed", "neutral"),
         ("ballet/review", "c2", "in_progress", None),
     ]
+    assert "moved to c2" in t.of(SetCheckRun)[0].summary
 
 
 def test_phases_share_their_stage_check_run() -> None:
     phases = ("research", "plan", "implement")
     t = Ticket(pipeline=make_pipeline((agent("implement", phases=phases, next={"done": "$done"}),)))
     t.open_pr(sha="c0")
-    assert checks(t) == [("ballet/implement", "c0", "in_progress", None)]
-    assert "phase `research`" in t.one(SetCheckRun).summary
+    assert checks(t) == []  # research started before the PR, on the seed commit
     t.finish("done", sha="c0")
     assert checks(t) == [("ballet/implement", "c0", "in_progress", None)]
     assert "phase `plan`" in t.one(SetCheckRun).summary

@@ -74,10 +74,11 @@ async def test_fifty_events_at_once_over_two_workers_are_applied_one_at_a_time(
             ids = [c["id"] for c in posted]
 
             def all_applied(v: View) -> bool:
-                # Every reply posted and the tracking comment at the last version (it
-                # is written after the reply); a lost event would keep it short.
+                # Every reply posted and the record saved at the last version; a lost
+                # event would keep it short. (`/ballet status` changes nothing people
+                # see, so the tracking comment is not rewritten: Redis is watched.)
                 replied = sum(":reply:" in m for m in markers(v)) >= EVENTS
-                return replied and v.record is not None and v.record.version >= before + EVENTS
+                return replied and max(versions, default=0) >= before + EVENTS
 
             view = await wait_until(stack, repo, number, all_applied, timeout=180)
             await asyncio.sleep(0.5)  # the last write's MONITOR line
@@ -87,7 +88,8 @@ async def test_fifty_events_at_once_over_two_workers_are_applied_one_at_a_time(
                 await watcher
 
     assert view.record is not None
-    assert view.record.version == before + EVENTS  # none lost
+    assert view.record.version == before  # no tracking-comment edit for nothing visible
+    assert max(versions) == before + EVENTS  # none lost
     applied = [v for v in versions if v > before]
     assert applied == list(range(before + 1, before + EVENTS + 1)), versions
     replies = [m for m in markers(view) if ":reply:" in m]

@@ -48,11 +48,11 @@ async def test_default_pipeline_to_merged(stack: Stack) -> None:
         "ballet/verify": ("completed", "success"),
         "ballet/integrate": ("completed", "success"),
     }
-    # The draft PR opened on the base commit; its implement check there was closed as
-    # neutral (superseded) when the first commit moved the head, not left running.
+    # The draft PR opened on an empty seed commit while implement ran: its check went
+    # straight to the head implement left, and nothing was left running on the seed.
     earlier = [
         (r["name"], r["status"], r["conclusion"])
         for r in view.state["check_runs"]
         if r["name"].startswith("ballet/") and r["head_sha"] != record.head_sha
     ]
-    assert earlier == [("ballet/implement", "completed", "neutral")]
+    assert earlier == []

@@ -10,8 +10,13 @@ from the first phase to the last and completes once, when the stage's run
 ends (the last phase, or a phase whose outcome leaves the stage). A stage
 entered again (a new iteration) on the same head reuses its check run; on a
 new head it is a new one. The interpreter creates a check run once per
-(name, head) and updates it afterwards. There is no ticket-wide check: the
-tracking comment says where the ticket is, and the checks what each run said.
+(name, head) and updates it afterwards. The empty seed commit Ballet opens the
+PR on gets no check for the run the ticket started with (the PR is opened
+while it runs): it shows its check with its verdict, on the head it leaves —
+two writes fewer per ticket than "in progress" on a commit no one reviews,
+then "superseded" there. Runs that start later on the seed get theirs. There
+is no ticket-wide check: the tracking comment says where the ticket is, and
+the checks what each run said.
 """
 
 from __future__ import annotations
@@ -53,16 +58,22 @@ def check_run_effects(before: Record | None, after: Record) -> list[SetCheckRun]
     head_moved = before is None or (before.pr_number, before.head_sha) != (after.pr_number, head)
     # A run's check on the head it started on must not stay "in progress" forever.
     left = before.head_sha if before is not None and before.pr_number is not None else None
+    # The PR Ballet opened becomes known: its head is the empty seed commit.
+    opening = before is not None and before.pr_number is None and head == after.seed_sha
     effects: list[SetCheckRun] = []
     for i, run in enumerate(after.history):
         was = old[i] if i < len(old) else None
         made: list[SetCheckRun] = []
-        if was is not None and was.end is None and left is not None and left != head:
+        # The run the ticket started with got no check on the seed (see above).
+        unchecked = i == 0 and left is not None and left == after.seed_sha
+        moved_off = was is not None and was.end is None and left is not None and left != head
+        if moved_off and not unchecked:
+            assert left is not None
             made.append(_superseded(after, run, left, head))
         if run.end is not None and (was is None or was.end is None):
             if not _next_phase_follows(after, i):
                 made.append(_completed(after, run, head))
-        elif run.end is None and (was is None or head_moved):
+        elif run.end is None and (was is None or head_moved) and not (opening and i == 0):
             made.append(_in_progress(after, run, head))
         key = _run_key(after, i)
         effects.extend(e.model_copy(update={"run_key": key}) if key else e for e in made)
@@ -99,6 +110,7 @@ def _in_progress(rec: Record, run: StageRun, head: str) -> SetCheckRun:
         summary += f"\n\nWaiting for {rec.waiting.reason}."
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=head,
         status="in_progress",
@@ -110,6 +122,7 @@ def _completed(rec: Record, run: StageRun, head: str) -> SetCheckRun:
     summary = f"**{run.outcome}**" + (f": {run.summary}" if run.summary else "")
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=head,
         status="completed",
@@ -121,6 +134,7 @@ def _completed(rec: Record, run: StageRun, head: str) -> SetCheckRun:
 def _superseded(rec: Record, run: StageRun, old_head: str, head: str) -> SetCheckRun:
     return SetCheckRun(
         repo=rec.ticket.repo,
+        ticket=rec.key,
         name=name_of(run),
         head_sha=old_head,
         status="completed",

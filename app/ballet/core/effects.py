@@ -122,6 +122,8 @@ class SetCheckRun(Effect):
     # Besides (name, head), what makes this check run one of its own: a stage
     # re-run after its worker crashed gets a check run of its own attempt.
     run_key: str = ""
+    # The ticket ("owner/repo#n") whose memo ledger may vouch that the run was never made.
+    ticket: str = ""
 
 
 class SessionSpec(Frozen):

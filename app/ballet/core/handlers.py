@@ -306,7 +306,9 @@ def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
     rec = tx.rec
     if rec.pr_number is not None:
         raise IllegalEvent(f"the ticket already has pull request #{rec.pr_number}")
-    tx.set(pr_number=ev.number, head_sha=rec.head_sha or ev.head_sha)
+    # Only a PR Ballet opens from a fresh branch starts on its seed commit.
+    seed = ev.head_sha if rec.head_sha is None else None
+    tx.set(pr_number=ev.number, head_sha=rec.head_sha or ev.head_sha, seed_sha=seed)
     # The issue keeps a short pointer; the full record moves to the PR.
     key = steps.tracking_key(tx.rec)
     body = render.with_marker(render.pointer(tx.rec), key.render())

@@ -145,15 +145,30 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
     tx.set(version=version + 1, updated_at=event.now)
     sync_labels(tx, record)
     tx.emit(*check_runs.check_run_effects(record, tx.rec))
-    key = steps.tracking_key(tx.rec)
-    target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"
-    body = render.with_marker(render.tracking(tx.rec), key.render())
-    tx.emit(
-        UpsertTrackingComment(
-            repo=tx.rec.ticket.repo, number=tx.number, target=target, marker=key, body=body
+    if shows_change(record, tx.rec):
+        key = steps.tracking_key(tx.rec)
+        target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"
+        body = render.with_marker(render.tracking(tx.rec), key.render())
+        tx.emit(
+            UpsertTrackingComment(
+                repo=tx.rec.ticket.repo, number=tx.number, target=target, marker=key, body=body
+            )
         )
-    )
     return tx.rec, tx.effects
+
+
+def shows_change(before: Record | None, after: Record) -> bool:
+    """Whether the tracking comment must be written: people would see a change.
+
+    A transition only its hidden state block tells apart (checks seen while a
+    session runs, a refused command) costs GitHub no edit; the next visible one
+    writes the newer state. A rebuild from an older block (Redis lost) misses only
+    such bookkeeping: a merge looks at the head's checks itself, and a checks wait
+    that missed its checks ends by its timeout.
+    """
+    if before is None or before.pr_number != after.pr_number:
+        return True
+    return render.tracking_text(before) != render.tracking_text(after)
 
 
 def destinations(rule: Rule, event: AnyEvent) -> tuple[Status, ...]:

@@ -129,6 +129,8 @@ class Record(Frozen):
     branch: str | None = None
     base: str
     head_sha: str | None = None
+    # The empty commit Ballet opened the PR on: no one reviews it, so no check goes on it.
+    seed_sha: str | None = None
     history: tuple[StageRun, ...] = ()
     signoffs_required: tuple[str, ...] = ()
     signoffs_given: tuple[SignOff, ...] = ()

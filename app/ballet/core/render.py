@@ -132,6 +132,11 @@ def waiting_line(rec: Record) -> str:
 
 
 def tracking(rec: Record) -> str:
+    return f"{tracking_text(rec)}\n\n{encode_record(rec)}"
+
+
+def tracking_text(rec: Record) -> str:
+    """What people see of the tracking comment: everything but the state block."""
     t = rec.ticket
     parts = [
         f"### Ballet · {text(t.repo)}#{t.number}: {cell(t.title)}",
@@ -142,7 +147,6 @@ def tracking(rec: Record) -> str:
         signoffs_line(rec),
         flowchart(rec),
         runs_table(rec),
-        encode_record(rec),
     ]
     return "\n\n".join(p for p in parts if p)
 

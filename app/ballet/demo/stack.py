@@ -76,13 +76,15 @@ async def running_stack(
     session_egress_allow: tuple[str, ...] = (),
     worker: bool = True,
     write_spacing_seconds: float = 0.0,
+    **overrides: Any,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
 
     `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here).
     `worker=False` leaves the worker out: a test runs `ballet worker` processes of
     its own (`worker_env` gives their environment), to kill them as an OOM would.
-    `write_spacing_seconds` paces the App's writes as in production (0.75)."""
+    `write_spacing_seconds` paces the App's writes as in production (0.75); other
+    keywords are settings too (a benchmark's queue poll)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
@@ -102,6 +104,7 @@ async def running_stack(
             session_egress_allow=session_egress_allow,
             # The sandbox has no secondary rate limit to respect; a bench may pace anyway.
             write_spacing_seconds=write_spacing_seconds,
+            **overrides,
         )
         web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
         workers = [WorkerGroup(settings, url, build_services)] if worker else []

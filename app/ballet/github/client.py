@@ -207,6 +207,29 @@ class GitHubClient:
             raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
         return response.raw_response
 
+    async def installation_token(self) -> str:
+        """The installation token, without spending a request on the API: githubkit's
+        auth flow is run on a request that is never sent, so only a token it does
+        not hold yet (none cached in Redis, or about to expire) costs one POST."""
+        try:
+            async with self._gh.get_async_client() as client:
+                probe = client.build_request("GET", "/")
+                flow = self._gh.auth.get_auth_flow(self._gh).async_auth_flow(probe)
+                outgoing = await flow.__anext__()
+                while outgoing is not probe:
+                    outgoing = await flow.asend(await client.send(outgoing, auth=None))
+                await flow.aclose()
+        except RateLimitExceeded as exc:
+            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
+        except RequestFailed as exc:
+            raise failure("POST", "access_tokens", exc.response.raw_response) from exc
+        except RequestError as exc:
+            raise ForgeUnavailable(f"installation token: {exc!r}") from exc
+        scheme, _, token = str(probe.headers.get("authorization", "")).partition(" ")
+        if scheme.lower() != "token" or not token:
+            raise ForgeError("githubkit's auth flow gave no installation token")
+        return token
+
     async def json(self, method: str, path: str, **kwargs: Any) -> Any:
         return (await self.call(method, path, **kwargs)).json()
 

@@ -276,8 +276,10 @@ class Forge(Protocol):
         method: MergeMethod,
         sha: str | None = None,
         commit_title: str | None = None,
+        pr: PullRequest | None = None,
     ) -> MergeResult:
-        """Merge with `method`; `commit_title` None leaves GitHub's own title."""
+        """Merge with `method`; `commit_title` None leaves GitHub's own title; `pr`, the
+        pull request as the caller has just read it, spares reading it again."""
         ...
 
     async def delete_branch(self, repo: str, branch: str) -> None:

@@ -171,11 +171,14 @@ def pr_pushed(c: Context) -> tuple[Intent, ...]:
     sha = pr.head.sha if pr and pr.head else None
     if target is None or target.pr is None or not sha:
         return (Ignored(f"pull_request.{c.env.action} without a number or head sha"),)
-    check = ValidateConfigInPR(c.installation_id, c.repo, target.pr, sha)
+    # A PR that changes no file (the one Ballet opens on its empty seed commit) cannot
+    # touch the config: asking GitHub for its files would be a request for nothing.
+    untouched = pr is not None and pr.changed_files == 0
+    checks = () if untouched else (ValidateConfigInPR(c.installation_id, c.repo, target.pr, sha),)
     if c.env.action != "synchronize":
-        return (check,)
+        return checks or (Ignored(f"pull_request.{c.env.action} changes no file"),)
     pushed = HeadPushed(now=c.now, sha=sha, pusher=_login(c.env.sender))
-    return (ForTicket(c.installation_id, target, pushed), check)
+    return (ForTicket(c.installation_id, target, pushed), *checks)
 
 
 def review_submitted(c: Context) -> tuple[Intent, ...]:

@@ -56,6 +56,9 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
     def __init__(self, client: GitHubClient, api_url: str) -> None:
         self._client = client
         self._api_url = api_url
+        # A forge lives for one event's handling: the drafts it has just seen, by
+        # node id, spare marking one ready a second GET of the pull request.
+        self._drafts: dict[tuple[str, int], str] = {}
 
     # -- repository contents ------------------------------------------------
 
@@ -148,9 +151,14 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         return None
 
     async def _pr_data(self, repo: str, number: int) -> m.PullRequestData:
-        return m.PullRequestData.model_validate(
+        pr = m.PullRequestData.model_validate(
             await self._client.json("GET", f"/repos/{repo}/pulls/{number}")
         )
+        if pr.draft:
+            self._drafts[(repo, number)] = pr.node_id
+        else:
+            self._drafts.pop((repo, number), None)
+        return pr
 
     async def get_issue(self, repo: str, number: int) -> IssueDetails:
         try:
@@ -298,14 +306,13 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         method: MergeMethod,
         sha: str | None = None,
         commit_title: str | None = None,
+        pr: PullRequest | None = None,
     ) -> MergeResult:
-        pr = await self.get_pr(repo, number)
-        if pr.merged:
-            return MergeResult("merged", "the pull request was already merged")
-        if pr.state == "closed":
-            return MergeResult("closed", "the pull request was closed without merging")
-        if pr.mergeable is False or pr.mergeable_state == "dirty":
-            return MergeResult("conflict", f"{pr.head_ref} conflicts with {pr.base_ref}")
+        read_before = pr is not None
+        pr = pr or await self.get_pr(repo, number)
+        settled = _settled(pr)
+        if settled is not None:
+            return settled
         body: dict[str, Any] = {"merge_method": method}
         if sha is not None:
             body["sha"] = sha
@@ -316,6 +323,12 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         except ForgeError as exc:
             if exc.status not in (405, 409):
                 raise
+            if read_before:
+                # The caller read the PR a moment ago: what changed since may be why.
+                pr = await self.get_pr(repo, number)
+                settled = _settled(pr)
+                if settled is not None:
+                    return settled
             refused = await self.refused_method(repo, method, exc)
             if refused is not None:
                 return MergeResult("method_not_allowed", refused)
@@ -340,13 +353,16 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         return True
 
     async def mark_ready_for_review(self, repo: str, number: int) -> None:
-        pr = await self._pr_data(repo, number)
-        if not pr.draft:
-            return
+        node_id = self._drafts.pop((repo, number), None)
+        if node_id is None:
+            pr = await self._pr_data(repo, number)
+            if not pr.draft:
+                return
+            node_id = self._drafts.pop((repo, number), pr.node_id)
         await self._client.graphql(
             "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id})"
             " { pullRequest { isDraft } } }",
-            {"id": pr.node_id},
+            {"id": node_id},
         )
 
     async def request_reviewers(self, repo: str, number: int, reviewers: tuple[str, ...]) -> None:
@@ -365,10 +381,18 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         return m.permission_of(m.PermissionData.model_validate(data).permission)
 
     async def git_remote(self, repo: str) -> GitRemote:
-        # The token is the one githubkit just authenticated with (cached in
-        # Redis); the repository GET is a conditional request, so usually a 304.
-        response = await self._client.call("GET", f"/repos/{repo}")
-        scheme, _, token = response.request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "token" or not token:
-            raise ForgeError("no installation token was used for the repository request")
+        # The token githubkit holds for the installation (sealed in Redis); asking
+        # for it spends no API request unless a new one must be minted.
+        token = await self._client.installation_token()
         return GitRemote(url=git_url(self._api_url, repo), token=token)
+
+
+def _settled(pr: PullRequest) -> MergeResult | None:
+    """The merge's outcome when the PR as read already decides it."""
+    if pr.merged:
+        return MergeResult("merged", "the pull request was already merged")
+    if pr.state == "closed":
+        return MergeResult("closed", "the pull request was closed without merging")
+    if pr.mergeable is False or pr.mergeable_state == "dirty":
+        return MergeResult("conflict", f"{pr.head_ref} conflicts with {pr.base_ref}")
+    return None

@@ -56,6 +56,7 @@ class PullRequestData(_Model):
     merged: Lenient[bool] = None
     merged_by: Lenient[Account] = None
     body: Lenient[str] = None
+    changed_files: Lenient[int] = None
 
 
 class ReviewData(_Model):

@@ -100,7 +100,7 @@ class WorkerGroup:
             max_jobs=spec.max_jobs,
             job_timeout=spec.job_timeout,
             max_tries=spec.max_tries,
-            poll_delay=0.2,
+            poll_delay=self._settings.queue_poll_seconds,
             burst=self._burst,
             handle_signals=False,  # the command owns the process's signals
             ctx={"services": services},

@@ -39,7 +39,13 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
     links = None
     if jobs.links is not None:
         links = await jobs.links.read(
-            spec.repo, spec.issue, issue.body, has_parent=issue.has_parent, branch=spec.branch
+            spec.repo,
+            spec.issue,
+            issue.body,
+            has_parent=issue.has_parent,
+            branch=spec.branch,
+            # A first session was asked for before its PR opened; the record knows it now.
+            own_pr=spec.pr_number or (record.pr_number if record else None),
         )
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed

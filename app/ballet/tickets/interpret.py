@@ -3,7 +3,9 @@
 Every effect is safe to carry out twice, because the job that carries it out
 may be retried after a crash or a rate limit:
 - comments are found by their hidden marker (a Redis memo of the comment id
-  first, else by listing) and edited, never posted a second time;
+  first, else by listing) and edited, never posted a second time; on a pull
+  request Ballet opened itself, the memo's ledger knows every comment it made,
+  so a new one is posted without listing first (tickets/memo.py);
 - a branch that already exists is kept, and an open PR from the branch is reused;
 - labels are added and removed idempotently; a check run is created once per
   (name, head) and updated afterwards.
@@ -41,8 +43,17 @@ from ballet.core.effects import (
     UpsertTrackingComment,
 )
 from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
+from ballet.core.record import ticket_key
 from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
-from ballet.github.forge import CheckRunSpec, Comment, Forge, NotFound, PullRequest, find_comment
+from ballet.github.forge import (
+    CheckRunSpec,
+    Comment,
+    Forge,
+    ForgeError,
+    NotFound,
+    PullRequest,
+    find_comment,
+)
 from ballet.tickets.memo import Memo
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -84,10 +95,16 @@ class Interpreter:
                 return await self._open_pr(effect)
             case UpsertTrackingComment():
                 body = await self._link_reports(effect.repo, effect.number, effect.body)
-                await self.upsert_comment(effect.repo, effect.number, effect.marker.render(), body)
+                await self.upsert_comment(
+                    effect.repo, effect.number, effect.marker.render(), body, effect.marker.ticket
+                )
             case PostReportComment() | PostComment() | PostReply():
                 await self.upsert_comment(
-                    effect.repo, effect.number, effect.marker.render(), effect.body
+                    effect.repo,
+                    effect.number,
+                    effect.marker.render(),
+                    effect.body,
+                    effect.marker.ticket,
                 )
             case SetLabels():
                 await self._forge.add_labels(effect.repo, effect.number, effect.labels)
@@ -96,8 +113,8 @@ class Interpreter:
                     await self._forge.remove_label(effect.repo, effect.number, label)
             case React():
                 await self._forge.react(effect.repo, effect.comment_id, effect.content)
-            case SetCheckRun():
-                await self._check_run(effect)
+            case SetCheckRun(ticket=ticket):
+                await self._check_run(effect, ticket)
             case StartSession():
                 await self._launcher.launch(effect)
             case CancelSession():
@@ -119,7 +136,9 @@ class Interpreter:
             links[key] = "report" if comment_id is None else f"[report](#issuecomment-{comment_id})"
         return _REPORT_LINK.sub(lambda match: links[match[1]], body)
 
-    async def upsert_comment(self, repo: str, number: int, key: str, body: str) -> Comment:
+    async def upsert_comment(
+        self, repo: str, number: int, key: str, body: str, ticket: str | None = None
+    ) -> Comment:
         """Create the comment named by `key` on issue/PR `number`, or edit it in place."""
         marker = marker_for(key)
         if marker not in body:
@@ -130,27 +149,52 @@ class Interpreter:
                 return await self._forge.edit_comment(repo, known, body)
             except NotFound:  # deleted by a person: find or post it afresh
                 await self._memo.forget_comment(repo, number, marker)
-        existing = await find_comment(self._forge, repo, number, marker)
+        existing = None
+        if not await self._never_made(repo, number, marker, ticket):
+            existing = await find_comment(self._forge, repo, number, marker)
         if existing is not None:
             if existing.body == body:
                 comment = existing
             else:
                 comment = await self._forge.edit_comment(repo, existing.id, body)
         else:
+            await self._memo.creating_comment(repo, number, marker)
             comment = await self._forge.create_comment(repo, number, body)
         await self._memo.remember_comment(repo, number, marker, comment.id)
         return comment
 
+    async def _never_made(self, repo: str, number: int, marker: str, ticket: str | None) -> bool:
+        """The ledger vouches that this comment does not exist, so listing is not needed."""
+        return (
+            ticket is not None
+            and await self._memo.ledger(ticket) == number
+            and not await self._memo.comment_was_being_created(repo, number, marker)
+        )
+
     async def _open_pr(self, effect: OpenBranchAndDraftPR) -> AnyEvent:
         forge, repo = self._forge, effect.repo
-        pr = await forge.find_pr_by_head(repo, effect.branch)
+        ticket = ticket_key(repo, effect.issue)
+        # Only a retry (the mark is left) looks for a PR and branch a crash left behind;
+        # the first try creates them, and a PR that exists after all makes GitHub say so.
+        retried = await self._memo.pr_was_being_created(ticket)
+        pr = await forge.find_pr_by_head(repo, effect.branch) if retried else None
         if pr is None:
-            pr = await self._create_pr(effect)
+            await self._memo.creating_pr(ticket)
+            try:
+                pr = await self._create_pr(effect, look_first=retried)
+            except ForgeError as exc:
+                pr = await forge.find_pr_by_head(repo, effect.branch) if exc.status == 422 else None
+                if pr is None:
+                    raise
+            else:
+                # Ballet opened it just now: nothing is on it yet, so the memo can
+                # know everything Ballet puts there (and the ticket's check runs).
+                await self._memo.open_ledger(ticket, pr.number)
         return PullRequestOpened(now=self._clock(), number=pr.number, head_sha=pr.head_sha)
 
-    async def _create_pr(self, effect: OpenBranchAndDraftPR) -> PullRequest:
+    async def _create_pr(self, effect: OpenBranchAndDraftPR, *, look_first: bool) -> PullRequest:
         forge, repo = self._forge, effect.repo
-        if await forge.branch_sha(repo, effect.branch) is None:
+        if not look_first or await forge.branch_sha(repo, effect.branch) is None:
             base_sha = await forge.branch_sha(repo, effect.base)
             if base_sha is None:
                 raise NotFound(f"the base branch {effect.base!r} does not exist in {repo}")
@@ -166,7 +210,7 @@ class Interpreter:
             repo, head=effect.branch, base=effect.base, title=effect.title, body=effect.body
         )
 
-    async def _check_run(self, effect: SetCheckRun) -> None:
+    async def _check_run(self, effect: SetCheckRun, ticket: str) -> None:
         spec = CheckRunSpec(
             name=effect.name,
             head_sha=effect.head_sha,
@@ -178,8 +222,15 @@ class Interpreter:
         )
         # One check run per (name, head), or per attempt after a crash (`run_key`).
         name = f"{effect.name}@{effect.run_key}" if effect.run_key else effect.name
-        run_id = await self._memo.check_run_id(effect.repo, name, effect.head_sha)
-        if run_id is None:
+        memo = self._memo
+        run_id = await memo.check_run_id(effect.repo, name, effect.head_sha)
+        never_made = (
+            run_id is None
+            and bool(ticket)
+            and await memo.ledger(ticket) is not None
+            and not await memo.check_run_was_being_created(effect.repo, name, effect.head_sha)
+        )
+        if run_id is None and not never_made:
             # Not remembered: never made, or Redis lost the memo. GitHub knows which:
             # its external id names the run, so a lost memo never makes a second one.
             run_id = await self._forge.find_check_run(
@@ -189,6 +240,7 @@ class Interpreter:
             await self._forge.update_check_run(effect.repo, run_id, spec)
             await self._memo.remember_check_run(effect.repo, name, effect.head_sha, run_id)
             return
+        await memo.creating_check_run(effect.repo, name, effect.head_sha)
         run_id = await self._forge.create_check_run(effect.repo, spec)
         await self._memo.remember_check_run(effect.repo, name, effect.head_sha, run_id)
 
@@ -202,7 +254,7 @@ class Interpreter:
         repo, number = effect.repo, effect.number
         pr = await self._forge.get_pr(repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
-            return await self._merge_now(effect)  # merge_pr names the outcome
+            return await self._merge_now(effect, pr)  # merge_pr names the outcome
         if pr.mergeable_state == "behind":
             # Branch protection wants the head up to date with the base: bring it
             # up to date, then merge the new head once its checks pass.
@@ -227,14 +279,14 @@ class Interpreter:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
             await self._memo.remember_pending_merge(effect)
             return None
-        return await self._merge_now(effect)
+        return await self._merge_now(effect, pr)
 
     async def resume_merge(self, repo: str, number: int) -> AnyEvent | None:
         """Try a merge that waited for checks again; None if none waits or checks still run."""
         effect = await self._memo.pending_merge(repo, number)
         return await self._merge(effect) if effect is not None else None
 
-    async def _merge_now(self, effect: MergePR) -> AnyEvent:
+    async def _merge_now(self, effect: MergePR, pr: PullRequest) -> AnyEvent:
         await self._memo.forget_pending_merge(effect.repo, effect.number)
         result = await self._forge.merge_pr(
             effect.repo,
@@ -242,19 +294,15 @@ class Interpreter:
             method=effect.method,
             sha=effect.sha,
             commit_title=effect.commit_title,
+            pr=pr,
         )
         status = result.status
         if status == "merged" and effect.delete_branch:
-            await self._delete_head(effect)
+            # The head the PR named when it was read before the merge: no second read.
+            await self._forge.delete_branch(effect.repo, pr.head_ref)
         if status == "not_mergeable":
             # GitHub refused for a reason of its own (branch protection, a head
             # that moved): the work goes back with GitHub's words as the reason.
             log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
             status = "checks_failed"
         return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)
-
-    async def _delete_head(self, effect: MergePR) -> None:
-        # Read again: the merge's answer does not name the head branch.
-        pr = await self._forge.get_pr(effect.repo, effect.number)
-        if pr.merged:
-            await self._forge.delete_branch(effect.repo, pr.head_ref)

@@ -82,9 +82,11 @@ class TicketLinksReader:
         *,
         has_parent: bool | None,
         branch: str | None = None,
+        own_pr: int | None = None,
     ) -> core.TicketLinks:
         """The ticket's links; `has_parent` None: the issue did not say. The pull
-        request from the ticket's `branch` is the ticket's own, not its lineage."""
+        request from the ticket's `branch` is the ticket's own, not its lineage
+        (`own_pr` when the record knows it: then it is not looked up)."""
         key = f"{self._prefix}:{repo}#{number}"
         body_sha = hashlib.sha256(body.encode()).hexdigest()
         raw = await self._redis.get(key)
@@ -93,7 +95,7 @@ class TicketLinksReader:
             if cached.body_sha == body_sha:
                 return cached.links
         forge = await self._forge_for(repo)
-        links = await self._fetch(forge, repo, number, body, has_parent, branch)
+        links = await self._fetch(forge, repo, number, body, has_parent, branch, own_pr)
         value = _Cached(body_sha=body_sha, links=links).model_dump_json()
         await self._redis.set(key, value, ex=self._ttl)
         return links
@@ -106,15 +108,16 @@ class TicketLinksReader:
         body: str,
         has_parent: bool | None,
         branch: str | None,
+        own_pr: int | None,
     ) -> core.TicketLinks:
         known: dict[core.Ref, core.Item] = {}
         skip = [(repo, number)]
         # Opened before the ticket's first session: it names the ticket ("Closes #n").
-        own = None
-        if branch is not None:
+        if own_pr is None and branch is not None:
             own = await _partial(forge.find_pr_by_head(repo, branch), None, "own pull request")
-        if own is not None:
-            skip.append((repo, own.number))
+            own_pr = own.number if own is not None else None
+        if own_pr is not None:
+            skip.append((repo, own_pr))
         epic = None
         if has_parent is not False:
             epic = await _partial(self._epic(forge, repo, number, known), None, "epic")

@@ -64,8 +64,13 @@ async def read_config(forge: Forge, repo: str, ref: str, text: str | None) -> Re
     """Validate `text` (the file at `ref`) and fetch the repository skills it uses."""
     if text is None:
         return RepoConfig(None, None, (), {})
-    custom = await skill_names(forge, repo, ref)
-    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
+    # A file valid with the built-in skills alone uses no repository skill (a built-in
+    # name always wins): listing the skills directory would be a request for nothing.
+    custom: frozenset[str] = frozenset()
+    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES)
+    if not isinstance(parsed, BalletConfig):
+        custom = await skill_names(forge, repo, ref)
+        parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
     if not isinstance(parsed, BalletConfig):
         return RepoConfig(text, None, tuple(parsed), {})
     used = {s for p in parsed.pipelines.values() for stage in p.stages for s in stage.skills}

@@ -23,10 +23,12 @@ from typing import Any, Protocol
 import structlog
 
 from ballet import metrics
+from ballet.core import outbox
 from ballet.core.config import Runtime
-from ballet.core.effects import AnyEffect, MarkerKey
+from ballet.core.effects import AnyEffect, MarkerKey, RemoveLabels, SetLabels
 from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
+from ballet.core.outbox import Coalescable
 from ballet.core.record import split_key, ticket_key
 from ballet.github.forge import (
     AppIdentity,
@@ -53,7 +55,7 @@ from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.start import Refusal, request_ticket
-from ballet.tickets.store import RecordStore
+from ballet.tickets.store import OutboxEntry, RecordStore
 
 log = structlog.get_logger("ballet.github")
 
@@ -255,23 +257,43 @@ class TicketService:
         return True
 
     async def _drain(self, key: str, ctx: _Ctx) -> None:
+        folded: set[str] = set()  # label changes already carried out in a net change
         for _ in range(MAX_EFFECTS_PER_EVENT):
             entry = await self._store.next_effect(key)
             if entry is None:
                 return
-            try:
-                follow_up = await ctx.interpreter.apply(entry.effect)
-            except (RateLimited, ForgeUnavailable):
-                raise  # the job is retried later and resumes at this effect
-            except ForgeError as exc:
-                # GitHub refused this effect for good (422, 403, a missing base
-                # branch...): retrying would wedge the ticket behind it forever.
-                await self._effect_failed(key, entry.effect, exc, ctx)
-                follow_up = None
-            if follow_up is not None:
-                await self._apply(key, follow_up, f"{entry.id}:result", ctx, None)
+            if entry.id not in folded:
+                for effect in await self._coalesce(key, entry, folded):
+                    await self._carry_out(key, entry.id, effect, ctx)
             await self._store.effect_done(key, entry)
         raise RuntimeError(f"ticket {key}: more than {MAX_EFFECTS_PER_EVENT} effects in a row")
+
+    async def _coalesce(self, key: str, entry: OutboxEntry, folded: set[str]) -> list[AnyEffect]:
+        """What is left of `entry` once the effects behind it are counted (core.outbox)."""
+        effect = entry.effect
+        if not isinstance(effect, Coalescable):
+            return [effect]
+        later = await self._store.effects_after(key)
+        if outbox.superseded(effect, [e.effect for e in later]):
+            return []
+        if not isinstance(effect, SetLabels | RemoveLabels):
+            return [effect]
+        same = [e for e in later if outbox.same_issue_labels(effect, e.effect)]
+        folded.update(e.id for e in same)
+        return list(outbox.net_labels([effect, *(e.effect for e in same)]))
+
+    async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: _Ctx) -> None:
+        try:
+            follow_up = await ctx.interpreter.apply(effect)
+        except (RateLimited, ForgeUnavailable):
+            raise  # the job is retried later and resumes at this effect
+        except ForgeError as exc:
+            # GitHub refused this effect for good (422, 403, a missing base
+            # branch...): retrying would wedge the ticket behind it forever.
+            await self._effect_failed(key, effect, exc, ctx)
+            follow_up = None
+        if follow_up is not None:
+            await self._apply(key, follow_up, f"{entry_id}:result", ctx, None)
 
     async def _effect_failed(self, key: str, effect: AnyEffect, exc: ForgeError, ctx: _Ctx) -> None:
         log.error("effect failed for good", ticket=key, effect=effect.kind, error=str(exc))

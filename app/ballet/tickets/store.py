@@ -168,8 +168,12 @@ class RecordStore:
         raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
         if raw is None:
             return None
-        data = json.loads(raw)
-        return OutboxEntry(id=data["id"], effect=_effect.validate_python(data["effect"]))
+        return _entry(raw)
+
+    async def effects_after(self, key: str) -> list[OutboxEntry]:
+        """The effects waiting behind the next one, in order (to see what they redo)."""
+        raws = await _sync_or_async(self._redis.lrange(self._k("outbox", key), 1, -1))
+        return [_entry(raw) for raw in raws]
 
     async def effect_done(self, key: str, entry: OutboxEntry) -> None:
         raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
@@ -225,6 +229,11 @@ class RecordStore:
     async def installation_of(self, repo: str) -> int | None:
         raw = await _sync_or_async(self._redis.hget(self._k("installations", "by-repo"), repo))
         return int(raw) if raw is not None else None
+
+
+def _entry(raw: bytes | str) -> OutboxEntry:
+    data = json.loads(raw)
+    return OutboxEntry(id=data["id"], effect=_effect.validate_python(data["effect"]))
 
 
 def _glob_escape(text: str) -> str:

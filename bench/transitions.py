@@ -1,0 +1,101 @@
+"""Transition overhead: from a session's report to the next session's process start,
+and from labelling to the merge, for the four instant stages of the demo.
+
+Starts the whole product on loopback (the `ballet sandbox demo` stack, worker in
+this process) and runs demo tickets one after another, each in its own
+repository. The bench wraps `run_process` (the one place a session's agent
+process is spawned) to note when each agent process starts and ends; a
+transition is the time from one agent's end (its report is written) to the
+next agent's start of the same ticket: reading the report, pushing, the
+SessionFinished job, the engine, the GitHub writes, the session job, the clone.
+
+Prints p50/p90 per transition (implement→review, review→verify) and of
+label→merged (verify's end → merge is the integrate stage, no process), with
+write pacing off (as in the sandbox) or on (`--spacing 0.75`, GitHub's pace).
+
+    .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ballet.demo import repo as demo
+from ballet.demo.run import file_ticket
+from ballet.demo.stack import running_stack
+from ballet.demo.watch import View, wait_until
+from ballet.logs import configure_logging
+from ballet.sessions import process, runner
+
+# (start, end) of every agent process, in the order they ran; tickets run one at a time.
+RUNS: list[tuple[float, float]] = []
+_real_run_process = process.run_process
+
+
+async def _timed_run_process(argv: Sequence[str], **kwargs: Any) -> process.ProcessOutcome:
+    start = time.monotonic()
+    outcome = await _real_run_process(argv, **kwargs)
+    RUNS.append((start, time.monotonic()))
+    return outcome
+
+
+def merged(view: View) -> bool:
+    pull, record = view.pull, view.record
+    return pull is not None and bool(pull["merged"]) and record is not None
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, Any]) -> None:
+    runner.run_process = _timed_run_process  # type: ignore[attr-defined]
+    walls: list[float] = []
+    per_ticket: list[list[tuple[float, float]]] = []
+    async with running_stack(data, write_spacing_seconds=spacing, **overrides) as stack:
+        for index in range(1, tickets + 1):
+            created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
+            repo: str = created["full_name"]
+            await asyncio.sleep(1.0)  # let the repository's own install and CI settle
+            first = len(RUNS)
+            start = time.monotonic()
+            number = await file_ticket(stack, repo, demo.ISSUE_TITLE, demo.ISSUE_BODY, demo.AUTHOR)
+            await wait_until(stack, repo, number, merged, timeout=180)
+            walls.append(time.monotonic() - start)
+            per_ticket.append(RUNS[first:])
+    gaps: dict[str, list[float]] = defaultdict(list)
+    names = ("implement→review", "review→verify")
+    for runs in per_ticket:
+        for name, (_, end), (start, _) in zip(names, runs, runs[1:], strict=False):
+            gaps[name].append((start - end) * 1000)
+    print(f"{tickets} tickets, write spacing {spacing}s, {overrides or 'default settings'}")
+    print(f"{'transition':<22} {'p50 ms':>8} {'p90 ms':>8} {'n':>3}")
+    for name in names:
+        values = gaps[name]
+        if values:
+            print(f"{name:<22} {pct(values, 0.5):>8.0f} {pct(values, 0.9):>8.0f} {len(values):>3}")
+    print(
+        f"{'label→merged (s)':<22} {statistics.median(walls):>8.2f} {pct(walls, 0.9):>8.2f} "
+        f"{len(walls):>3}"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tickets", type=int, default=5)
+    parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
+    parser.add_argument("--poll", type=float, default=None, help="queue poll delay, seconds")
+    args = parser.parse_args()
+    configure_logging("warning")
+    extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
+    with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
+        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra))

@@ -1,0 +1,66 @@
+"""Which pending effects a later one makes redundant (core.outbox)."""
+
+from __future__ import annotations
+
+from ballet.core.effects import (
+    MarkerKey,
+    MarkReadyForReview,
+    MergePR,
+    PostReportComment,
+    RemoveLabels,
+    SetCheckRun,
+    SetLabels,
+    UpsertTrackingComment,
+)
+from ballet.core.outbox import net_labels, same_issue_labels, superseded
+
+REPO = "octo/demo"
+KEY = MarkerKey(ticket=f"{REPO}#1", kind="tracking")
+
+
+def tracking(number: int, body: str) -> UpsertTrackingComment:
+    return UpsertTrackingComment(repo=REPO, number=number, target="pr", marker=KEY, body=body)
+
+
+def check(status: str, head: str = "c1", name: str = "ballet/integrate") -> SetCheckRun:
+    return SetCheckRun(repo=REPO, name=name, head_sha=head, status=status)  # type: ignore[arg-type]
+
+
+def test_a_tracking_comment_rewritten_later_is_not_written_now() -> None:
+    assert superseded(tracking(2, "v1"), [tracking(2, "v2")])
+    # The issue's pointer is another comment than the PR's tracking comment.
+    assert not superseded(tracking(1, "v1"), [tracking(2, "v2")])
+    report = PostReportComment(repo=REPO, number=2, marker=KEY, body="report")
+    assert not superseded(report, [report])  # reports are never skipped
+
+
+def test_a_check_run_set_again_later_is_created_once_with_its_last_status() -> None:
+    assert superseded(check("in_progress"), [check("completed")])
+    assert not superseded(check("in_progress"), [check("completed", head="c2")])
+    assert not superseded(check("in_progress"), [check("completed", name="ballet/verify")])
+
+
+def test_marking_ready_is_left_to_the_merge_behind_it() -> None:
+    ready = MarkReadyForReview(repo=REPO, number=2)
+    assert superseded(ready, [MergePR(repo=REPO, number=2)])
+    assert not superseded(ready, [MergePR(repo=REPO, number=3)])
+    assert not superseded(ready, [])
+
+
+def test_labels_fold_into_their_net_change() -> None:
+    waiting = SetLabels(repo=REPO, number=1, labels=("ballet:waiting",))
+    no_running = RemoveLabels(repo=REPO, number=1, labels=("ballet:running",))
+    done = SetLabels(repo=REPO, number=1, labels=("ballet:done",))
+    no_waiting = RemoveLabels(repo=REPO, number=1, labels=("ballet:waiting",))
+    # running → waiting → done in one drain: waiting is never touched.
+    assert net_labels([waiting, no_running, done, no_waiting]) == [
+        SetLabels(repo=REPO, number=1, labels=("ballet:done",)),
+        RemoveLabels(repo=REPO, number=1, labels=("ballet:running",)),
+    ]
+    # Removed and added back: it was on and stays on.
+    assert (
+        net_labels([no_running, SetLabels(repo=REPO, number=1, labels=("ballet:running",))]) == []
+    )
+    assert net_labels([waiting]) == [waiting]
+    assert same_issue_labels(waiting, no_running)
+    assert not same_issue_labels(waiting, RemoveLabels(repo=REPO, number=2, labels=()))
