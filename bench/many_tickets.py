@@ -76,7 +76,9 @@ async def main(args: argparse.Namespace) -> int:
                     flush=True,
                 )
                 try:
-                    run = await run_tickets(stack, "many", args.tickets, timeout=args.timeout)
+                    run = await run_tickets(
+                        stack, "many", args.tickets, timeout=args.timeout, poll_seconds=5.0
+                    )
                 except TimeoutError as exc:
                     print(f"not all merged: {exc}", flush=True)
                     for log in logs:

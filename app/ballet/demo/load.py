@@ -18,6 +18,9 @@ from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, wait_until
 
+# Repositories created at once before a batch (each push runs the sandbox's CI).
+CREATING_AT_ONCE = 8
+
 
 @dataclass
 class LoadRun:
@@ -56,12 +59,19 @@ async def run_tickets(
     *,
     faults: dict[str, Any] | None = None,
     timeout: float = 300.0,
+    poll_seconds: float = 0.2,
 ) -> LoadRun:
-    """File `count` demo tickets at once in repositories `<prefix>-<i>`; wait for all merges."""
-    repos = []
-    for i in range(count):
-        created = await stack.create_repo(demo.new_repo_request(f"{prefix}-{i}"))
-        repos.append(str(created["full_name"]))
+    """File `count` demo tickets at once in repositories `<prefix>-<i>`; wait for all merges.
+    Each ticket's state is read every `poll_seconds`: with hundreds of tickets, a
+    slower poll keeps the watching from costing more than the work watched."""
+    making = asyncio.Semaphore(CREATING_AT_ONCE)
+
+    async def create(i: int) -> str:
+        async with making:
+            created = await stack.create_repo(demo.new_repo_request(f"{prefix}-{i}"))
+            return str(created["full_name"])
+
+    repos = list(await asyncio.gather(*(create(i) for i in range(count))))
     async with stack.admin() as admin:
         if faults is not None:
             (await admin.post("/_sandbox/faults", json=faults)).raise_for_status()
@@ -75,7 +85,7 @@ async def run_tickets(
             )
             views = await asyncio.gather(
                 *(
-                    wait_until(stack, r, n, _merged, timeout=timeout)
+                    wait_until(stack, r, n, _merged, timeout=timeout, every_seconds=poll_seconds)
                     for r, n in zip(repos, numbers, strict=True)
                 )
             )

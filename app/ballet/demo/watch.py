@@ -65,6 +65,7 @@ async def wait_until(
     *,
     timeout: float = 60.0,
     on_view: Callable[[View], None] | None = None,
+    every_seconds: float = 0.2,
 ) -> View:
     """Poll until `done(view)`; on timeout raise with what the ticket showed last."""
     deadline = time.monotonic() + timeout
@@ -82,5 +83,5 @@ async def wait_until(
                 else f"status={record.status} stage={record.stage} waiting={record.waiting}"
             )
             raise TimeoutError(f"{repo}#{issue} did not get there in {timeout:.0f}s: {summary}")
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(every_seconds)
         view = await look(stack, repo, issue)
