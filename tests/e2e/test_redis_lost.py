@@ -17,13 +17,14 @@ import pytest
 from ballet.demo.stack import Stack
 from ballet.queue import connect
 from scenarios import assert_merged_cleanly, merged, new_repo, ticket, wait_until
+from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
 
 
 async def session_running(data_dir: Path) -> None:
     for _ in range(1200):
-        if list(data_dir.rglob("hanging.ns")):
+        if files_named(data_dir, "hanging.ns"):
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the implement session never started")

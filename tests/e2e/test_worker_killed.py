@@ -25,7 +25,7 @@ from ballet.demo.watch import View
 from ballet.queue import connect
 from process_namespaces import namespace_ends
 from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
-from worker_processes import worker_process
+from worker_processes import files_named, worker_process
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.anyio
 async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> str:
     """The pid namespace of the implement session, once its agent runs (and hangs)."""
     for _ in range(1200):
-        found = list(data_dir.rglob("hanging.ns"))
+        found = files_named(data_dir, "hanging.ns")
         if found and found[0].read_text():
             return found[0].read_text()
         assert worker.poll() is None, log.read_text()[-3000:]

@@ -33,3 +33,10 @@ def worker_process(stack: Stack, log: Path) -> Iterator[subprocess.Popen[bytes]]
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def files_named(root: Path, name: str) -> list[Path]:
+    """Files called `name` under `root`, while a worker works there: os.walk, not
+    rglob, because the worker renames directories as we look (a mirror's
+    `.partial` clone) and rglob fails on one that vanished mid-walk."""
+    return [Path(d) / name for d, _, files in os.walk(root) if name in files]
