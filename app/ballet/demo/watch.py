@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from ballet.core.record import Record, RecordFormatError, decode_record
 from ballet.demo.stack import Stack
 
@@ -67,16 +69,23 @@ async def wait_until(
     on_view: Callable[[View], None] | None = None,
     every_seconds: float = 0.2,
 ) -> View:
-    """Poll until `done(view)`; on timeout raise with what the ticket showed last."""
+    """Poll until `done(view)`; on timeout raise with what the ticket showed last.
+    A look the sandbox cannot answer now (hundreds of tickets watched at once) is
+    tried again at the next poll."""
     deadline = time.monotonic() + timeout
-    view = await look(stack, repo, issue)
+    view: View | None = None
     while True:
-        if on_view is not None:
-            on_view(view)
-        if done(view):
-            return view
+        try:
+            view = await look(stack, repo, issue)
+        except httpx.TransportError:
+            pass
+        else:
+            if on_view is not None:
+                on_view(view)
+            if done(view):
+                return view
         if time.monotonic() > deadline:
-            record = view.record
+            record = view.record if view is not None else None
             summary = (
                 "no tracking record"
                 if record is None
@@ -84,4 +93,3 @@ async def wait_until(
             )
             raise TimeoutError(f"{repo}#{issue} did not get there in {timeout:.0f}s: {summary}")
         await asyncio.sleep(every_seconds)
-        view = await look(stack, repo, issue)
