@@ -15,38 +15,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import os
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from ballet.demo.load import run_tickets
-from ballet.demo.stack import Stack, running_stack, worker_env
+from ballet.demo.stack import running_stack, worker_process
 from ballet.logs import configure_logging
 from redis.asyncio import Redis
-
-
-@contextlib.contextmanager
-def worker_process(stack: Stack, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
-    env.pop("REDIS_URL", None)
-    env.update(worker_env(stack.settings))
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "worker"], env=env, stdout=out, stderr=out
-        )
-    try:
-        yield proc
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def used_memory(url: str) -> int:

@@ -18,11 +18,10 @@ import re
 from pathlib import Path
 
 import pytest
-from ballet.demo.stack import Stack
+from ballet.demo.stack import Stack, worker_process
 from ballet.demo.watch import View
 from redis.asyncio import Redis
 from scenarios import comment, markers, new_repo, ticket, wait_until, waiting_for
-from worker_processes import worker_process
 
 pytestmark = pytest.mark.anyio
 

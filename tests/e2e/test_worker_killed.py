@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from ballet.demo.stack import Stack
+from ballet.demo.stack import Stack, worker_process
 from ballet.demo.watch import View
 from ballet.queue import connect
 from process_namespaces import namespace_ends
 from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
-from worker_processes import files_named, worker_process
+from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
-from collections.abc import AsyncIterator
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,3 +154,25 @@ async def _wait_ready(web_url: str, tasks: list[asyncio.Task[None]]) -> None:
                     return
             await asyncio.sleep(0.05)
     raise RuntimeError(f"Ballet at {web_url} did not become ready")
+
+
+@contextlib.contextmanager
+def worker_process(stack: Stack, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A `ballet worker` on the stack's Valkey and sandbox; stopped (TERM) when the block ends."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
+    env.pop("REDIS_URL", None)
+    env.update(worker_env(stack.settings))
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ballet", "worker"], env=env, stdout=out, stderr=out
+        )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
