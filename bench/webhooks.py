@@ -263,7 +263,14 @@ def ballet_round(
             stop = signal.SIGINT
         with serving(argv, env, stop=stop) as port:
             result, accepted = measure("ballet", port, manifest, 202, wrk, args)
-        queued = redis.Redis.from_url(redis_url).zcard(EVENTS_QUEUE)
+        client = redis.Redis.from_url(redis_url)
+        queued = client.zcard(EVENTS_QUEUE)
+        persistence = client.info("persistence")
+        print(
+            f"  (valkey: {persistence['rdb_saves']} snapshots, "
+            f"{persistence['aof_rewrites']} append-only file rewrites during the round)",
+            flush=True,
+        )
         # wrk stops without reading the answers still in flight (one per connection,
         # in the warm-up and in the run): those deliveries are queued yet uncounted.
         if not accepted <= queued <= accepted + 2 * args.connections:

@@ -45,7 +45,7 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
                 port=port,
                 data_dir=directory,
                 persist=True,
-                config={"appendonly": "yes", "appendfsync": "everysec", "aclfile": str(acl)},
+                config={**PERSISTENCE, "aclfile": str(acl)},
             )
         )
     except (OSError, ValkeyServerError) as exc:
@@ -62,6 +62,23 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
 
 
 USER = "ballet"
+
+# How Ballet's Valkey keeps its data; manifests/valkey.yaml says the same (a test
+# holds the two together).
+PERSISTENCE = {
+    # Every queued delivery survives a crash, losing at most the last second.
+    "appendonly": "yes",
+    "appendfsync": "everysec",
+    # The append-only file is the durable copy: RDB snapshots would only fork the
+    # server again for a file nothing reads back.
+    "save": "",
+    # Compacting the append-only file forks Valkey and copies every key it holds.
+    # Valkey's 64 MB default meant a compaction every few seconds under a burst of
+    # webhooks (each ~14 KB), the forks costing a third of ingress and its p99
+    # (docs/performance.md); at 512 MB a burst compacts a tenth as often, for at
+    # most about 1 GB of disk.
+    "auto-aof-rewrite-min-size": "512mb",
+}
 START_ATTEMPTS = 3
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 import yaml
+from ballet.embedded_valkey import PERSISTENCE
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO_ROOT / "manifests"
@@ -121,6 +122,10 @@ def test_valkey_is_durable_and_never_evicts() -> None:
     config = by_kind("ConfigMap", "ballet-valkey")["data"]["valkey.conf"].splitlines()
     assert "maxmemory-policy noeviction" in config
     assert "appendonly yes" in config
+    # The same persistence as the embedded Valkey of `ballet serve`.
+    for name, value in PERSISTENCE.items():
+        written = value or '""'  # valkey.conf spells an empty value as ""
+        assert f"{name} {written}" in config, name
     valkey = by_kind("StatefulSet", "valkey")
     (claim,) = valkey["spec"]["volumeClaimTemplates"]
     (container,) = containers(valkey)
