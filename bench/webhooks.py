@@ -264,11 +264,11 @@ def ballet_round(
         with serving(argv, env, stop=stop) as port:
             result, accepted = measure("ballet", port, manifest, 202, wrk, args)
         client = redis.Redis.from_url(redis_url)
-        queued = client.zcard(EVENTS_QUEUE)
-        persistence = client.info("persistence")
+        queued = int(client.zcard(EVENTS_QUEUE))  # type: ignore[arg-type]
+        persistence: dict[str, int] = client.info("persistence")  # type: ignore[assignment]
         print(
             f"  (valkey: {persistence['rdb_saves']} snapshots, "
-            f"{persistence['aof_rewrites']} append-only file rewrites during the round)",
+            f"{persistence['aof_rewrites']} append-only file compactions during the round)",
             flush=True,
         )
         # wrk stops without reading the answers still in flight (one per connection,
