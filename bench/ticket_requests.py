@@ -216,7 +216,15 @@ def print_breakdown(variant: str, runs: list[TicketRun]) -> None:
         print(f"{path:<{width}} {cells} {sum(counts):>6.1f}")
 
 
-async def main(tickets: int, timeout: float, data: Path, spacing: float) -> None:
+def print_sequence(run: TicketRun) -> None:
+    """Every request of one ticket in the order the App made them."""
+    print(f"\n== {run.repo}: {len(run.requests)} requests in order")
+    for r in run.requests:
+        charged = "" if r["status"] == 304 or ".git/" in r["path"] else "*"
+        print(f"{charged:1} {r['method']:<6} {r['status']:>3} {template(r['path'])}")
+
+
+async def main(tickets: int, timeout: float, data: Path, spacing: float, sequence: bool) -> None:
     async with running_stack(data, write_spacing_seconds=spacing) as stack:
         runs: list[TicketRun] = []
         for variant in VARIANTS:
@@ -226,6 +234,8 @@ async def main(tickets: int, timeout: float, data: Path, spacing: float) -> None
     print_capacity(runs)
     for variant in VARIANTS:
         print_breakdown(variant, [r for r in runs if r.variant == variant])
+    if sequence:
+        print_sequence(runs[0])
 
 
 if __name__ == "__main__":
@@ -233,7 +243,10 @@ if __name__ == "__main__":
     parser.add_argument("--tickets", type=int, default=3, help="tickets per variant (default 3)")
     parser.add_argument("--timeout", type=float, default=180, help="seconds per ticket")
     parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
+    parser.add_argument(
+        "--sequence", action="store_true", help="also list the first ticket's requests in order"
+    )
     args = parser.parse_args()
     configure_logging("warning")
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
-        asyncio.run(main(args.tickets, args.timeout, Path(tmp), args.spacing))
+        asyncio.run(main(args.tickets, args.timeout, Path(tmp), args.spacing, args.sequence))
