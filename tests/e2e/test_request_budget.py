@@ -21,14 +21,15 @@ from scenarios import merged, new_repo, ticket, wait_until
 pytestmark = pytest.mark.anyio
 
 WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
-# The budget of one default-pipeline ticket without rework (issue 15 asks for at
-# most 40 charged requests and 24 writes), and what one rework loop may add. Runs
-# measure 39-40 charged and 23-24 writes: whether a conditional GET finds its
-# answer changed (a 304 or not) and how events share a drain depend on timing,
-# hence one request of slack on the charged count.
-CHARGED = 41
+# The budget of one default-pipeline ticket without rework, and what one rework
+# loop may add (issue 15: at most 40 charged requests and 24 writes, at most 12
+# more per rework). Runs measure 37-38 charged and 24 writes, a rework 9 and 9
+# more (35-48 charged in all): whether a conditional GET finds its answer
+# changed (a 304 or not) and whether CI has finished when the merge comes
+# depend on timing, which the margin absorbs.
+CHARGED = 40
 WRITTEN = 24
-REWORK_CHARGED = 16
+REWORK_CHARGED = 12
 REWORK_WRITTEN = 10
 
 
@@ -77,5 +78,7 @@ async def test_one_ticket_stays_within_its_request_budget(stack: Stack) -> None:
     rework_charged, rework_writes = await ticket_cost(
         stack, "budget-rework", "demo:review=changes_requested@1"
     )
-    assert rework_charged - charged <= REWORK_CHARGED, (rework_charged, charged)
-    assert rework_writes - writes <= REWORK_WRITTEN, (rework_writes, writes)
+    # Within the budget of a ticket plus one loop's: the two tickets' timings differ
+    # (a 304 here, a wait for CI there), so their difference would be noise.
+    assert rework_charged <= CHARGED + REWORK_CHARGED, (rework_charged, charged)
+    assert rework_writes <= WRITTEN + REWORK_WRITTEN, (rework_writes, writes)

@@ -10,6 +10,7 @@ from ballet.core.effects import (
     MarkReadyForReview,
     MergePR,
     OpenBranchAndDraftPR,
+    ReadChecks,
     RemoveLabels,
     RequestReviewers,
     SessionSpec,
@@ -21,7 +22,6 @@ from ballet.core.effects import (
 from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME
 from ballet.github.app import GitHubApp
-from ballet.tickets.checks import checks_verdict
 from ballet.tickets.interpret import Interpreter
 from ballet.tickets.memo import Memo
 from fake_github import APP_ID, INSTALLATION_ID, REPO, FakeGitHub, FakePR
@@ -40,7 +40,11 @@ def launcher() -> RecordingLauncher:
 @pytest.fixture
 def interpreter(forges: GitHubApp, redis: Redis, launcher: RecordingLauncher) -> Interpreter:
     return Interpreter(
-        forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW
+        forges.for_installation(INSTALLATION_ID),
+        Memo(redis),
+        launcher,
+        clock=lambda: NOW,
+        own_app_id=APP_ID,  # as the service builds it
     )
 
 
@@ -183,10 +187,9 @@ async def test_labels_review_and_sessions(
     assert [c.job_key for c in launcher.cancelled] == [spec.job_key]
 
 
-async def test_checks_verdict_waits_for_every_check_but_ballets_own(
-    forges: GitHubApp, fake_github: FakeGitHub
+async def test_reading_checks_waits_for_every_check_but_ballets_own(
+    interpreter: Interpreter, fake_github: FakeGitHub
 ) -> None:
-    forge = forges.for_installation(INSTALLATION_ID)
     sha = "9" * 40
     runs = fake_github.check_runs
 
@@ -200,20 +203,20 @@ async def test_checks_verdict_waits_for_every_check_but_ballets_own(
             "app": {"id": app},
         }
 
+    read = ReadChecks(repo=REPO, sha=sha)
     run(1, "Ballet", "in_progress", None, APP_ID)  # Ballet's own stage run
     run(2, "ci/lint", "completed", "success", 999)
     run(3, "ci/test", "in_progress", None, 999)
-    event = ChecksCompleted(now=NOW, head_sha=sha, conclusion="success", names=("ci",))
-    assert await checks_verdict(forge, REPO, event, APP_ID) is None
+    assert await interpreter.apply(read) is None
 
     run(3, "ci/test", "completed", "failure", 999)
-    verdict = await checks_verdict(forge, REPO, event, APP_ID)
-    assert verdict is not None
-    assert (verdict.conclusion, verdict.names) == ("failure", ("ci/test",))
+    verdict = await interpreter.apply(read)
+    assert isinstance(verdict, ChecksCompleted) and not verdict.partial
+    assert (verdict.head_sha, verdict.conclusion, verdict.names) == (sha, "failure", ("ci/test",))
 
     run(3, "ci/test", "completed", "success", 999)
-    verdict = await checks_verdict(forge, REPO, event, APP_ID)
-    assert verdict is not None
+    verdict = await interpreter.apply(read)
+    assert isinstance(verdict, ChecksCompleted)
     assert (verdict.conclusion, verdict.names) == ("success", ("ci/lint", "ci/test"))
 
 

@@ -176,6 +176,14 @@ class MergePR(Effect):
     delete_branch: bool = False  # the head branch, once merged
 
 
+class ReadChecks(Effect):
+    """Read every check on `sha`; the edge answers with their `ChecksCompleted`
+    verdict, or nothing while some still run (their completion will tell)."""
+
+    kind: Literal["read_checks"] = "read_checks"
+    sha: str
+
+
 class MarkReadyForReview(Effect):
     kind: Literal["mark_ready_for_review"] = "mark_ready_for_review"
     number: int
@@ -200,6 +208,7 @@ AnyEffect = Annotated[
     | StartSession
     | CancelSession
     | MergePR
+    | ReadChecks
     | MarkReadyForReview
     | RequestReviewers,
     Field(discriminator="kind"),

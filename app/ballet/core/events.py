@@ -101,10 +101,19 @@ class ChecksStarted(Event):
 
 
 class ChecksCompleted(Event):
+    """Checks finished on a SHA: the verdict of all of them, or (`partial`) of one.
+
+    A webhook tells of one check suite or status at a time; reading every check on
+    the head costs two GitHub requests, so the edge reads them only when the engine
+    asks (`ReadChecks`): a red one is the head's verdict at once, a green one only
+    says the verdict can now be read.
+    """
+
     kind: Literal["checks_completed"] = "checks_completed"
     head_sha: str
     conclusion: CheckConclusion
     names: tuple[str, ...] = ()
+    partial: bool = False  # one check's conclusion; the others on the head unread
 
 
 class PullRequestOpened(Event):

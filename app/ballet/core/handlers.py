@@ -11,6 +11,7 @@ from ballet.core import render, routing, steps
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
+    ReadChecks,
     UpsertTrackingComment,
 )
 from ballet.core.events import (
@@ -253,6 +254,9 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
         raise IllegalEvent(f"checks for {ev.head_sha}, but the head is {rec.head_sha}")
     passed = ev.conclusion in ("success", "neutral", "skipped")
     names = ", ".join(ev.names) or "all checks"
+    if ev.partial and passed:
+        _one_check_green(tx, ev, names)
+        return
     seen = ChecksSeen(
         sha=ev.head_sha, outcome="pass" if passed else "fail", summary=f"{names}: {ev.conclusion}"
     )
@@ -267,6 +271,18 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
         else:
             assert seen.outcome is not None
             steps.settle(tx, seen.outcome, seen.summary)
+
+
+def _one_check_green(tx: Tx, ev: ChecksCompleted, names: str) -> None:
+    """One check passed: the head's verdict is read only if a checks wait needs it
+    now; otherwise it is remembered as readable, and a wait entered later reads it."""
+    known = tx.rec.checks
+    if known is not None and known.sha == ev.head_sha and known.outcome == "fail":
+        raise IllegalEvent(f"the checks on {ev.head_sha} are already red")
+    tx.set(checks=ChecksSeen(sha=ev.head_sha, outcome="finished", summary=f"{names}: passed"))
+    w = tx.rec.waiting
+    if tx.rec.status == "waiting" and w is not None and w.kind == "checks":
+        tx.emit(ReadChecks(repo=tx.rec.ticket.repo, sha=ev.head_sha))
 
 
 def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:

@@ -74,7 +74,9 @@ class ChecksSeen(Frozen):
     wait entered after CI already finished settles at once."""
 
     sha: str
-    outcome: Literal["pass", "fail"] | None = None  # None: started, not finished
+    # None: started, not finished. "finished": a check finished green, whether all
+    # did is not read yet (the edge reads it when a wait needs it: `ReadChecks`).
+    outcome: Literal["pass", "fail", "finished"] | None = None
     summary: str = ""
 
 

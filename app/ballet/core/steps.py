@@ -15,6 +15,7 @@ from ballet.core.effects import (
     MarkReadyForReview,
     MergePR,
     PostReportComment,
+    ReadChecks,
     RequestReviewers,
     SessionSpec,
     StartSession,
@@ -209,19 +210,21 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
     elif stage.wait_for == "review":
         wait(tx, "review", "a pull request review", anyone, "submit a review on the pull request")
     elif rec.checks is not None and rec.checks.sha == rec.head_sha and rec.checks.outcome:
-        # CI finished before the ticket got here: nothing more will arrive.
-        settle(tx, rec.checks.outcome, f"{rec.checks.summary} (finished before the wait)")
+        outcome = rec.checks.outcome
+        if outcome == "finished":
+            # A check finished green before the wait: are they all done, and green?
+            tx.emit(ReadChecks(repo=rec.ticket.repo, sha=rec.checks.sha))
+            wait_checks(tx, started=True)
+        else:
+            # CI finished before the ticket got here: nothing more will arrive.
+            settle(tx, outcome, f"{rec.checks.summary} (finished before the wait)")
     else:
-        started = rec.checks is not None and rec.checks.sha == rec.head_sha
-        wait(
-            tx,
-            "checks",
-            f"checks on {rec.head_sha or 'the head commit'}",
-            (),
-            "",
-            sha=rec.head_sha,
-            started=started,
-        )
+        wait_checks(tx, started=rec.checks is not None and rec.checks.sha == rec.head_sha)
+
+
+def wait_checks(tx: Tx, *, started: bool) -> None:
+    sha = tx.rec.head_sha
+    wait(tx, "checks", f"checks on {sha or 'the head commit'}", (), "", sha=sha, started=started)
 
 
 def merge_now(tx: Tx) -> None:

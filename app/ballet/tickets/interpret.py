@@ -35,6 +35,7 @@ from ballet.core.effects import (
     PostReply,
     PostReportComment,
     React,
+    ReadChecks,
     RemoveLabels,
     RequestReviewers,
     SetCheckRun,
@@ -42,7 +43,7 @@ from ballet.core.effects import (
     StartSession,
     UpsertTrackingComment,
 )
-from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
+from ballet.core.events import AnyEvent, ChecksCompleted, MergeResult, PullRequestOpened
 from ballet.core.record import ticket_key
 from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
 from ballet.github.forge import (
@@ -54,6 +55,7 @@ from ballet.github.forge import (
     PullRequest,
     find_comment,
 )
+from ballet.tickets.checks import checks_verdict
 from ballet.tickets.memo import Memo
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -121,6 +123,9 @@ class Interpreter:
                 await self._launcher.cancel(effect)
             case MergePR():
                 return await self._merge(effect)
+            case ReadChecks():
+                base = ChecksCompleted(now=self._clock(), head_sha=effect.sha, conclusion="success")
+                return await checks_verdict(self._forge, effect.repo, base, self._own_app_id)
             case MarkReadyForReview():
                 await self._forge.mark_ready_for_review(effect.repo, effect.number)
             case RequestReviewers():

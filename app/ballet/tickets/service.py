@@ -50,7 +50,6 @@ from ballet.github.intents import (
 )
 from ballet.github.translate import translate
 from ballet.tickets import repo_config
-from ballet.tickets.checks import checks_verdict
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
@@ -161,19 +160,9 @@ class TicketService:
             return
         event: AnyEvent = intent.event
         if isinstance(event, ChecksCompleted):
-            forge = self._forges(intent.installation_id)
-            verdict = await checks_verdict(forge, intent.target.repo, event, self._app.app_id)
-            if verdict is None:
-                log.info("checks finished, others still running", ticket=key)
-                return
-            log.info(
-                "checks verdict",
-                ticket=key,
-                sha=verdict.head_sha,
-                conclusion=verdict.conclusion,
-                names=verdict.names,
-            )
-            event = verdict
+            # One suite or status finished: the engine asks for the head's verdict
+            # (ReadChecks) when a wait needs it, not at every check's end.
+            event = event.model_copy(update={"partial": True})
         await self.handle(
             key,
             event,
