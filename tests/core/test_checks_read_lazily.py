@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.effects import MergePR, ReadChecks
-from ballet.core.events import ChecksCompleted, HeadPushed
+from ballet.core.events import ChecksCompleted, ChecksStarted, HeadPushed
 from ballet.core.machine import IllegalEvent
 from core_kit import Ticket, agent, make_pipeline, platform
 
@@ -47,11 +47,20 @@ def test_a_green_check_while_a_session_runs_is_remembered_and_read_when_the_wait
 def test_while_waiting_a_green_check_asks_for_the_verdict_and_a_red_one_is_the_verdict() -> None:
     t = checks_pipeline()
     t.finish("done", sha="s1")
-    assert t.rec.waiting and t.rec.waiting.kind == "checks" and t.of(ReadChecks) == []
+    # Nothing heard of yet: one read finds completions never heard of (a lost delivery).
+    assert t.one(ReadChecks).sha == "s1"
+    assert t.rec.waiting and t.rec.waiting.kind == "checks" and not t.rec.waiting.checks_started
     one_check(t, "s1")
     assert t.one(ReadChecks).sha == "s1" and t.rec.status == "waiting"
     one_check(t, "s1", "failure", "lint")
     assert t.session().stage == "a" and "lint: failure" in t.session().note
+
+
+def test_a_read_that_finds_checks_running_marks_the_wait_started() -> None:
+    t = checks_pipeline()
+    t.finish("done", sha="s1")
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))  # the edge's answer to ReadChecks
+    assert t.rec.waiting and t.rec.waiting.checks_started
 
 
 def test_a_red_check_is_not_undone_by_a_green_one_on_the_same_head() -> None:

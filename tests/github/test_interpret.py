@@ -19,7 +19,7 @@ from ballet.core.effects import (
     StartSession,
     UpsertTrackingComment,
 )
-from ballet.core.events import ChecksCompleted, MergeResult, PullRequestOpened
+from ballet.core.events import ChecksCompleted, ChecksStarted, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME
 from ballet.github.app import GitHubApp
 from ballet.tickets.interpret import Interpreter
@@ -205,9 +205,10 @@ async def test_reading_checks_waits_for_every_check_but_ballets_own(
 
     read = ReadChecks(repo=REPO, sha=sha)
     run(1, "Ballet", "in_progress", None, APP_ID)  # Ballet's own stage run
+    assert await interpreter.apply(read) is None  # no CI yet: nothing to tell
     run(2, "ci/lint", "completed", "success", 999)
     run(3, "ci/test", "in_progress", None, 999)
-    assert await interpreter.apply(read) is None
+    assert await interpreter.apply(read) == ChecksStarted(now=NOW, head_sha=sha)
 
     run(3, "ci/test", "completed", "failure", 999)
     verdict = await interpreter.apply(read)

@@ -178,7 +178,8 @@ class MergePR(Effect):
 
 class ReadChecks(Effect):
     """Read every check on `sha`; the edge answers with their `ChecksCompleted`
-    verdict, or nothing while some still run (their completion will tell)."""
+    verdict once all are done, `ChecksStarted` while some still run, nothing while
+    there are none (their completion, or the wait's timeout, will tell)."""
 
     kind: Literal["read_checks"] = "read_checks"
     sha: str

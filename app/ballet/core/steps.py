@@ -209,17 +209,24 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
         )
     elif stage.wait_for == "review":
         wait(tx, "review", "a pull request review", anyone, "submit a review on the pull request")
-    elif rec.checks is not None and rec.checks.sha == rec.head_sha and rec.checks.outcome:
-        outcome = rec.checks.outcome
-        if outcome == "finished":
-            # A check finished green before the wait: are they all done, and green?
-            tx.emit(ReadChecks(repo=rec.ticket.repo, sha=rec.checks.sha))
-            wait_checks(tx, started=True)
-        else:
-            # CI finished before the ticket got here: nothing more will arrive.
-            settle(tx, outcome, f"{rec.checks.summary} (finished before the wait)")
     else:
-        wait_checks(tx, started=rec.checks is not None and rec.checks.sha == rec.head_sha)
+        enter_checks_wait(tx)
+
+
+def enter_checks_wait(tx: Tx) -> None:
+    rec = tx.rec
+    seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
+    if seen is not None and seen.outcome in ("pass", "fail"):
+        # CI finished before the ticket got here: nothing more will arrive.
+        settle(tx, seen.outcome, f"{seen.summary} (finished before the wait)")
+        return
+    # Whatever Ballet heard of the head's checks so far, their verdict is read once
+    # now: a green check heard of needs the others', and a completion this ticket
+    # never heard of (a lost delivery, a record rebuilt after Redis was lost) is
+    # found instead of waited for. Checks still running, or none yet, answer nothing.
+    if rec.head_sha is not None:
+        tx.emit(ReadChecks(repo=rec.ticket.repo, sha=rec.head_sha))
+    wait_checks(tx, started=seen is not None)
 
 
 def wait_checks(tx: Tx, *, started: bool) -> None:

@@ -43,7 +43,7 @@ from ballet.core.effects import (
     StartSession,
     UpsertTrackingComment,
 )
-from ballet.core.events import AnyEvent, ChecksCompleted, MergeResult, PullRequestOpened
+from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
 from ballet.core.record import ticket_key
 from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
 from ballet.github.forge import (
@@ -55,7 +55,7 @@ from ballet.github.forge import (
     PullRequest,
     find_comment,
 )
-from ballet.tickets.checks import checks_verdict
+from ballet.tickets.checks import read_checks
 from ballet.tickets.memo import Memo
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -124,8 +124,9 @@ class Interpreter:
             case MergePR():
                 return await self._merge(effect)
             case ReadChecks():
-                base = ChecksCompleted(now=self._clock(), head_sha=effect.sha, conclusion="success")
-                return await checks_verdict(self._forge, effect.repo, base, self._own_app_id)
+                return await read_checks(
+                    self._forge, effect.repo, effect.sha, self._own_app_id, self._clock()
+                )
             case MarkReadyForReview():
                 await self._forge.mark_ready_for_review(effect.repo, effect.number)
             case RequestReviewers():
