@@ -164,7 +164,7 @@ def shows_change(before: Record | None, after: Record) -> bool:
     session runs, a refused command) costs GitHub no edit; the next visible one
     writes the newer state. A rebuild from an older block (Redis lost) misses only
     such bookkeeping: a merge looks at the head's checks itself, and a checks wait
-    that missed its checks ends by its timeout.
+    reads them as it begins.
     """
     if before is None or before.pr_number != after.pr_number:
         return True
