@@ -134,6 +134,7 @@ class FakeGitHub:
             ("GET", _p(r"/repos/([^/]+/[^/]+)/installation"), self._installation),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/contents/(.*)"), self._contents),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/ref/heads/(.+)"), self._get_ref),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/branches/(.+)"), self._get_branch),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/refs"), self._create_ref),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/git/commits/([0-9a-f]+)"), self._get_commit),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/git/commits"), self._create_commit),
@@ -364,6 +365,13 @@ class FakeGitHub:
         return httpx.Response(
             200, json={"ref": f"refs/heads/{branch}", "object": {"sha": sha, "type": "commit"}}
         )
+
+    def _get_branch(self, request: httpx.Request, repo: str, branch: str) -> httpx.Response:
+        sha = self.repos[repo].branches.get(branch)
+        if sha is None:
+            return httpx.Response(404, json={"message": "Branch not found"})
+        commit = {"sha": sha, "commit": {"tree": {"sha": "t" * 40}, "message": "m"}}
+        return httpx.Response(200, json={"name": branch, "commit": commit, "protected": False})
 
     def _get_commit(self, request: httpx.Request, repo: str, sha: str) -> httpx.Response:
         return httpx.Response(200, json={"sha": sha, "tree": {"sha": "t" * 40}, "message": "m"})

@@ -127,3 +127,16 @@ def test_an_unreadable_check_run_of_another_app_is_skipped_not_fatal() -> None:
         }
     )
     assert [(r.id, r.status) for r in listed.check_runs] == [(1, "completed"), (3, "waiting")]
+
+
+async def test_a_branch_is_read_with_its_tree_and_seeded_with_an_empty_commit(
+    forges: GitHubApp, installation_id: int
+) -> None:
+    forge = forges.for_installation(installation_id)
+    head = await forge.branch_head(REPO, "main")
+    assert head is not None and head.sha == await forge.branch_sha(REPO, "main")
+    assert await forge.branch_head(REPO, "no-such-branch") is None
+    await forge.create_branch(REPO, "seeded", head.sha, seed_message="start", seed_tree=head.tree)
+    seeded = await forge.branch_head(REPO, "seeded")
+    # One commit on top of main's, changing nothing: what a draft PR can be opened from.
+    assert seeded is not None and seeded.sha != head.sha and seeded.tree == head.tree

@@ -85,8 +85,7 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
         ("GET", f"{R}/collaborators/Codertocat/permission"),
         ("GET", f"{R}/issues/1/comments"),  # a record to rebuild? none
         # First try: no PR or branch from an earlier attempt to look for.
-        ("GET", f"{R}/git/ref/heads/master"),
-        ("GET", f"{R}/git/commits/{'a' * 40}"),
+        ("GET", f"{R}/branches/master"),  # its commit and tree in one read
         ("POST", f"{R}/git/commits"),  # the empty seed commit
         ("POST", f"{R}/git/refs"),
         ("POST", f"{R}/pulls"),

@@ -29,6 +29,7 @@ RESPONSES: list[tuple[type[BaseModel], str, str, str]] = [
     (m.ContentItem, "get", f"{R}/contents/{{path}}", "200"),
     (m.GitRef, "get", f"{R}/git/ref/{{ref}}", "200"),
     (m.GitCommit, "get", f"{R}/git/commits/{{commit_sha}}", "200"),
+    (m.Branch, "get", f"{R}/branches/{{branch}}", "200"),
     (m.GitCommit, "post", f"{R}/git/commits", "201"),
     (m.PullRequestData, "post", f"{R}/pulls", "201"),
     (m.PullRequestData, "get", f"{R}/pulls", "200"),

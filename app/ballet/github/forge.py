@@ -126,6 +126,14 @@ class CheckRunSpec:
 
 
 @dataclass(frozen=True)
+class BranchHead:
+    """A branch's commit and that commit's tree (what an empty commit on top needs)."""
+
+    sha: str
+    tree: str
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """One check on a ref: a check run, or a commit status context."""
 
@@ -220,13 +228,24 @@ class Forge(Protocol):
 
     async def branch_sha(self, repo: str, branch: str) -> str | None: ...
 
+    async def branch_head(self, repo: str, branch: str) -> BranchHead | None:
+        """The branch's commit and tree in one read; None when it does not exist."""
+        ...
+
     async def create_branch(
-        self, repo: str, branch: str, from_sha: str, *, seed_message: str | None = None
+        self,
+        repo: str,
+        branch: str,
+        from_sha: str,
+        *,
+        seed_message: str | None = None,
+        seed_tree: str | None = None,
     ) -> None:
         """Create `branch` at `from_sha`; an existing branch is left as it is.
 
         With `seed_message`, the branch starts with an empty commit on top of
-        `from_sha`, so a pull request can be opened from it right away.
+        `from_sha`, so a pull request can be opened from it right away; `seed_tree`
+        (from_sha's tree, when the caller has it from `branch_head`) saves reading it.
         """
         ...
 

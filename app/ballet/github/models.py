@@ -99,6 +99,22 @@ class GitCommit(Lenient):
     tree: GitObject
 
 
+class _CommitTree(Lenient):
+    tree: GitObject
+
+
+class BranchCommit(Lenient):
+    sha: str
+    commit: _CommitTree
+
+
+class Branch(Lenient):
+    """`GET /repos/{repo}/branches/{branch}`: the commit comes with its tree."""
+
+    name: str
+    commit: BranchCommit
+
+
 class BranchTip(Lenient):
     ref: str
     sha: str

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter
 
 from ballet.core.events import Permission
 from ballet.github import models as m
+from ballet.github.branches import BranchCalls
 from ballet.github.client import (
     PER_PAGE,
     GitHubClient,
@@ -48,7 +49,7 @@ _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
+class GitHubForge(BranchCalls, IssueGraphCalls, MergeStrategyCalls):
     """The `Forge` Protocol on one installation's token."""
 
     _client: GitHubClient
@@ -95,40 +96,6 @@ class GitHubForge(IssueGraphCalls, MergeStrategyCalls):
         )
 
     # -- branches and pull requests ------------------------------------------
-
-    async def branch_sha(self, repo: str, branch: str) -> str | None:
-        try:
-            data = await self._client.json("GET", f"/repos/{repo}/git/ref/heads/{branch}")
-        except NotFound:
-            return None
-        return m.GitRef.model_validate(data).object.sha
-
-    async def create_branch(
-        self, repo: str, branch: str, from_sha: str, *, seed_message: str | None = None
-    ) -> None:
-        if seed_message is not None:
-            from_sha = await self._empty_commit(repo, from_sha, seed_message)
-        try:
-            await self._client.call(
-                "POST",
-                f"/repos/{repo}/git/refs",
-                json={"ref": f"refs/heads/{branch}", "sha": from_sha},
-            )
-        except ForgeError as exc:
-            # A retried ticket start finds its branch already there: that is success.
-            if exc.status != 422 or "already exists" not in str(exc):
-                raise
-
-    async def _empty_commit(self, repo: str, parent: str, message: str) -> str:
-        commit = m.GitCommit.model_validate(
-            await self._client.json("GET", f"/repos/{repo}/git/commits/{parent}")
-        )
-        created = await self._client.json(
-            "POST",
-            f"/repos/{repo}/git/commits",
-            json={"message": message, "tree": commit.tree.sha, "parents": [parent]},
-        )
-        return m.GitCommit.model_validate(created).sha
 
     async def open_draft_pr(
         self, repo: str, *, head: str, base: str, title: str, body: str

@@ -201,16 +201,17 @@ class Interpreter:
     async def _create_pr(self, effect: OpenBranchAndDraftPR, *, look_first: bool) -> PullRequest:
         forge, repo = self._forge, effect.repo
         if not look_first or await forge.branch_sha(repo, effect.branch) is None:
-            base_sha = await forge.branch_sha(repo, effect.base)
-            if base_sha is None:
+            base = await forge.branch_head(repo, effect.base)
+            if base is None:
                 raise NotFound(f"the base branch {effect.base!r} does not exist in {repo}")
             # GitHub opens no pull request for a branch without commits of its
             # own, so the ticket branch starts with an empty commit.
             await forge.create_branch(
                 repo,
                 effect.branch,
-                base_sha,
+                base.sha,
                 seed_message=f"Start {effect.title} (#{effect.issue})",
+                seed_tree=base.tree,
             )
         return await forge.open_draft_pr(
             repo, head=effect.branch, base=effect.base, title=effect.title, body=effect.body
