@@ -12,8 +12,12 @@ SessionFinished job, the engine, the GitHub writes, the session job, the clone.
 Prints p50/p90 per transition (implement→review, review→verify) and of
 label→merged (verify's end → merge is the integrate stage, no process), with
 write pacing off (as in the sandbox) or on (`--spacing 0.75`, GitHub's pace).
+`--phases` also prints where a transition's time goes: the bench wraps the steps
+between two agent processes (push, the SessionFinished job, each effect, the
+session job, the workspace, each git command, the sandbox) and prints, per
+transition, each step's median start (ms after the agent's end) and duration.
 
-    .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2]
+    .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2] [--phases]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import timeline
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import running_stack
@@ -57,7 +62,11 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, Any]) -> None:
+async def main(
+    tickets: int, spacing: float, data: Path, overrides: dict[str, Any], phases: bool
+) -> None:
+    if phases:
+        timeline.install()
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
     walls: list[float] = []
     per_ticket: list[list[tuple[float, float]]] = []
@@ -87,6 +96,8 @@ async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, An
         f"{'label→merged (s)':<22} {statistics.median(walls):>8.2f} {pct(walls, 0.9):>8.2f} "
         f"{len(walls):>3}"
     )
+    if phases:
+        print(timeline.breakdown(names, per_ticket))
 
 
 if __name__ == "__main__":
@@ -94,8 +105,9 @@ if __name__ == "__main__":
     parser.add_argument("--tickets", type=int, default=5)
     parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
     parser.add_argument("--poll", type=float, default=None, help="queue poll delay, seconds")
+    parser.add_argument("--phases", action="store_true", help="print each step's timing")
     args = parser.parse_args()
     configure_logging("warning")
     extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
-        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra))
+        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra, args.phases))

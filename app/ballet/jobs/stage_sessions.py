@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Any
 
 import structlog
@@ -31,6 +32,7 @@ from ballet import metrics
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
 from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
+from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import beating, last_beat
@@ -38,7 +40,8 @@ from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.queue import SESSIONS_QUEUE
-from ballet.sessions import RunnerSpec, SessionResult, run_session
+from ballet.sessions import RunnerSpec, SessionResult, open_workspace, run_session
+from ballet.sessions.workspace import Workspace
 from ballet.tickets.live import LiveTickets
 
 log = structlog.get_logger("ballet.jobs.stage_sessions")
@@ -198,18 +201,26 @@ RUN_STAGE_SESSION_JOB: Function = func(
 
 
 async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionResult:
+    # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
+    # while the issue, the record and the reports are read, not after them.
+    workspace = asyncio.create_task(_open_workspace(jobs, spec))
     try:
         runner_spec = await build_runner_spec(jobs, spec)
-    except (RateLimited, ForgeUnavailable) as exc:
-        defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
-        log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
-        raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
-    except (ForgeError, ValidationError) as exc:
-        return failed_result(
-            f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
-        )
+    except BaseException as exc:
+        await _discard(jobs, workspace)
+        if isinstance(exc, RateLimited | ForgeUnavailable):
+            defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
+            log.warning(
+                "session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc)
+            )
+            raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
+        if isinstance(exc, ForgeError | ValidationError):
+            return failed_result(
+                f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
+            )
+        raise
     try:
-        return await run_counted(jobs, runner_spec)
+        return await run_counted(jobs, runner_spec, workspace)
     except (RateLimited, ForgeUnavailable) as exc:
         # GitHub failed the clone's or the push's token past its retries: nothing was
         # pushed, so the session runs again later rather than the stage failing on it.
@@ -222,7 +233,30 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
 
 
-async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
+async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
+    key = job_key(ticket_of(spec), runner_stage_id(spec), spec.iteration, spec.attempt, spec.phase)
+    return await open_workspace(
+        jobs.workspaces,
+        jobs.tickets.git_token,
+        repo=spec.repo,
+        clone_url=await jobs.tickets.clone_url(spec.repo),
+        key=key,
+        branch=spec.branch,
+        base=spec.base,
+    )
+
+
+async def _discard(jobs: SessionJobs, workspace: asyncio.Task[Workspace]) -> None:
+    """Remove a workspace made for a session that is not going to run. Its making is
+    waited for, not cancelled: a cancelled git would go on writing, unwaited."""
+    await asyncio.wait([workspace])
+    if not workspace.cancelled() and workspace.exception() is None:
+        await jobs.workspaces.remove(workspace.result())
+
+
+async def run_counted(
+    jobs: SessionJobs, spec: RunnerSpec, workspace: Awaitable[Workspace] | None = None
+) -> SessionResult:
     """`run_session`, counted in the session metrics by adapter and how it ended."""
     adapter = spec.runtime.adapter
     try:
@@ -233,6 +267,7 @@ async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
                 git_auth=jobs.tickets.git_token,
                 parent_env=jobs.parent_env,
                 options=jobs.options,
+                prepared=workspace,
             )
     except Exception:
         metrics.SESSIONS.labels(adapter, "error").inc()
