@@ -139,10 +139,11 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             forget_on=(Retry, asyncio.CancelledError),
         ):
             result = await _run(jobs, spec, job_try)
-            await _deliver(jobs, spec, result)
+            finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"
+    await _apply_now(services, ticket_of(spec), finished, finished_event_id(spec.job_key))
     log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
     return result.report.outcome
 
@@ -159,7 +160,7 @@ def _session_of(jobs: SessionJobs, spec: SessionSpec) -> dict[str, Any]:
     }
 
 
-async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> None:
+async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> SessionFinished:
     """Keep the report and handoff as the ticket's artifact, then queue SessionFinished."""
     await jobs.artifacts.add(
         ticket_of(spec),
@@ -183,6 +184,24 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
     await send_ticket_event(
         jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
     )
+    return event
+
+
+async def _apply_now(
+    services: Services, ticket: str, event: SessionFinished, event_id: str
+) -> None:
+    """Apply the session's result here and now, instead of a queue poll later.
+
+    It is queued first (`_deliver`), so it is never lost: should this worker die or
+    GitHub fail here, the queued job applies it. Both go through the ticket
+    service under the ticket's lock with the same event id, so whichever comes
+    second finds it applied and does nothing."""
+    if services.tickets is None:
+        return
+    try:
+        await services.tickets.handle(ticket, event, event_id=event_id)
+    except Exception as exc:
+        log.info("session result left to its queued job", ticket=ticket, reason=repr(exc))
 
 
 CRASHED = "crashed"
