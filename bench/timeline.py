@@ -84,6 +84,9 @@ def install() -> None:
         setattr(module, attr, _timed(label, getattr(module, attr)))
     for cls, attr, label in (
         (source.GitHubTicketSource, "git_token", "git token"),
+        (source.GitHubTicketSource, "clone_url", "clone url"),
+        (source.GitHubTicketSource, "issue", "issue (GitHub)"),
+        (artifacts.Artifacts, "earlier_reports", "earlier reports"),
         (artifacts.Artifacts, "add", "artifacts add"),
         (service.TicketService, "handle", "event job (locked)"),
         (store.RecordStore, "load", "record load"),

@@ -254,11 +254,14 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
 
 async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
     key = job_key(ticket_of(spec), runner_stage_id(spec), spec.iteration, spec.attempt, spec.phase)
+    clone_url, token = await asyncio.gather(
+        jobs.tickets.clone_url(spec.repo), jobs.tickets.git_token(spec.repo)
+    )
     return await open_workspace(
         jobs.workspaces,
-        jobs.tickets.git_token,
         repo=spec.repo,
-        clone_url=await jobs.tickets.clone_url(spec.repo),
+        clone_url=clone_url,
+        token=token,
         key=key,
         branch=spec.branch,
         base=spec.base,

@@ -56,10 +56,10 @@ class SessionOptions:
 
 async def open_workspace(
     workspaces: Workspaces,
-    git_auth: GitAuth,
     *,
     repo: str,
     clone_url: str,
+    token: str | None,
     key: str,
     branch: str | None,
     base: str,
@@ -68,7 +68,6 @@ async def open_workspace(
 
     Needs only what the engine's session spec names, so a session job may run it
     while it reads the issue and the record (`run_session(prepared=...)`)."""
-    token = await git_auth(repo)
     await workspaces.refresh(repo, clone_url, token)
     return await workspaces.create(repo, key=key, branch=branch, base=base)
 
@@ -94,12 +93,13 @@ async def run_session(
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
     key = job_key(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
-    if prepared is None:
-        prepared = open_workspace(
-            workspaces, git_auth, repo=spec.ticket.repo, clone_url=spec.clone_url,
-            key=key, branch=spec.branch, base=spec.base,
-        )  # fmt: skip
     try:
+        if prepared is None:
+            prepared = open_workspace(
+                workspaces, repo=spec.ticket.repo, clone_url=spec.clone_url,
+                token=await git_auth(spec.ticket.repo), key=key, branch=spec.branch,
+                base=spec.base,
+            )  # fmt: skip
         workspace = await prepared
     except (WorkspaceError, GitError) as error:
         return _failed(SessionFailure("workspace", str(error)), None, None, None, started)

@@ -175,7 +175,12 @@ class Workspaces:
         self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
     ) -> tuple[str, str, bool]:
         env = self.git_env
-        await run_git(
+        target = branch or base
+        # The clone, the branch name's check and the reading of the heads are three git
+        # processes of their own: run together, not one after the other. The heads are
+        # read from the mirror (the clone's origin/* are copied from it) and the
+        # checkout names the commit, so a fetch between the two changes nothing here.
+        clone_command = run_git(
             "clone", "--quiet", "--shared", "--no-checkout",
             "-c", f"user.name={self.identity.name}",
             "-c", f"user.email={self.identity.email}",
@@ -183,15 +188,20 @@ class Workspaces:
             str(mirror), str(clone),
             cwd=None, env=env,
         )  # fmt: skip
-        target = branch or base
-        valid, _, _ = await run_git(
-            "check-ref-format", "--branch", target, cwd=clone, env=env, check=False
+        cloned, valid, heads = await asyncio.gather(
+            clone_command,
+            run_git("check-ref-format", "--branch", target, cwd=mirror, env=env, check=False),
+            _mirror_heads(mirror, (target, base), env),
+            return_exceptions=True,
         )
-        if valid != 0:
+        for outcome in (cloned, valid, heads):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        assert not isinstance(valid, BaseException) and not isinstance(heads, BaseException)
+        if valid[0] != 0:
             raise WorkspaceError(
                 f"{target!r} is not a valid branch name; fix the pipeline's `branch:`"
             )
-        heads = await _remote_heads(clone, (target, base), env)
         existed = target in heads
         start = target if existed else base
         if start not in heads:
@@ -205,7 +215,7 @@ class Workspaces:
         # one worker would be ~5 ms faster. The slow disk is the case worth winning.
         await run_git(
             "-c", "checkout.workers=0",
-            "checkout", "--quiet", "--no-track", "-B", target, f"origin/{start}",
+            "checkout", "--quiet", "--no-track", "-B", target, heads[start],
             cwd=clone, env=env,
         )  # fmt: skip
         return heads[start], target, existed
@@ -226,16 +236,16 @@ class Workspaces:
             os.close(fd)  # closing releases the flock
 
 
-async def _remote_heads(
-    clone: Path, branches: tuple[str, ...], env: Mapping[str, str]
+async def _mirror_heads(
+    mirror: Path, branches: tuple[str, ...], env: Mapping[str, str]
 ) -> dict[str, str]:
-    """The commit of each of `branches` the clone has from origin, in one git process
-    (which also gives the start commit: no `rev-parse HEAD` after the checkout)."""
-    refs = [f"refs/remotes/origin/{branch}" for branch in branches]
+    """The commit of each of `branches` in the mirror, in one git process (which also
+    gives the start commit: no `rev-parse HEAD` after the checkout)."""
+    refs = [f"refs/heads/{branch}" for branch in branches]
     _, out, _ = await run_git(
-        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=clone, env=env
+        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=mirror, env=env
     )
-    # A pattern also matches refs below it (origin/main/x): keep exact names only.
+    # A pattern also matches refs below it (main/x): keep exact names only.
     found: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, ref = line.partition(" ")
