@@ -69,6 +69,10 @@ def _effect_name(_self: Any, effect: Any) -> str:
     return f"effect {effect.kind}"
 
 
+def _event_name(_self: Any, _key: str, event: Any, **_: Any) -> str:
+    return f"apply {event.kind} (locked)"
+
+
 def install() -> None:
     """Wrap the steps of a transition (idempotent per process: call once)."""
     for module in (workspace, push):
@@ -88,7 +92,7 @@ def install() -> None:
         (source.GitHubTicketSource, "issue", "issue (GitHub)"),
         (artifacts.Artifacts, "earlier_reports", "earlier reports"),
         (artifacts.Artifacts, "add", "artifacts add"),
-        (service.TicketService, "handle", "event job (locked)"),
+        (service.TicketService, "handle", _event_name),
         (store.RecordStore, "load", "record load"),
         (store.RecordStore, "commit", "record commit"),
         (stage_sessions.ArqSessionLauncher, "launch", "launch"),

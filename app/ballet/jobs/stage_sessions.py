@@ -36,6 +36,7 @@ from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import beating, last_beat
+from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
@@ -68,9 +69,11 @@ async def is_launched(redis: ArqRedis, job_key: str) -> bool:
 class ArqSessionLauncher:
     """The `SessionLauncher` of the GitHub edge, on the sessions queue."""
 
-    def __init__(self, redis: ArqRedis) -> None:
+    def __init__(self, redis: ArqRedis, prefetch: MirrorPrefetch | None = None) -> None:
         self._redis = redis
         self._live = LiveTickets(redis)
+        # Set once the worker's session jobs are built (wiring), when it runs sessions.
+        self.prefetch = prefetch
 
     async def launch(self, effect: StartSession) -> None:
         job_key = effect.spec.job_key
@@ -89,6 +92,8 @@ class ArqSessionLauncher:
         )
         # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
         await self._redis.set(marker, "1", ex=KEEP_SECONDS)
+        if job is not None and self.prefetch is not None:
+            self.prefetch.launched(job_key, effect.spec.repo)
         log.info("session launched" if job else "session already queued", job_key=job_key)
 
     async def cancel(self, effect: CancelSession) -> None:
@@ -257,8 +262,10 @@ async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
     clone_url, token = await asyncio.gather(
         jobs.tickets.clone_url(spec.repo), jobs.tickets.git_token(spec.repo)
     )
+    launched = jobs.prefetch.launched_at(spec.job_key) if jobs.prefetch else None
     return await open_workspace(
         jobs.workspaces,
+        fresh_since=launched,
         repo=spec.repo,
         clone_url=clone_url,
         token=token,

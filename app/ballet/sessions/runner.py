@@ -63,12 +63,14 @@ async def open_workspace(
     key: str,
     branch: str | None,
     base: str,
+    fresh_since: float | None = None,
 ) -> Workspace:
     """Refresh the repository's mirror and make the session's fresh clone of it.
 
     Needs only what the engine's session spec names, so a session job may run it
-    while it reads the issue and the record (`run_session(prepared=...)`)."""
-    await workspaces.refresh(repo, clone_url, token)
+    while it reads the issue and the record (`run_session(prepared=...)`).
+    `fresh_since`: a fetch begun since then will do (`Workspaces.refresh`)."""
+    await workspaces.refresh(repo, clone_url, token, since=fresh_since)
     return await workspaces.create(repo, key=key, branch=branch, base=base)
 
 

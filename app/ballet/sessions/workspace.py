@@ -22,6 +22,7 @@ import fcntl
 import os
 import re
 import shutil
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,9 @@ MIRROR_CONFIG = {
 # branch itself after the session, and nothing may write to the shared mirror.
 NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
 _KEY = re.compile(r"[^A-Za-z0-9_.-]+")
+# How long a fetch counts as fresh for a refresh asked `since` its start: long enough
+# for a session job to follow its launch, far shorter than anything a person does.
+FRESH_SECONDS = 5.0
 
 
 class WorkspaceError(Exception):
@@ -80,6 +84,8 @@ class Workspaces:
         git_home = self.root / "git-home"
         git_home.mkdir(parents=True, exist_ok=True)
         self.git_env = git_environment(os.environ if parent_env is None else parent_env, git_home)
+        # Per mirror: when this process's last successful fetch began and ended.
+        self._fetched: dict[Path, tuple[float, float]] = {}
 
     def mirror_path(self, repo: str) -> Path:
         owner, _, name = repo.partition("/")
@@ -87,19 +93,35 @@ class Workspaces:
             raise WorkspaceError(f"repository {repo!r} is not of the form owner/name")
         return self.root / "mirrors" / owner / f"{name}.git"
 
-    async def refresh(self, repo: str, clone_url: str, token: str | None) -> Path:
-        """Create the mirror or fetch into it (incremental); returns its path."""
+    async def refresh(
+        self, repo: str, clone_url: str, token: str | None, *, since: float | None = None
+    ) -> Path:
+        """Create the mirror or fetch into it (incremental); returns its path.
+
+        With `since` (a `time.monotonic()` of this process), a fetch this process began
+        at or after it, and finished less than FRESH_SECONDS ago, is taken as this
+        one: the mirror is as fresh as the caller asked (see jobs/prefetch.py)."""
         _refuse_credentials(clone_url)
         mirror = self.mirror_path(repo)
         async with self._locked(mirror):
+            fetched = self._fetched.get(mirror)
+            if (
+                since is not None
+                and fetched is not None
+                and fetched[0] >= since
+                and time.monotonic() - fetched[1] < FRESH_SECONDS
+            ):
+                return mirror
             if not (mirror / "HEAD").exists():
                 await self._init_mirror(mirror)
             await run_git("config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env)
             env = auth_environment(self.git_env, token)
+            began = time.monotonic()
             try:
                 await run_git(
                     "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env
                 )
+                self._fetched[mirror] = (began, time.monotonic())
             except GitError as error:
                 raise WorkspaceError(
                     f"could not fetch {repo} from {clone_url}: {error.stderr.strip()}; "
