@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import tempfile
 import time
@@ -70,6 +71,7 @@ async def main(
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
     walls: list[float] = []
     per_ticket: list[list[tuple[float, float]]] = []
+    starts: list[float] = []  # when each ticket was filed
     async with running_stack(data, write_spacing_seconds=spacing, **overrides) as stack:
         for index in range(1, tickets + 1):
             created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
@@ -81,6 +83,7 @@ async def main(
             await wait_until(stack, repo, number, merged, timeout=180)
             walls.append(time.monotonic() - start)
             per_ticket.append(RUNS[first:])
+            starts.append(start)
     gaps: dict[str, list[float]] = defaultdict(list)
     names = ("implement→review", "review→verify")
     for runs in per_ticket:
@@ -97,7 +100,26 @@ async def main(
         f"{len(walls):>3}"
     )
     if phases:
+        print(_label_to_merged(per_ticket, starts, walls))
         print(timeline.breakdown(names, per_ticket))
+
+
+def _label_to_merged(
+    per_ticket: list[list[tuple[float, float]]], starts: list[float], walls: list[float]
+) -> str:
+    """Label → merged, in parts: to the first agent, the agents, the transitions, the
+    integrate stage (the last agent's end → merged: checks, then the merge)."""
+    parts: dict[str, list[float]] = defaultdict(list)
+    for runs, start, wall in zip(per_ticket, starts, walls, strict=True):
+        if not runs:
+            continue
+        parts["label → first agent"].append(runs[0][0] - start)
+        parts["agents running"].append(sum(end - begin for begin, end in runs))
+        parts["between agents"].append(sum(b[0] - a[1] for a, b in itertools.pairwise(runs)))
+        parts["last agent → merged"].append(start + wall - runs[-1][1])
+    lines = ["\nlabel→merged, in parts (median s)"]
+    lines += [f"  {name:<34} {statistics.median(v):>6.2f}" for name, v in parts.items()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
