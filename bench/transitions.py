@@ -101,7 +101,9 @@ async def main(
     )
     if phases:
         print(_label_to_merged(per_ticket, starts, walls))
-        print(timeline.breakdown(names, per_ticket))
+        # The ticket's start as a zero-length "agent" before implement's: label → implement.
+        labelled = [[(s, s), *runs] for s, runs in zip(starts, per_ticket, strict=True)]
+        print(timeline.breakdown(("label→implement", *names), labelled))
 
 
 def _label_to_merged(

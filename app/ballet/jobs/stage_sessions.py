@@ -127,6 +127,23 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
         await deliver_crash(jobs.redis, ticket_of(spec), crashed)
         return CRASHED
+    # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
+    # while the issue, the record and the reports are read, not after them; and it
+    # is removed once the result is delivered and applied, not before.
+    workspace = asyncio.create_task(_open_workspace(jobs, spec))
+    try:
+        return await _run_and_deliver(services, jobs, spec, job_try, workspace)
+    finally:
+        await _discard(jobs, workspace)
+
+
+async def _run_and_deliver(
+    services: Services,
+    jobs: SessionJobs,
+    spec: SessionSpec,
+    job_try: int,
+    workspace: asyncio.Task[Workspace],
+) -> str:
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
         # fetch or push must not look like a dead worker to the reconciler, nor
@@ -143,7 +160,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             clock=jobs.clock,
             forget_on=(Retry, asyncio.CancelledError),
         ):
-            result = await _run(jobs, spec, job_try)
+            result = await _run(jobs, spec, job_try, workspace)
             finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
@@ -224,25 +241,19 @@ RUN_STAGE_SESSION_JOB: Function = func(
 )
 
 
-async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionResult:
-    # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
-    # while the issue, the record and the reports are read, not after them.
-    workspace = asyncio.create_task(_open_workspace(jobs, spec))
+async def _run(
+    jobs: SessionJobs, spec: SessionSpec, job_try: int, workspace: asyncio.Task[Workspace]
+) -> SessionResult:
     try:
         runner_spec = await build_runner_spec(jobs, spec)
-    except BaseException as exc:
-        await _discard(jobs, workspace)
-        if isinstance(exc, RateLimited | ForgeUnavailable):
-            defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
-            log.warning(
-                "session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc)
-            )
-            raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
-        if isinstance(exc, ForgeError | ValidationError):
-            return failed_result(
-                f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
-            )
-        raise
+    except (RateLimited, ForgeUnavailable) as exc:
+        defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
+        log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
+        raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
+    except (ForgeError, ValidationError) as exc:
+        return failed_result(
+            f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
+        )
     try:
         return await run_counted(jobs, runner_spec, workspace)
     except (RateLimited, ForgeUnavailable) as exc:
@@ -276,7 +287,7 @@ async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
 
 
 async def _discard(jobs: SessionJobs, workspace: asyncio.Task[Workspace]) -> None:
-    """Remove a workspace made for a session that is not going to run. Its making is
+    """Remove the session's workspace, whether or not the session ran. Its making is
     waited for, not cancelled: a cancelled git would go on writing, unwaited."""
     await asyncio.wait([workspace])
     if not workspace.cancelled() and workspace.exception() is None:

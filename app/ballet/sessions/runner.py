@@ -89,12 +89,14 @@ async def run_session(
     and cancellation propagate, so the caller may retry the job.
 
     `prepared` is this session's workspace being opened already (`open_workspace`
-    for this spec's repository, key, branch and base); the session owns it from
-    here on and removes it when it ends."""
+    for this spec's repository, key, branch and base); the caller removes it when
+    it is done (the session job: once the result is delivered). A workspace this
+    function opens itself, it removes before returning."""
     started = time.monotonic()
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
     key = job_key(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
+    owned = prepared is None
     try:
         if prepared is None:
             prepared = open_workspace(
@@ -108,7 +110,8 @@ async def run_session(
     try:
         return await _run(spec, key, workspace, workspaces, git_auth, env, options, started)
     finally:
-        await workspaces.remove(workspace)
+        if owned:
+            await workspaces.remove(workspace)
 
 
 async def _run(
