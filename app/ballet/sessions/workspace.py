@@ -86,6 +86,7 @@ class Workspaces:
         self.git_env = git_environment(os.environ if parent_env is None else parent_env, git_home)
         # Per mirror: when this process's last successful fetch began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
+        self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
 
     def mirror_path(self, repo: str) -> Path:
         owner, _, name = repo.partition("/")
@@ -114,7 +115,14 @@ class Workspaces:
                 return mirror
             if not (mirror / "HEAD").exists():
                 await self._init_mirror(mirror)
-            await run_git("config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env)
+                self._urls.pop(mirror, None)
+            # The mirror is this worker's alone (no session writes it): a URL set once
+            # by this process stays set, and needs no git process per session.
+            if self._urls.get(mirror) != clone_url:
+                await run_git(
+                    "config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env
+                )
+                self._urls[mirror] = clone_url
             env = auth_environment(self.git_env, token)
             began = time.monotonic()
             try:
