@@ -25,7 +25,7 @@ from ballet.sessions import (
 )
 from ballet.sessions.workspace import WorkspaceError
 from git_repos import remote_refs
-from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript
+from session_helpers import COMMIT_AND_REPORT, MakeSpec, WriteScript, run
 
 # Tries every way into what the next session is made from; notes what it managed.
 PLANT = (
@@ -128,11 +128,7 @@ def test_a_session_leaves_nothing_the_next_one_made_ahead_trusts(
     first = make_spec(
         runtime=make_spec().runtime.model_copy(update={"command": ("plant",), "env": ("PLANTED",)})
     )
-    hostile = asyncio.run(
-        run_session(
-            first, workspaces=workspaces, git_auth=anonymous, parent_env=env, options=options
-        )
-    )
+    hostile = run(first, workspaces, env, options)
     assert hostile.failure_reason is None, hostile.report.summary
     tried = json.loads(planted.read_text())
     # It ran, and the mirror's objects were read-only to it; the rest of the mirror and
