@@ -31,13 +31,21 @@ from urllib.parse import urlsplit
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 
-MIRROR_CONFIG = {
-    "remote.origin.fetch": "+refs/heads/*:refs/heads/*",
-    "gc.auto": "0",
-    "gc.pruneExpire": "never",
-    "maintenance.auto": "false",
-    "fetch.prune": "true",
-}
+# The mirror's own settings, after those `git init --bare` writes. The origin's URL
+# is set by each refresh (never with credentials: see _refuse_credentials).
+MIRROR_CONFIG_TEXT = """\
+[remote "origin"]
+\turl = unset
+\tfetch = +refs/heads/*:refs/heads/*
+\tfetch = +refs/tags/*:refs/tags/*
+[gc]
+\tauto = 0
+\tpruneExpire = never
+[maintenance]
+\tauto = false
+[fetch]
+\tprune = true
+"""
 # An agent's own `git push` fails with this message: Ballet pushes the ticket
 # branch itself after the session, and nothing may write to the shared mirror.
 NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
@@ -192,13 +200,10 @@ class Workspaces:
         if partial.exists():
             await asyncio.to_thread(shutil.rmtree, partial)
         await run_git("init", "--quiet", "--bare", str(partial), cwd=None, env=self.git_env)
-        await run_git("remote", "add", "origin", "unset", cwd=partial, env=self.git_env)
-        for name, value in MIRROR_CONFIG.items():
-            await run_git("config", name, value, cwd=partial, env=self.git_env)
-        await run_git(
-            "config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*",
-            cwd=partial, env=self.git_env,
-        )  # fmt: skip
+        # Appended to the file `git init` wrote, rather than a `git config` process per
+        # setting (eight of them in a row, the first session of a repository waited for).
+        with (partial / "config").open("a") as config:
+            config.write(MIRROR_CONFIG_TEXT)
         partial.rename(mirror)
 
     async def _clone(
