@@ -11,7 +11,7 @@ The job fills in what the engine does not carry (`session_specs`; the git
 token is asked for when git needs it), runs the session while beating a
 heartbeat key the reconciler watches, keeps its report and handoff as the
 ticket's artifacts and sends a SessionFinished to the ticket pipeline
-through the events queue.
+through the events queue, then applies it at once itself (`_apply_now`).
 """
 
 from __future__ import annotations
