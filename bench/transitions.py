@@ -12,14 +12,19 @@ SessionFinished job, the engine, the GitHub writes, the session job, the clone.
 Prints p50/p90 per transition (implement→review, review→verify) and of
 label→merged (verify's end → merge is the integrate stage, no process), with
 write pacing off (as in the sandbox) or on (`--spacing 0.75`, GitHub's pace).
+`--phases` also prints where a transition's time goes: the bench wraps the steps
+between two agent processes (push, the SessionFinished job, each effect, the
+session job, the workspace, each git command, the sandbox) and prints, per
+transition, each step's median start (ms after the agent's end) and duration.
 
-    .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2]
+    .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import tempfile
 import time
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import timeline
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import running_stack
@@ -57,10 +63,15 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, Any]) -> None:
+async def main(
+    tickets: int, spacing: float, data: Path, overrides: dict[str, Any], phases: bool
+) -> None:
+    if phases:
+        timeline.install()
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
     walls: list[float] = []
     per_ticket: list[list[tuple[float, float]]] = []
+    starts: list[float] = []  # when each ticket was filed
     async with running_stack(data, write_spacing_seconds=spacing, **overrides) as stack:
         for index in range(1, tickets + 1):
             created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
@@ -72,6 +83,7 @@ async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, An
             await wait_until(stack, repo, number, merged, timeout=180)
             walls.append(time.monotonic() - start)
             per_ticket.append(RUNS[first:])
+            starts.append(start)
     gaps: dict[str, list[float]] = defaultdict(list)
     names = ("implement→review", "review→verify")
     for runs in per_ticket:
@@ -87,6 +99,29 @@ async def main(tickets: int, spacing: float, data: Path, overrides: dict[str, An
         f"{'label→merged (s)':<22} {statistics.median(walls):>8.2f} {pct(walls, 0.9):>8.2f} "
         f"{len(walls):>3}"
     )
+    if phases:
+        print(_label_to_merged(per_ticket, starts, walls))
+        # The ticket's start as a zero-length "agent" before implement's: label → implement.
+        labelled = [[(s, s), *runs] for s, runs in zip(starts, per_ticket, strict=True)]
+        print(timeline.breakdown(("label→implement", *names), labelled))
+
+
+def _label_to_merged(
+    per_ticket: list[list[tuple[float, float]]], starts: list[float], walls: list[float]
+) -> str:
+    """Label → merged, in parts: to the first agent, the agents, the transitions, the
+    integrate stage (the last agent's end → merged: checks, then the merge)."""
+    parts: dict[str, list[float]] = defaultdict(list)
+    for runs, start, wall in zip(per_ticket, starts, walls, strict=True):
+        if not runs:
+            continue
+        parts["label → first agent"].append(runs[0][0] - start)
+        parts["agents running"].append(sum(end - begin for begin, end in runs))
+        parts["between agents"].append(sum(b[0] - a[1] for a, b in itertools.pairwise(runs)))
+        parts["last agent → merged"].append(start + wall - runs[-1][1])
+    lines = ["\nlabel→merged, in parts (median s)"]
+    lines += [f"  {name:<34} {statistics.median(v):>6.2f}" for name, v in parts.items()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
@@ -94,8 +129,9 @@ if __name__ == "__main__":
     parser.add_argument("--tickets", type=int, default=5)
     parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
     parser.add_argument("--poll", type=float, default=None, help="queue poll delay, seconds")
+    parser.add_argument("--phases", action="store_true", help="print each step's timing")
     args = parser.parse_args()
     configure_logging("warning")
     extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
-        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra))
+        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra, args.phases))

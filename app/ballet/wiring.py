@@ -30,6 +30,7 @@ from ballet.github.client import GitHubAppCredentials
 from ballet.github.forge import Forge
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.redelivery import Redeliveries
 from ballet.jobs.services import (
     DeliveryConsumer,
@@ -78,21 +79,26 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             " redeliver from the App's settings any delivery that should start a ticket"
         )
         return services_for(settings, redis, LoggingConsumer())
+    session_jobs = session_jobs_for(
+        settings,
+        redis,
+        edge.store,
+        edge.github.for_installation,
+        find_installation=edge.github.installation_of,
+        installations=edge.github.installations,
+    )
+    launcher.prefetch = session_jobs.prefetch
+    closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose,)
+    if session_jobs.prefetch is not None:
+        closers += (session_jobs.prefetch.aclose,)
     return services_for(
         settings,
         redis,
         edge.service,
         tickets=edge.service,
-        session_jobs=session_jobs_for(
-            settings,
-            redis,
-            edge.store,
-            edge.github.for_installation,
-            find_installation=edge.github.installation_of,
-            installations=edge.github.installations,
-        ),
+        session_jobs=session_jobs,
         redeliveries=Redeliveries(redis, edge.github, clock=lambda: datetime.now(UTC)),
-        closers=(edge.aclose,),
+        closers=closers,
     )
 
 
@@ -193,11 +199,13 @@ def session_jobs_for(
         find_installation=find_installation,
         installations=installations,
     )
+    workspaces = Workspaces(settings.workspaces, parent_env=parent_env)
     jobs = SessionJobs(
         redis=redis,
         tickets=tickets,
         links=TicketLinksReader(redis, tickets.forge_for, store.cached),
-        workspaces=Workspaces(settings.workspaces, parent_env=parent_env),
+        workspaces=workspaces,
+        prefetch=MirrorPrefetch(workspaces, tickets),
         artifacts=Artifacts(redis),
         parent_env=parent_env,
         options=options or SessionOptions(isolation=isolation_for(settings)),

@@ -126,6 +126,7 @@ def test_job_modules_share_types_only_through_the_bottom() -> None:
         "ballet.jobs.artifacts",
         "ballet.jobs.heartbeats",
         "ballet.jobs.redelivery",
+        "ballet.jobs.prefetch",
     }
     edges = graph()
     for module in bottom:

@@ -18,6 +18,7 @@ from arq.connections import ArqRedis
 from ballet.core.events import AnyEvent
 from ballet.github.payloads import Envelope
 from ballet.jobs.artifacts import Artifacts
+from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.redelivery import Redeliveries
 from ballet.queue import DeliveryQueue
 from ballet.sessions import SessionOptions, Workspaces
@@ -66,6 +67,7 @@ class SessionJobs:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
     links: TicketLinksReader | None = None  # None: sessions get no epic or lineage
+    prefetch: MirrorPrefetch | None = None  # the mirror fetched as a session is launched
 
 
 @dataclass

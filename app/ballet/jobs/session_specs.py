@@ -8,11 +8,16 @@ session queued behind busy slots sees the ticket as it is when it runs.
 
 from __future__ import annotations
 
+import asyncio
+from typing import TypeVar
+
 from ballet.core.effects import SessionSpec
 from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
+
+_T = TypeVar("_T")
 
 
 def ticket_of(spec: SessionSpec) -> str:
@@ -31,11 +36,19 @@ def runner_stage_id(spec: SessionSpec) -> str:
 async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
     """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
     ticket = ticket_of(spec)
-    record = await jobs.tickets.record(ticket)
+    # Four reads of their own (Redis, GitHub), together: one round trip's wait, not four.
+    reads = await asyncio.gather(
+        jobs.tickets.record(ticket),
+        jobs.tickets.issue(spec.repo, spec.issue),
+        jobs.artifacts.earlier_reports(ticket),
+        jobs.tickets.clone_url(spec.repo),
+        return_exceptions=True,
+    )
+    record = _value(reads[0])  # a stale session is told so before any other error
     run = record.open_run if record else None
     if record is not None and (run is None or run.job_key != spec.job_key):
         raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
-    issue = await jobs.tickets.issue(spec.repo, spec.issue)
+    issue, earlier_reports, clone_url = _value(reads[1]), _value(reads[2]), _value(reads[3])
     links = None
     if jobs.links is not None:
         links = await jobs.links.read(
@@ -82,9 +95,15 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
         branch=spec.branch,
         base=spec.base,
         pr_number=spec.pr_number,
-        earlier_reports=await jobs.artifacts.earlier_reports(ticket),
+        earlier_reports=earlier_reports,
         answers=answers,
         handoff=spec.handoff,
-        clone_url=await jobs.tickets.clone_url(spec.repo),
+        clone_url=clone_url,
         links=links or TicketLinks(),
     )
+
+
+def _value(outcome: _T | BaseException) -> _T:
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome

@@ -11,13 +11,14 @@ The job fills in what the engine does not carry (`session_specs`; the git
 token is asked for when git needs it), runs the session while beating a
 heartbeat key the reconciler watches, keeps its report and handoff as the
 ticket's artifacts and sends a SessionFinished to the ticket pipeline
-through the events queue.
+through the events queue, then applies it at once itself (`_apply_now`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Any
 
 import structlog
@@ -31,14 +32,17 @@ from ballet import metrics
 from ballet.core.effects import CancelSession, SessionSpec, StartSession
 from ballet.core.events import SessionCrashed, SessionFinished
 from ballet.core.report import Report
+from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import beating, last_beat
+from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.queue import SESSIONS_QUEUE
-from ballet.sessions import RunnerSpec, SessionResult, run_session
+from ballet.sessions import RunnerSpec, SessionResult, open_workspace, run_session
+from ballet.sessions.workspace import Workspace
 from ballet.tickets.live import LiveTickets
 
 log = structlog.get_logger("ballet.jobs.stage_sessions")
@@ -65,9 +69,11 @@ async def is_launched(redis: ArqRedis, job_key: str) -> bool:
 class ArqSessionLauncher:
     """The `SessionLauncher` of the GitHub edge, on the sessions queue."""
 
-    def __init__(self, redis: ArqRedis) -> None:
+    def __init__(self, redis: ArqRedis, prefetch: MirrorPrefetch | None = None) -> None:
         self._redis = redis
         self._live = LiveTickets(redis)
+        # Set once the worker's session jobs are built (wiring), when it runs sessions.
+        self.prefetch = prefetch
 
     async def launch(self, effect: StartSession) -> None:
         job_key = effect.spec.job_key
@@ -86,6 +92,8 @@ class ArqSessionLauncher:
         )
         # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
         await self._redis.set(marker, "1", ex=KEEP_SECONDS)
+        if job is not None and self.prefetch is not None:
+            self.prefetch.launched(job_key, effect.spec.repo)
         log.info("session launched" if job else "session already queued", job_key=job_key)
 
     async def cancel(self, effect: CancelSession) -> None:
@@ -119,6 +127,23 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
         await deliver_crash(jobs.redis, ticket_of(spec), crashed)
         return CRASHED
+    # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
+    # while the issue, the record and the reports are read, not after them; and it
+    # is removed once the result is delivered and applied, not before.
+    workspace = asyncio.create_task(_open_workspace(jobs, spec))
+    try:
+        return await _run_and_deliver(services, jobs, spec, job_try, workspace)
+    finally:
+        await _discard(jobs, workspace)
+
+
+async def _run_and_deliver(
+    services: Services,
+    jobs: SessionJobs,
+    spec: SessionSpec,
+    job_try: int,
+    workspace: asyncio.Task[Workspace],
+) -> str:
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
         # fetch or push must not look like a dead worker to the reconciler, nor
@@ -135,11 +160,12 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             clock=jobs.clock,
             forget_on=(Retry, asyncio.CancelledError),
         ):
-            result = await _run(jobs, spec, job_try)
-            await _deliver(jobs, spec, result)
+            result = await _run(jobs, spec, job_try, workspace)
+            finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"
+    await _apply_now(services, ticket_of(spec), finished, finished_event_id(spec.job_key))
     log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
     return result.report.outcome
 
@@ -156,7 +182,7 @@ def _session_of(jobs: SessionJobs, spec: SessionSpec) -> dict[str, Any]:
     }
 
 
-async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> None:
+async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> SessionFinished:
     """Keep the report and handoff as the ticket's artifact, then queue SessionFinished."""
     await jobs.artifacts.add(
         ticket_of(spec),
@@ -180,6 +206,24 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
     await send_ticket_event(
         jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
     )
+    return event
+
+
+async def _apply_now(
+    services: Services, ticket: str, event: SessionFinished, event_id: str
+) -> None:
+    """Apply the session's result here and now, instead of a queue poll later.
+
+    It is queued first (`_deliver`), so it is never lost: should this worker die or
+    GitHub fail here, the queued job applies it. Both go through the ticket
+    service under the ticket's lock with the same event id, so whichever comes
+    second finds it applied and does nothing."""
+    if services.tickets is None:
+        return
+    try:
+        await services.tickets.handle(ticket, event, event_id=event_id)
+    except Exception as exc:
+        log.info("session result left to its queued job", ticket=ticket, reason=repr(exc))
 
 
 CRASHED = "crashed"
@@ -197,7 +241,9 @@ RUN_STAGE_SESSION_JOB: Function = func(
 )
 
 
-async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionResult:
+async def _run(
+    jobs: SessionJobs, spec: SessionSpec, job_try: int, workspace: asyncio.Task[Workspace]
+) -> SessionResult:
     try:
         runner_spec = await build_runner_spec(jobs, spec)
     except (RateLimited, ForgeUnavailable) as exc:
@@ -209,7 +255,7 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
             f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
         )
     try:
-        return await run_counted(jobs, runner_spec)
+        return await run_counted(jobs, runner_spec, workspace)
     except (RateLimited, ForgeUnavailable) as exc:
         # GitHub failed the clone's or the push's token past its retries: nothing was
         # pushed, so the session runs again later rather than the stage failing on it.
@@ -222,7 +268,35 @@ async def _run(jobs: SessionJobs, spec: SessionSpec, job_try: int) -> SessionRes
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
 
 
-async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
+async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
+    key = job_key(ticket_of(spec), runner_stage_id(spec), spec.iteration, spec.attempt, spec.phase)
+    clone_url, token = await asyncio.gather(
+        jobs.tickets.clone_url(spec.repo), jobs.tickets.git_token(spec.repo)
+    )
+    launched = jobs.prefetch.launched_at(spec.job_key) if jobs.prefetch else None
+    return await open_workspace(
+        jobs.workspaces,
+        fresh_since=launched,
+        repo=spec.repo,
+        clone_url=clone_url,
+        token=token,
+        key=key,
+        branch=spec.branch,
+        base=spec.base,
+    )
+
+
+async def _discard(jobs: SessionJobs, workspace: asyncio.Task[Workspace]) -> None:
+    """Remove the session's workspace, whether or not the session ran. Its making is
+    waited for, not cancelled: a cancelled git would go on writing, unwaited."""
+    await asyncio.wait([workspace])
+    if not workspace.cancelled() and workspace.exception() is None:
+        await jobs.workspaces.remove(workspace.result())
+
+
+async def run_counted(
+    jobs: SessionJobs, spec: RunnerSpec, workspace: Awaitable[Workspace] | None = None
+) -> SessionResult:
     """`run_session`, counted in the session metrics by adapter and how it ended."""
     adapter = spec.runtime.adapter
     try:
@@ -233,6 +307,7 @@ async def run_counted(jobs: SessionJobs, spec: RunnerSpec) -> SessionResult:
                 git_auth=jobs.tickets.git_token,
                 parent_env=jobs.parent_env,
                 options=jobs.options,
+                prepared=workspace,
             )
     except Exception:
         metrics.SESSIONS.labels(adapter, "error").inc()

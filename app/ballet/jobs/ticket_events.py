@@ -5,7 +5,9 @@ enqueues `apply_ticket_event` on the events queue, whose job hands the event
 to the GitHub edge's ticket service, which applies it under the ticket's lock
 (lock → load → advance → save → effects). The arq job id is derived from the
 event id, so one event is queued once however often it is sent, and the
-ticket service's applied-event window refuses a second application.
+ticket service's applied-event window refuses a second application. (A
+session job, once its result is queued, also hands it to the ticket service
+itself, to save the queue's poll; the queued job then finds it applied.)
 """
 
 from __future__ import annotations

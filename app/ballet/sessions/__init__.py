@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ballet.sessions.git_auth import GitAuth, anonymous, static_token
 from ballet.sessions.routing import ModelChoice, route
-from ballet.sessions.runner import SessionOptions, run_session
+from ballet.sessions.runner import SessionOptions, open_workspace, run_session
 from ballet.sessions.spec import (
     Answer,
     EarlierReport,
@@ -41,6 +41,7 @@ __all__ = [
     "WorkspaceError",
     "Workspaces",
     "anonymous",
+    "open_workspace",
     "route",
     "run_session",
     "static_token",

@@ -17,7 +17,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +54,26 @@ class SessionOptions:
     isolation: Isolation = field(default_factory=Isolation)  # confined by default
 
 
+async def open_workspace(
+    workspaces: Workspaces,
+    *,
+    repo: str,
+    clone_url: str,
+    token: str | None,
+    key: str,
+    branch: str | None,
+    base: str,
+    fresh_since: float | None = None,
+) -> Workspace:
+    """Refresh the repository's mirror and make the session's fresh clone of it.
+
+    Needs only what the engine's session spec names, so a session job may run it
+    while it reads the issue and the record (`run_session(prepared=...)`).
+    `fresh_since`: a fetch begun since then will do (`Workspaces.refresh`)."""
+    await workspaces.refresh(repo, clone_url, token, since=fresh_since)
+    return await workspaces.create(repo, key=key, branch=branch, base=base)
+
+
 async def run_session(
     spec: RunnerSpec,
     *,
@@ -61,27 +81,37 @@ async def run_session(
     git_auth: GitAuth,
     parent_env: Mapping[str, str] | None = None,
     options: SessionOptions | None = None,
+    prepared: Awaitable[Workspace] | None = None,
 ) -> SessionResult:
     """Run one session. `parent_env` is the worker's environment (default: os.environ),
     from which only the allowlist reaches the session. A session that goes wrong
     returns a `failed` result; only `git_auth`'s own errors (GitHub unreachable)
-    and cancellation propagate, so the caller may retry the job."""
+    and cancellation propagate, so the caller may retry the job.
+
+    `prepared` is this session's workspace being opened already (`open_workspace`
+    for this spec's repository, key, branch and base); the caller removes it when
+    it is done (the session job: once the result is delivered). A workspace this
+    function opens itself, it removes before returning."""
     started = time.monotonic()
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
     key = job_key(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
+    owned = prepared is None
     try:
-        token = await git_auth(spec.ticket.repo)
-        await workspaces.refresh(spec.ticket.repo, spec.clone_url, token)
-        workspace = await workspaces.create(
-            spec.ticket.repo, key=key, branch=spec.branch, base=spec.base
-        )
+        if prepared is None:
+            prepared = open_workspace(
+                workspaces, repo=spec.ticket.repo, clone_url=spec.clone_url,
+                token=await git_auth(spec.ticket.repo), key=key, branch=spec.branch,
+                base=spec.base,
+            )  # fmt: skip
+        workspace = await prepared
     except (WorkspaceError, GitError) as error:
         return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
     try:
         return await _run(spec, key, workspace, workspaces, git_auth, env, options, started)
     finally:
-        await workspaces.remove(workspace)
+        if owned:
+            await workspaces.remove(workspace)
 
 
 async def _run(

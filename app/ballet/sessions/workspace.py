@@ -22,6 +22,7 @@ import fcntl
 import os
 import re
 import shutil
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,17 +31,28 @@ from urllib.parse import urlsplit
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 
-MIRROR_CONFIG = {
-    "remote.origin.fetch": "+refs/heads/*:refs/heads/*",
-    "gc.auto": "0",
-    "gc.pruneExpire": "never",
-    "maintenance.auto": "false",
-    "fetch.prune": "true",
-}
+# The mirror's own settings, after those `git init --bare` writes. The origin's URL
+# is set by each refresh (never with credentials: see _refuse_credentials).
+MIRROR_CONFIG_TEXT = """\
+[remote "origin"]
+\turl = unset
+\tfetch = +refs/heads/*:refs/heads/*
+\tfetch = +refs/tags/*:refs/tags/*
+[gc]
+\tauto = 0
+\tpruneExpire = never
+[maintenance]
+\tauto = false
+[fetch]
+\tprune = true
+"""
 # An agent's own `git push` fails with this message: Ballet pushes the ticket
 # branch itself after the session, and nothing may write to the shared mirror.
 NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
 _KEY = re.compile(r"[^A-Za-z0-9_.-]+")
+# How long a fetch counts as fresh for a refresh asked `since` its start: long enough
+# for a session job to follow its launch, far shorter than anything a person does.
+FRESH_SECONDS = 5.0
 
 
 class WorkspaceError(Exception):
@@ -80,6 +92,9 @@ class Workspaces:
         git_home = self.root / "git-home"
         git_home.mkdir(parents=True, exist_ok=True)
         self.git_env = git_environment(os.environ if parent_env is None else parent_env, git_home)
+        # Per mirror: when this process's last successful fetch began and ended.
+        self._fetched: dict[Path, tuple[float, float]] = {}
+        self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
 
     def mirror_path(self, repo: str) -> Path:
         owner, _, name = repo.partition("/")
@@ -87,19 +102,42 @@ class Workspaces:
             raise WorkspaceError(f"repository {repo!r} is not of the form owner/name")
         return self.root / "mirrors" / owner / f"{name}.git"
 
-    async def refresh(self, repo: str, clone_url: str, token: str | None) -> Path:
-        """Create the mirror or fetch into it (incremental); returns its path."""
+    async def refresh(
+        self, repo: str, clone_url: str, token: str | None, *, since: float | None = None
+    ) -> Path:
+        """Create the mirror or fetch into it (incremental); returns its path.
+
+        With `since` (a `time.monotonic()` of this process), a fetch this process began
+        at or after it, and finished less than FRESH_SECONDS ago, is taken as this
+        one: the mirror is as fresh as the caller asked (see jobs/prefetch.py)."""
         _refuse_credentials(clone_url)
         mirror = self.mirror_path(repo)
         async with self._locked(mirror):
+            fetched = self._fetched.get(mirror)
+            if (
+                since is not None
+                and fetched is not None
+                and fetched[0] >= since
+                and time.monotonic() - fetched[1] < FRESH_SECONDS
+            ):
+                return mirror
             if not (mirror / "HEAD").exists():
                 await self._init_mirror(mirror)
-            await run_git("config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env)
+                self._urls.pop(mirror, None)
+            # The mirror is this worker's alone (no session writes it): a URL set once
+            # by this process stays set, and needs no git process per session.
+            if self._urls.get(mirror) != clone_url:
+                await run_git(
+                    "config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env
+                )
+                self._urls[mirror] = clone_url
             env = auth_environment(self.git_env, token)
+            began = time.monotonic()
             try:
                 await run_git(
                     "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env
                 )
+                self._fetched[mirror] = (began, time.monotonic())
             except GitError as error:
                 raise WorkspaceError(
                     f"could not fetch {repo} from {clone_url}: {error.stderr.strip()}; "
@@ -162,20 +200,22 @@ class Workspaces:
         if partial.exists():
             await asyncio.to_thread(shutil.rmtree, partial)
         await run_git("init", "--quiet", "--bare", str(partial), cwd=None, env=self.git_env)
-        await run_git("remote", "add", "origin", "unset", cwd=partial, env=self.git_env)
-        for name, value in MIRROR_CONFIG.items():
-            await run_git("config", name, value, cwd=partial, env=self.git_env)
-        await run_git(
-            "config", "--add", "remote.origin.fetch", "+refs/tags/*:refs/tags/*",
-            cwd=partial, env=self.git_env,
-        )  # fmt: skip
+        # Appended to the file `git init` wrote, rather than a `git config` process per
+        # setting (eight of them in a row, the first session of a repository waited for).
+        with (partial / "config").open("a") as config:
+            config.write(MIRROR_CONFIG_TEXT)
         partial.rename(mirror)
 
     async def _clone(
         self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
     ) -> tuple[str, str, bool]:
         env = self.git_env
-        await run_git(
+        target = branch or base
+        # The clone, the branch name's check and the reading of the heads are three git
+        # processes of their own: run together, not one after the other. The heads are
+        # read from the mirror (the clone's origin/* are copied from it) and the
+        # checkout names the commit, so a fetch between the two changes nothing here.
+        clone_command = run_git(
             "clone", "--quiet", "--shared", "--no-checkout",
             "-c", f"user.name={self.identity.name}",
             "-c", f"user.email={self.identity.email}",
@@ -183,15 +223,20 @@ class Workspaces:
             str(mirror), str(clone),
             cwd=None, env=env,
         )  # fmt: skip
-        target = branch or base
-        valid, _, _ = await run_git(
-            "check-ref-format", "--branch", target, cwd=clone, env=env, check=False
+        cloned, valid, heads = await asyncio.gather(
+            clone_command,
+            run_git("check-ref-format", "--branch", target, cwd=mirror, env=env, check=False),
+            _mirror_heads(mirror, (target, base), env),
+            return_exceptions=True,
         )
-        if valid != 0:
+        for outcome in (cloned, valid, heads):
+            if isinstance(outcome, BaseException):
+                raise outcome
+        assert not isinstance(valid, BaseException) and not isinstance(heads, BaseException)
+        if valid[0] != 0:
             raise WorkspaceError(
                 f"{target!r} is not a valid branch name; fix the pipeline's `branch:`"
             )
-        heads = await _remote_heads(clone, (target, base), env)
         existed = target in heads
         start = target if existed else base
         if start not in heads:
@@ -205,7 +250,7 @@ class Workspaces:
         # one worker would be ~5 ms faster. The slow disk is the case worth winning.
         await run_git(
             "-c", "checkout.workers=0",
-            "checkout", "--quiet", "--no-track", "-B", target, f"origin/{start}",
+            "checkout", "--quiet", "--no-track", "-B", target, heads[start],
             cwd=clone, env=env,
         )  # fmt: skip
         return heads[start], target, existed
@@ -226,16 +271,16 @@ class Workspaces:
             os.close(fd)  # closing releases the flock
 
 
-async def _remote_heads(
-    clone: Path, branches: tuple[str, ...], env: Mapping[str, str]
+async def _mirror_heads(
+    mirror: Path, branches: tuple[str, ...], env: Mapping[str, str]
 ) -> dict[str, str]:
-    """The commit of each of `branches` the clone has from origin, in one git process
-    (which also gives the start commit: no `rev-parse HEAD` after the checkout)."""
-    refs = [f"refs/remotes/origin/{branch}" for branch in branches]
+    """The commit of each of `branches` in the mirror, in one git process (which also
+    gives the start commit: no `rev-parse HEAD` after the checkout)."""
+    refs = [f"refs/heads/{branch}" for branch in branches]
     _, out, _ = await run_git(
-        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=clone, env=env
+        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=mirror, env=env
     )
-    # A pattern also matches refs below it (origin/main/x): keep exact names only.
+    # A pattern also matches refs below it (main/x): keep exact names only.
     found: dict[str, str] = {}
     for line in out.splitlines():
         sha, _, ref = line.partition(" ")

@@ -1,0 +1,67 @@
+"""Refreshing a repository's mirror the moment a session of it is launched.
+
+Between the engine launching a session and a session job picking it up lie a
+queue poll and a busy event loop (the launching transition's GitHub writes);
+the session job's first and longest step is then fetching the mirror. So the
+worker that launches a session starts that fetch at once, in the background,
+and notes when it launched it; a session job of this process then takes a
+fetch begun at or after its launch (and finished moments ago, see
+`Workspaces.refresh`) as its own. The session still sees GitHub as it was after
+the engine decided to start it, and still gets its own fresh clone.
+
+Worker-local and best effort: a session picked up by another worker (or a
+failed prefetch) fetches for itself, as without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+
+import structlog
+
+from ballet.sessions import Workspaces
+from ballet.tickets.source import TicketSource
+
+log = structlog.get_logger("ballet.jobs.prefetch")
+
+# Launch times kept for sessions that may run here; older ones are dropped (their
+# session ran elsewhere, or so late that a fetch of its launch is stale anyway).
+KEEP_LAUNCHES = 1024
+
+
+class MirrorPrefetch:
+    def __init__(self, workspaces: Workspaces, tickets: TicketSource) -> None:
+        self._workspaces = workspaces
+        self._tickets = tickets
+        self._launched: OrderedDict[str, float] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def launched(self, job_key: str, repo: str) -> None:
+        """A session of `repo` was just queued: note when, and start fetching."""
+        self._launched[job_key] = time.monotonic()
+        while len(self._launched) > KEEP_LAUNCHES:
+            self._launched.popitem(last=False)
+        task = asyncio.create_task(self._refresh(repo))
+        self._tasks.add(task)  # a task nobody holds may be collected mid-fetch
+        task.add_done_callback(self._tasks.discard)
+
+    def launched_at(self, job_key: str) -> float | None:
+        """When this process launched the session, if it did (taken once)."""
+        return self._launched.pop(job_key, None)
+
+    async def _refresh(self, repo: str) -> None:
+        try:
+            url, token = await asyncio.gather(
+                self._tickets.clone_url(repo), self._tickets.git_token(repo)
+            )
+            await self._workspaces.refresh(repo, url, token)
+        except Exception as exc:
+            # The session's own refresh fetches, and reports what goes wrong.
+            log.info("mirror prefetch failed", repo=repo, error=repr(exc))
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

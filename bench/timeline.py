@@ -1,0 +1,128 @@
+"""Where a transition's time goes: spans of the steps between two agent processes.
+
+`install()` wraps, in place, the functions a transition passes through (the push,
+the SessionFinished job, each effect, the session job, the workspace, each git
+command, the sandbox) so that every call is noted as a span (name, start, end).
+`breakdown()` then lists, for each transition of a ticket, the spans that began
+between one agent's end and the next agent's start, as offsets from the end.
+
+Only for benches: it patches module and class attributes of the running process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ballet.jobs import artifacts, stage_sessions
+from ballet.sessions import push, runner, workspace
+from ballet.tickets import interpret, service, source, store
+
+
+@dataclass(frozen=True)
+class Span:
+    name: str
+    start: float
+    end: float
+
+
+SPANS: list[Span] = []
+
+
+def _timed(name: str | Callable[..., str], fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            label = name(*args, **kwargs) if callable(name) else name
+            SPANS.append(Span(label, start, time.monotonic()))
+
+    return wrapper
+
+
+def _timed_context(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """An async context manager whose entering is the span (e.g. starting the proxy)."""
+
+    @contextlib.asynccontextmanager
+    async def wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        start = time.monotonic()
+        async with fn(*args, **kwargs) as value:
+            SPANS.append(Span(name, start, time.monotonic()))
+            yield value
+
+    return wrapper
+
+
+def _git_name(*args: str, **_: Any) -> str:
+    return f"git {args[0]}" if args[0] != "-c" else f"git {args[2]}"
+
+
+def _effect_name(_self: Any, effect: Any) -> str:
+    return f"effect {effect.kind}"
+
+
+def _event_name(_self: Any, _key: str, event: Any, **_: Any) -> str:
+    return f"apply {event.kind} (locked)"
+
+
+def install() -> None:
+    """Wrap the steps of a transition (idempotent per process: call once)."""
+    for module in (workspace, push):
+        module.run_git = _timed(_git_name, module.run_git)  # type: ignore[attr-defined]
+    runner.push_ticket_branch = _timed("push", runner.push_ticket_branch)  # type: ignore[attr-defined]
+    runner.confined = _timed_context("confine (proxy up)", runner.confined)  # type: ignore[attr-defined]
+    for module, attr, label in (
+        (stage_sessions, "_deliver", "deliver result"),
+        (stage_sessions, "send_ticket_event", "enqueue event"),
+        (stage_sessions, "_run", "session job"),
+        (stage_sessions, "build_runner_spec", "runner spec"),
+    ):
+        setattr(module, attr, _timed(label, getattr(module, attr)))
+    for cls, attr, label in (
+        (source.GitHubTicketSource, "git_token", "git token"),
+        (source.GitHubTicketSource, "clone_url", "clone url"),
+        (source.GitHubTicketSource, "issue", "issue (GitHub)"),
+        (artifacts.Artifacts, "earlier_reports", "earlier reports"),
+        (artifacts.Artifacts, "add", "artifacts add"),
+        (service.TicketService, "handle", _event_name),
+        (store.RecordStore, "load", "record load"),
+        (store.RecordStore, "commit", "record commit"),
+        (stage_sessions.ArqSessionLauncher, "launch", "launch"),
+        (workspace.Workspaces, "refresh", "mirror refresh"),
+        (workspace.Workspaces, "create", "workspace create"),
+    ):
+        setattr(cls, attr, _timed(label, getattr(cls, attr)))
+    interpret.Interpreter.apply = _timed(_effect_name, interpret.Interpreter.apply)  # type: ignore[method-assign]
+
+
+def breakdown(
+    names: Sequence[str], runs_per_ticket: Sequence[Sequence[tuple[float, float]]]
+) -> str:
+    """Per transition: each step's median start after the agent's end, and duration."""
+    lines: list[str] = []
+    for index, name in enumerate(names):
+        offsets: dict[str, list[float]] = defaultdict(list)
+        durations: dict[str, list[float]] = defaultdict(list)
+        for runs in runs_per_ticket:
+            if len(runs) <= index + 1:
+                continue
+            end, next_start = runs[index][1], runs[index + 1][0]
+            for span in SPANS:
+                if end - 0.001 <= span.start <= next_start:
+                    offsets[span.name].append((span.start - end) * 1000)
+                    durations[span.name].append((span.end - span.start) * 1000)
+        lines.append(f"\n{name}: step (median start after the agent's end, duration, calls)")
+        order = sorted(offsets, key=lambda step: statistics.median(offsets[step]))
+        for step in order:
+            start, took = statistics.median(offsets[step]), statistics.median(durations[step])
+            calls = len(offsets[step]) / max(1, len(runs_per_ticket))
+            lines.append(f"  {step:<34} +{start:>6.0f} ms  {took:>6.0f} ms  x{calls:.1f}")
+    return "\n".join(lines)
