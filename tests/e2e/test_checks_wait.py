@@ -7,31 +7,23 @@ head's verdict is read once a checks wait needs it (docs/performance.md).
 from __future__ import annotations
 
 import pytest
+from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from scenarios import assert_merged_cleanly, merged, new_repo, outcomes, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
-CHECKS_YML = """\
-trigger_label: ballet
-runtimes:
-  script: {adapter: command, command: [python3, .ballet/agent.py]}
-default_runtime: script
-pipelines:
-  default:
-    iteration_limit: 3
-    stages:
-      - {id: implement, kind: agent, skills: [implementer], timeout_minutes: 5,
-         next: {done: review}}
-      - {id: review, kind: agent, skills: [reviewer], timeout_minutes: 5,
-         next: {approve: ci, changes_requested: implement}}
-      - {id: ci, kind: platform, wait_for: checks, timeout_minutes: 10,
-         next: {pass: integrate, fail: implement}}
-      - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
-"""
+# The demo's pipeline with CI waited for where the verify session was.
+CHECKS_YML = demo.BALLET_YML.replace("approve: verify", "approve: ci").replace(
+    """      - {id: verify, kind: agent, skills: [verifier], timeout_minutes: 5,
+         next: {pass: integrate, fail: implement}}""",
+    """      - {id: ci, kind: platform, wait_for: checks, timeout_minutes: 10,
+         next: {pass: integrate, fail: implement}}""",
+)
 
 
 async def test_a_checks_stage_returns_red_ci_and_passes_green(stack: Stack) -> None:
+    assert "wait_for: checks" in CHECKS_YML and "id: verify" not in CHECKS_YML
     repo = await new_repo(stack, "checks-wait", ballet_yml=CHECKS_YML)
     # Review takes its time, so CI on implement's head finishes while it runs.
     directives = "demo:break-ci=yes@1\ndemo:sleep-review=3"
