@@ -17,7 +17,9 @@ What githubkit gives us, set up here:
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -195,23 +197,15 @@ class GitHubClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
     ) -> httpx.Response:
-        try:
+        with forge_errors(method, path):
             response = await self._gh.arequest(method, path, json=json, params=params)
-        except RateLimitExceeded as exc:
-            raise RateLimited(
-                max(exc.retry_after.total_seconds(), 1.0), reason=f"{method} {path}: rate limited"
-            ) from exc
-        except RequestFailed as exc:
-            raise failure(method, path, exc.response.raw_response) from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
         return response.raw_response
 
     async def installation_token(self) -> str:
         """The installation token, without spending a request on the API: githubkit's
         auth flow is run on a request that is never sent, so only a token it does
         not hold yet (none cached in Redis, or about to expire) costs one POST."""
-        try:
+        with forge_errors("POST", "access_tokens"):
             async with self._gh.get_async_client() as client:
                 probe = client.build_request("GET", "/")
                 flow = self._gh.auth.get_auth_flow(self._gh).async_auth_flow(probe)
@@ -219,12 +213,6 @@ class GitHubClient:
                 while outgoing is not probe:
                     outgoing = await flow.asend(await client.send(outgoing, auth=None))
                 await flow.aclose()
-        except RateLimitExceeded as exc:
-            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
-        except RequestFailed as exc:
-            raise failure("POST", "access_tokens", exc.response.raw_response) from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"installation token: {exc!r}") from exc
         scheme, _, token = str(probe.headers.get("authorization", "")).partition(" ")
         if scheme.lower() != "token" or not token:
             raise ForgeError("githubkit's auth flow gave no installation token")
@@ -245,16 +233,26 @@ class GitHubClient:
         return items
 
     async def graphql(self, query: str, variables: dict[str, Any]) -> None:
-        try:
-            await self._gh.async_graphql(query, variables)
-        except RateLimitExceeded as exc:
-            raise RateLimited(max(exc.retry_after.total_seconds(), 1.0)) from exc
-        except RequestFailed as exc:
-            raise failure("POST", "graphql", exc.response.raw_response) from exc
-        except GraphQLFailed as exc:
-            raise ForgeError(f"GraphQL: {exc!r}") from exc
-        except RequestError as exc:
-            raise ForgeUnavailable(f"GraphQL: {exc!r}") from exc
+        with forge_errors("POST", "graphql"):
+            try:
+                await self._gh.async_graphql(query, variables)
+            except GraphQLFailed as exc:
+                raise ForgeError(f"GraphQL: {exc!r}") from exc
+
+
+@contextlib.contextmanager
+def forge_errors(method: str, path: str) -> Iterator[None]:
+    """githubkit's failures as the Forge's: waiting, refused, or unreachable."""
+    try:
+        yield
+    except RateLimitExceeded as exc:
+        raise RateLimited(
+            max(exc.retry_after.total_seconds(), 1.0), reason=f"{method} {path}: rate limited"
+        ) from exc
+    except RequestFailed as exc:
+        raise failure(method, path, exc.response.raw_response) from exc
+    except RequestError as exc:
+        raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
 
 
 async def _read_through(response: httpx.Response) -> httpx.Response:

@@ -31,6 +31,14 @@ log = structlog.get_logger("ballet.jobs.prefetch")
 KEEP_LAUNCHES = 1024
 
 
+async def clone_access(tickets: TicketSource, repo: str) -> tuple[str, str | None]:
+    """Where to fetch `repo` from, and the token to fetch with. The token is asked
+    first: one that must be minted is minted once, and the URL then finds it held
+    (asked together, both would mint it)."""
+    token = await tickets.git_token(repo)
+    return await tickets.clone_url(repo), token
+
+
 class MirrorPrefetch:
     def __init__(self, workspaces: Workspaces, tickets: TicketSource) -> None:
         self._workspaces = workspaces
@@ -53,9 +61,7 @@ class MirrorPrefetch:
 
     async def _refresh(self, repo: str) -> None:
         try:
-            url, token = await asyncio.gather(
-                self._tickets.clone_url(repo), self._tickets.git_token(repo)
-            )
+            url, token = await clone_access(self._tickets, repo)
             await self._workspaces.refresh(repo, url, token)
         except Exception as exc:
             # The session's own refresh fetches, and reports what goes wrong.

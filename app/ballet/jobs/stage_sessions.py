@@ -36,7 +36,7 @@ from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import beating, last_beat
-from ballet.jobs.prefetch import MirrorPrefetch
+from ballet.jobs.prefetch import MirrorPrefetch, clone_access
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
@@ -270,9 +270,7 @@ async def _run(
 
 async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
     key = job_key(ticket_of(spec), runner_stage_id(spec), spec.iteration, spec.attempt, spec.phase)
-    clone_url, token = await asyncio.gather(
-        jobs.tickets.clone_url(spec.repo), jobs.tickets.git_token(spec.repo)
-    )
+    clone_url, token = await clone_access(jobs.tickets, spec.repo)
     launched = jobs.prefetch.launched_at(spec.job_key) if jobs.prefetch else None
     return await open_workspace(
         jobs.workspaces,

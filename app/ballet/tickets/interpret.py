@@ -18,7 +18,6 @@ the work, running ones park the merge until they finish.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from datetime import datetime
@@ -272,10 +271,10 @@ class Interpreter:
             log.info("branch brought up to date; merge waits for checks", repo=repo, pr=number)
             await self._memo.remember_pending_merge(effect.model_copy(update={"sha": None}))
             return None
-        # GitHub refuses to merge a draft; merging is the end of the review. Marking
-        # it ready and reading its checks are independent: one round trip, not two.
-        ready = self._forge.mark_ready_for_review(repo, number) if pr.draft else _nothing()
-        _, checks = await asyncio.gather(ready, self._forge.checks_for_ref(repo, pr.head_sha))
+        if pr.draft:
+            # GitHub refuses to merge a draft; merging is the end of the review.
+            await self._forge.mark_ready_for_review(repo, number)
+        checks = await self._forge.checks_for_ref(repo, pr.head_sha)
         if self._own_app_id is not None:
             checks = checks.without_app(self._own_app_id)
         if checks.failed:
@@ -314,7 +313,3 @@ class Interpreter:
             log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
             status = "checks_failed"
         return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)
-
-
-async def _nothing() -> None:
-    return None
