@@ -171,6 +171,25 @@ def test_commits_are_pushed_to_the_ticket_branch_only(
     assert git("log", "-1", "--format=%an", result.head_sha, cwd=origin) == "Ballet"
 
 
+def test_a_push_leaves_the_mirror_naming_only_objects_it_holds(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    options: SessionOptions,
+    parent_env: dict[str, str],
+) -> None:
+    # The push borrows the clone's objects for one command; the clone then goes.
+    # A ref of the mirror moved to the pushed commit would name an object the mirror
+    # never got (until its next fetch): every clone, gc or read of it in between sees
+    # a broken repository.
+    write_script("agent", COMMIT_AND_REPORT)
+    result = run(make_spec(), workspaces, parent_env, options)
+    assert result.failure_reason is None, result.report.summary
+    mirror = workspaces.mirror_path("octo/demo")
+    assert git("for-each-ref", "--format=%(refname)", cwd=mirror).split() == ["refs/heads/main"]
+    git("fsck", "--connectivity-only", "--no-dangling", cwd=mirror)
+
+
 def test_the_token_reaches_no_file_of_the_session(
     make_spec: MakeSpec,
     write_script: WriteScript,

@@ -10,6 +10,12 @@ anyway), and runs `git push` in the mirror, with the clone's objects added
 for that one command (GIT_ALTERNATE_OBJECT_DIRECTORIES): nothing is copied
 into the mirror other sessions share, and only `<sha>:refs/heads/<branch>`
 is pushed. Other branches and tags the agent made are never pushed.
+
+The push names the repository's URL, not the mirror's `origin`: a push to a
+remote moves the ref its fetch refspec maps the pushed one to, which in a
+mirror is `refs/heads/<branch>` itself, and the mirror would name a commit
+whose objects only the (soon removed) clone holds. The mirror learns the
+branch's new head from GitHub, by its next fetch.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ class PushError(Exception):
 
 
 async def push_ticket_branch(
-    workspaces: Workspaces, workspace: Workspace, *, base: str, token: str | None
+    workspaces: Workspaces, workspace: Workspace, *, url: str, base: str, token: str | None
 ) -> str:
     """Push the clone's ticket branch if it moved; returns its head commit."""
     branch = workspace.branch
@@ -51,7 +57,7 @@ async def push_ticket_branch(
         raise PushError(f"the branch {branch!r} names {sha}, which is not a commit of the clone")
     try:
         await run_git(
-            "push", "--quiet", "--no-verify", "origin", f"{sha}:refs/heads/{branch}",
+            "push", "--quiet", "--no-verify", url, f"{sha}:refs/heads/{branch}",
             cwd=mirror, env=auth_environment(env, token),
         )  # fmt: skip
     except GitError as error:

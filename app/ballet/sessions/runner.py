@@ -243,7 +243,9 @@ async def _push(
     # A fresh token: the one that refreshed the mirror may have expired while the
     # session ran (installation tokens last an hour, a stage may run as long).
     token = await git_auth(spec.ticket.repo)
-    return await push_ticket_branch(workspaces, workspace, base=spec.base, token=token)
+    return await push_ticket_branch(
+        workspaces, workspace, url=spec.clone_url, base=spec.base, token=token
+    )
 
 
 def _read_results(
