@@ -16,6 +16,20 @@ import pytest
 WEBHOOKS_DIR = Path(__file__).resolve().parent / "fixtures" / "github-webhooks"
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Where every test can run (CI: `.ci/run` sets BALLET_REQUIRE_EVERY_TEST and
+    `./run test` installs what the tests need), a skipped test fails the run: a
+    path that was not exercised is not a pass."""
+    if not os.environ.get("BALLET_REQUIRE_EVERY_TEST") or hasattr(session.config, "workerinput"):
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        for report in skipped:
+            print(f"ballet: skipped where every test must run: {report.nodeid} {report.longrepr}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Async tests (`pytest.mark.anyio`) run on asyncio, the loop arq and Ballet use."""
