@@ -20,6 +20,7 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import structlog
 
@@ -49,6 +50,18 @@ class ProcessOutcome:
                 parts.append(f"--- {name} ({capture.total_bytes} bytes) ---\n")
                 parts.append(capture.tail_text(limit))
         return "".join(parts)
+
+
+class Supervisor(Protocol):
+    """What watches a process beyond its group (a sandbox's init, see confine/reaper.py):
+    descriptors the process inherits, told when it has started and when it has ended."""
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]: ...
+
+    def spawned(self) -> None: ...
+
+    async def ended(self) -> None: ...
 
 
 class _Protocol(asyncio.SubprocessProtocol):
@@ -84,8 +97,11 @@ async def run_process(
     timeout_seconds: float,
     on_stdout_line: Callable[[bytes], None] | None = None,
     grace_seconds: float = 5.0,
+    supervisor: Supervisor | None = None,
 ) -> ProcessOutcome:
-    """Run `argv` to completion or timeout. Raises OSError when it cannot start."""
+    """Run `argv` to completion or timeout. Raises OSError when it cannot start.
+    With a `supervisor`, it is told at once when the process has started, and its
+    `ended()` is awaited once the group is gone, before this returns."""
     loop = asyncio.get_running_loop()
     protocol = _Protocol(on_stdout_line)
     started = loop.time()
@@ -98,7 +114,10 @@ async def run_process(
         cwd=cwd,
         env=dict(env),
         start_new_session=True,
+        pass_fds=supervisor.pass_fds if supervisor else (),
     )
+    if supervisor is not None:
+        supervisor.spawned()
     pgid = transport.get_pid()
     timed_out = False
     try:
@@ -108,11 +127,15 @@ async def run_process(
             timed_out = True
         await end_group(pgid, grace_seconds)
         await protocol.exited.wait()
+        if supervisor is not None:
+            await supervisor.ended()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(protocol.closed.wait(), PIPE_DRAIN_SECONDS)
     finally:
         # Cancelled (e.g. the job was aborted): no grace, nothing may survive.
         _signal_group(pgid, signal.SIGKILL)
+        if supervisor is not None:
+            await supervisor.ended()
         transport.close()
     return ProcessOutcome(
         exit_code=transport.get_returncode(),

@@ -200,6 +200,7 @@ async def _run(
                 timeout_seconds=spec.timeout_seconds,
                 on_stdout_line=meter.feed_line,
                 grace_seconds=options.grace_seconds,
+                supervisor=sandbox,
             )
     except OSError as error:
         program = options.isolation.bwrap if options.isolation.mode == "bwrap" else argv[0]

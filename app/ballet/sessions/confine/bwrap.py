@@ -11,8 +11,10 @@ The sandbox starts from an empty root (bwrap's own tmpfs) and gets, in order:
 5. read-write: its clone, HOME and BALLET_* directory; nothing else is writable;
 6. the egress proxy's socket and the relay that starts the agent.
 Every namespace is new (user, pid, ipc, uts, cgroup, network); the session may
-not make user namespaces of its own; it dies with the worker; its terminal is
-detached (`--new-session`: no TIOCSTI keystrokes into the worker's tty).
+not make user namespaces of its own, nor trace any process (a seccomp filter);
+it dies with the worker, and the worker kills its init once its process ends
+(reaper.py); its terminal is detached (`--new-session`: no TIOCSTI keystrokes
+into the worker's tty).
 """
 
 from __future__ import annotations
@@ -61,10 +63,20 @@ class RelaySpec:
 
 
 def bwrap_argv(
-    layout: SandboxLayout, relay: RelaySpec, command: Sequence[str], *, bwrap: str = "bwrap"
+    layout: SandboxLayout,
+    relay: RelaySpec,
+    command: Sequence[str],
+    *,
+    bwrap: str = "bwrap",
+    info_fd: int | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     args = [bwrap, "--unshare-all", "--unshare-user", "--die-with-parent", "--new-session"]
     args += ["--cap-drop", "ALL"]
+    if info_fd is not None:  # the init's pid, for the worker to end it (reaper.py)
+        args += ["--info-fd", str(info_fd)]
+    if seccomp_fd is not None:  # no tracing of the init or of anything else (seccomp.py)
+        args += ["--seccomp", str(seccomp_fd)]
     args += ["--hostname", HOSTNAME]
     if supports_disable_userns(bwrap):
         args.append("--disable-userns")
@@ -101,7 +113,8 @@ def readonly_roots(extra: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
     hidden = tuple(hidden)
     candidates = [Path(p) for p in SYSTEM_PATHS if os.path.lexists(p)]
     for path in extra:
-        path = Path(os.path.abspath(path))
+        # Resolved, as the secrets are: a link to a directory holding one is no way in.
+        path = Path(path).resolve()
         if path.exists() and not any(_within(secret, path) for secret in hidden):
             candidates.append(path)
     roots: list[Path] = []

@@ -3,13 +3,15 @@
 `confined()` is used around the session's process: it starts the session's
 egress proxy on a fresh unix socket, wraps the runtime's argv in bubblewrap
 and points the proxy variables at the in-sandbox relay; when the block ends
-the proxy stops and its socket goes. With isolation `none` it changes nothing
+the sandbox's init is killed and waited for (nothing of the session outlives
+the block), the proxy stops and its socket goes. With isolation `none` it changes nothing
 and says so, loudly, for every session.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -28,6 +30,8 @@ from ballet.sessions.confine.bwrap import (
     tool_paths,
 )
 from ballet.sessions.confine.proxy import EgressPolicy, EgressProxy, policy_for
+from ballet.sessions.confine.reaper import SandboxInit
+from ballet.sessions.confine.seccomp import deny_filter, filter_fd
 
 log = structlog.get_logger("ballet.sessions.confine")
 
@@ -60,6 +64,9 @@ class Isolation:
     # Bound read-write into every session: only for a test watching sessions from
     # outside. No setting reaches it (it would be a channel between sessions).
     test_writable: tuple[Path, ...] = ()
+    # Only for the test that subverts the sandbox's init (ptrace) to show the worker
+    # ends the sandbox anyway; no setting reaches it.
+    test_without_seccomp: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,21 @@ class SessionSandbox:
     argv: list[str]
     env: dict[str, str]
     proxy: EgressProxy | None = None
+    init: SandboxInit | None = None  # bwrap's init, ended by the worker (reaper.py)
+    seccomp_fd: int | None = None
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        fds = (self.init.write_fd,) if self.init else ()
+        return fds + ((self.seccomp_fd,) if self.seccomp_fd is not None else ())
+
+    def spawned(self) -> None:
+        if self.init:
+            self.init.spawned()
+
+    async def ended(self) -> None:
+        if self.init:
+            await self.init.end()
 
     @property
     def refused(self) -> list[str]:
@@ -112,6 +134,11 @@ async def confined(
     # A short path of our own: unix socket paths are limited to 107 bytes.
     socket_dir = Path(tempfile.mkdtemp(prefix="ballet-egress-"))
     proxy = EgressProxy(policy, socket_dir / "proxy.sock", session)
+    init = SandboxInit()
+    program = None if isolation.test_without_seccomp else deny_filter()
+    if program is None and not isolation.test_without_seccomp:
+        log.warning("no seccomp filter for this architecture", session=session)
+    seccomp_fd = filter_fd(program) if program is not None else None
     try:
         await proxy.start()
         relay = relay_spec(policy)
@@ -130,11 +157,23 @@ async def confined(
             writable=isolation.test_writable,
         )
         yield SessionSandbox(
-            bwrap_argv(layout, relay, argv, bwrap=isolation.bwrap),
+            bwrap_argv(
+                layout,
+                relay,
+                argv,
+                bwrap=isolation.bwrap,
+                info_fd=init.write_fd,
+                seccomp_fd=seccomp_fd,
+            ),
             {**env, **proxy_environment(relay.proxy_port)},
             proxy,
+            init,
+            seccomp_fd,
         )
     finally:
+        await init.end()  # nothing of the session runs past this block
+        if seccomp_fd is not None:
+            os.close(seccomp_fd)
         await proxy.aclose()
         shutil.rmtree(socket_dir, ignore_errors=True)
 

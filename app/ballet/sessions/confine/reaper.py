@@ -1,0 +1,142 @@
+"""Ending a sandbox for certain: its init killed from outside, and waited for.
+
+The worker runs `bwrap`, which starts the sandbox's init (pid 1 of its pid
+namespace) and exits when that init says the agent has exited. Neither is
+proof that the sandbox is gone: the init runs as the agent's own user, so an
+agent able to reach into it (ptrace, /proc/1/mem) can have it say "exited"
+while the agent's processes go on, and can clear the death signal that kills
+it with the worker. Anything still running then races Ballet reading the
+clone after the session (its branch, its objects, see `push.py`).
+
+So bwrap tells the worker its init's pid (`--info-fd`) the moment it starts
+it, before the agent runs; the worker holds a pidfd on it at once, while the
+outer bwrap (its parent) is alive so the pid cannot have been reused; and
+when the session's process ends, by itself or killed, the worker SIGKILLs the
+init through the pidfd and waits for it to be gone. An init's death takes
+every process of its namespace with it, and the kernel lets the init finish
+dying only once they are all gone: after `end()` nothing of the session runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+from pathlib import Path
+
+import structlog
+
+log = structlog.get_logger("ballet.sessions.confine")
+
+# How long the init may take to die once killed (the kernel reaps the namespace).
+END_SECONDS = 30.0
+
+
+class SandboxInit:
+    """The sandbox's init, from bwrap's `--info-fd` to its certain end."""
+
+    def __init__(self) -> None:
+        self._read, self.write_fd = os.pipe()
+        os.set_blocking(self._read, False)
+        self._buffer = b""
+        self._pidfd: int | None = None
+        self.pid: int | None = None
+        self._reading = False
+        self._spawned = False
+
+    def spawned(self) -> None:
+        """bwrap holds the write end now: ours goes (EOF once bwrap's goes), and the
+        pid is taken the moment bwrap writes it."""
+        os.close(self.write_fd)
+        self._spawned = True
+        asyncio.get_running_loop().add_reader(self._read, self._readable)
+        self._reading = True
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self._read, 4096)
+        except BlockingIOError:
+            return
+        self._buffer += chunk
+        if self.pid is None:
+            self._take_pid()
+        if not chunk or self.pid is not None:
+            self._stop_reading()
+
+    def _take_pid(self) -> None:
+        try:
+            info = json.loads(self._buffer)
+        except ValueError:
+            return  # not all of it yet
+        pid = info.get("child-pid") if isinstance(info, dict) else None
+        if not isinstance(pid, int):
+            return
+        try:
+            pidfd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return  # gone already, and with it its namespace
+        if not _is_namespace_init(pid):
+            os.close(pidfd)
+            log.error("bwrap's init pid is not a namespace's init", pid=pid)
+            return
+        self.pid, self._pidfd = pid, pidfd
+
+    def _stop_reading(self) -> None:
+        if self._reading:
+            asyncio.get_running_loop().remove_reader(self._read)
+            self._reading = False
+
+    async def end(self) -> None:
+        """Kill the init, if it runs, and return once it (and so the sandbox) is gone.
+        Idempotent; before `spawned()` it only releases the pipe."""
+        if not self._spawned:
+            self.close()
+            return
+        if self._reading:
+            self._readable()  # what bwrap wrote before exiting
+            self._stop_reading()
+        with contextlib.suppress(OSError):
+            os.close(self._read)
+        pidfd, self._pidfd = self._pidfd, None
+        if pidfd is None:
+            return
+        try:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            await _exited(pidfd, END_SECONDS)
+        finally:
+            os.close(pidfd)
+
+    def close(self) -> None:
+        """Never spawned: release both ends."""
+        for fd in (self._read, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+async def _exited(pidfd: int, timeout: float) -> None:
+    """A pidfd reads as ready once its process has exited."""
+    loop = asyncio.get_running_loop()
+    gone = asyncio.Event()
+    loop.add_reader(pidfd, gone.set)
+    try:
+        await asyncio.wait_for(gone.wait(), timeout)
+    except TimeoutError:
+        log.error("a killed sandbox's init did not exit", seconds=timeout)
+    finally:
+        loop.remove_reader(pidfd)
+
+
+def _is_namespace_init(pid: int) -> bool:
+    """Whether `pid` is pid 1 of a pid namespace below ours (its NSpid ends in 1)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    for line in status.splitlines():
+        if line.startswith("NSpid:"):
+            ids = line.split()[1:]
+            return len(ids) >= 2 and ids[-1] == "1"
+    return False
