@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from ballet.sessions import GitIdentity, WorkspaceError, Workspaces
+from ballet.sessions.confine.bwrap import readonly_roots
 from git_repos import git, make_origin
 
 TOKEN = "ghs_installation_token_never_on_disk"
@@ -109,7 +114,7 @@ def test_a_missing_base_branch_is_a_clear_error(origin: Path, tmp_path: Path) ->
         await workspaces.refresh("octo/demo", origin.as_uri(), None)
         with pytest.raises(WorkspaceError, match="base branch 'develop'"):
             await workspaces.create("octo/demo", key="k", branch="ballet/7-x", base="develop")
-        assert not (tmp_path / "ws" / "sessions" / "k").exists()
+        assert not list((tmp_path / "ws" / "sessions").iterdir())
 
     asyncio.run(scenario())
 
@@ -213,3 +218,73 @@ def test_a_branch_below_the_ticket_branch_name_is_not_the_ticket_branch(tmp_path
             assert ws.start_sha == git("rev-parse", "main", cwd=origin)
 
     asyncio.run(scenario())
+
+
+def test_keys_that_read_alike_get_workspaces_of_their_own(origin: Path, tmp_path: Path) -> None:
+    # Made safe for a path, both keys read `o_a_b_1`: without the key's digest in the
+    # name, the second session's create() removed the first one's live clone.
+    workspaces = Workspaces(tmp_path / "ws")
+
+    async def scenario() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        first = await workspaces.create("octo/demo", key="o/a_b#1", branch=None, base="main")
+        second = await workspaces.create("octo/demo", key="o/a#b_1", branch=None, base="main")
+        assert first.root != second.root
+        assert (first.clone / "README.md").exists() and (second.clone / "README.md").exists()
+
+    asyncio.run(scenario())
+
+
+REMOVE = """
+import sys
+import tempfile
+from pathlib import Path
+from ballet.sessions.workspace import remove_tree
+remove_tree(Path(sys.argv[1]))
+"""
+
+
+def test_a_directory_the_session_made_unreadable_is_removed_all_the_same() -> None:
+    # A worker that is not root cannot list a `chmod 000` directory: rmtree alone left
+    # it, and what it held, on the workspaces volume for good. Root reads any directory,
+    # so as root the removal runs as an unprivileged user, in a directory it can reach.
+    as_root = os.geteuid() == 0
+    base = Path(tempfile.mkdtemp(prefix="ballet-remove-"))
+    try:
+        base.chmod(0o755)
+        root = base / "sessions" / "k"
+        stash = root / "home" / "stash"
+        (stash / "deeper").mkdir(parents=True)
+        (stash / "deeper" / "blob").write_bytes(b"x" * 1024)
+        outside = base / "outside"
+        outside.mkdir()
+        (outside / "keep.txt").write_text("not the session's")
+        (root / "home" / "link").symlink_to(outside)
+        command = [sys.executable, "-c", REMOVE, str(root)]
+        if as_root:
+            for path in (base / "sessions", *base.joinpath("sessions").rglob("*")):
+                os.chown(path, 65534, 65534, follow_symlinks=False)
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        (stash / "deeper").chmod(0)
+        stash.chmod(0)
+        subprocess.run(command, check=True, env={**os.environ, "HOME": str(base)})
+        assert not root.exists()
+        assert (outside / "keep.txt").read_text() == "not the session's"
+    finally:
+        for path in base.rglob("*"):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o700)
+        shutil.rmtree(base)
+
+
+def test_a_read_only_path_reached_through_a_link_shows_no_secret(tmp_path: Path) -> None:
+    # /srv/current -> /srv/release, the data dir in /srv/current/data: the link must not
+    # pass for a directory free of secrets.
+    release = tmp_path / "release"
+    (release / "data").mkdir(parents=True)
+    (release / "bin").mkdir()
+    current = tmp_path / "current"
+    current.symlink_to(release)
+    roots = readonly_roots([current, current / "bin"], hidden=[(release / "data").resolve()])
+    assert current not in roots and release.resolve() not in roots
+    assert current / "bin" in roots  # bound by the name PATH gives it

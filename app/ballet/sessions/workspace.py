@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import os
 import re
 import shutil
@@ -27,6 +28,8 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+import structlog
 
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
@@ -53,6 +56,9 @@ _KEY = re.compile(r"[^A-Za-z0-9_.-]+")
 # How long a fetch counts as fresh for a refresh asked `since` its start: long enough
 # for a session job to follow its launch, far shorter than anything a person does.
 FRESH_SECONDS = 5.0
+
+
+log = structlog.get_logger("ballet.sessions.workspace")
 
 
 class WorkspaceError(Exception):
@@ -150,10 +156,10 @@ class Workspaces:
         mirror = self.mirror_path(repo)
         if not (mirror / "HEAD").exists():
             raise WorkspaceError(f"no mirror of {repo} yet: call refresh() first")
-        key = _KEY.sub("_", key)
+        key = directory_name(key)
         root = self.root / "sessions" / key
         if root.exists():  # left by a crashed worker: the session starts over
-            await asyncio.to_thread(shutil.rmtree, root)
+            await asyncio.to_thread(remove_tree, root)
         clone, home, files = root / "repo", root / "home", root / "ballet"
         lease = mirror / "ballet-leases" / key
         async with self._locked(mirror):
@@ -257,7 +263,7 @@ class Workspaces:
 
     async def _discard(self, root: Path, lease: Path) -> None:
         # The clone goes before its lease, so gc never runs under a live clone.
-        await asyncio.to_thread(shutil.rmtree, root, True)
+        await asyncio.to_thread(remove_tree, root)
         lease.unlink(missing_ok=True)
 
     @contextlib.asynccontextmanager
@@ -286,6 +292,37 @@ async def _mirror_heads(
         sha, _, ref = line.partition(" ")
         found[ref] = sha
     return {branch: found[ref] for branch, ref in zip(branches, refs, strict=True) if ref in found}
+
+
+def directory_name(key: str) -> str:
+    """A session's directory name: its key made safe for a path, and a digest of the
+    key itself, so that no two keys share a directory (`o/a_b#1` and `o/a#b_1` would)
+    and no session's `create()` removes another's live workspace."""
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{_KEY.sub('_', key)[:80]}-{digest}"
+
+
+def remove_tree(root: Path) -> None:
+    """Remove a session's directory whole, even where the session made a directory
+    unreadable (chmod 000): a worker that is not root cannot list it, and plain rmtree
+    would leave it, and what it holds, on the workspaces volume for good. Such
+    directories are made the worker's to open again, never through a symbolic link
+    (the session's processes are all gone by now: nothing swaps one in)."""
+    shutil.rmtree(root, ignore_errors=True)
+    if not root.exists() and not root.is_symlink():
+        return
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        if directory.is_symlink():
+            continue
+        with contextlib.suppress(OSError):
+            directory.chmod(0o700)
+            with os.scandir(directory) as entries:
+                pending += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    shutil.rmtree(root, ignore_errors=True)
+    if root.exists():
+        log.error("a session's directory could not be removed", path=str(root))
 
 
 def _refuse_credentials(url: str) -> None:

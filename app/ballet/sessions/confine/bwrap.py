@@ -113,9 +113,11 @@ def readonly_roots(extra: Iterable[Path], hidden: Iterable[Path]) -> list[Path]:
     hidden = tuple(hidden)
     candidates = [Path(p) for p in SYSTEM_PATHS if os.path.lexists(p)]
     for path in extra:
-        # Resolved, as the secrets are: a link to a directory holding one is no way in.
-        path = Path(path).resolve()
-        if path.exists() and not any(_within(secret, path) for secret in hidden):
+        path = Path(os.path.abspath(path))
+        # Judged by where it leads, as the secrets are resolved: a link to a directory
+        # holding one is no way in. Bound by its own name, which PATH and tools use.
+        seen_as = (path, path.resolve())
+        if path.exists() and not any(_within(s, p) for s in hidden for p in seen_as):
             candidates.append(path)
     roots: list[Path] = []
     for path in candidates:
