@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ballet.core.egress import parse_rule
-from ballet.sessions.confine import Isolation, SessionPaths, confined
+from ballet.sessions.confine import Isolation, SessionPaths, SessionSandbox, confined
 from ballet.sessions.process import run_process
 
 
@@ -65,7 +65,9 @@ async def _startup(paths: SessionPaths, runs: int) -> None:
 
     async def boxed() -> None:
         async with confined(isolation, paths, ["true"], env, runtime_rules=(), session="b") as box:
-            outcome = await run_process(box.argv, cwd=paths.clone, env=box.env, timeout_seconds=30)
+            outcome = await run_process(
+                box.argv, cwd=paths.clone, env=box.env, timeout_seconds=30, supervisor=box
+            )
             assert outcome.exit_code == 0, outcome.output_tail(2000)
 
     times = await _interleaved({"unconfined": plain, "confined": boxed}, runs)
@@ -83,8 +85,12 @@ async def _egress(paths: SessionPaths, port: int, megabytes: int, runs: int) -> 
     allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
     speeds: dict[str, list[float]] = {"direct": [], "proxied": [], "forwarded": []}
 
-    async def fetch(name: str, argv: Sequence[str], run_env: dict[str, str]) -> None:
-        outcome = await run_process(argv, cwd=paths.clone, env=run_env, timeout_seconds=120)
+    async def fetch(
+        name: str, argv: Sequence[str], run_env: dict[str, str], box: SessionSandbox | None = None
+    ) -> None:
+        outcome = await run_process(
+            argv, cwd=paths.clone, env=run_env, timeout_seconds=120, supervisor=box
+        )
         text = outcome.stdout.tail_text(100).strip()
         assert outcome.exit_code == 0 and text, outcome.output_tail(2000)
         speeds[name].append(float(text))
@@ -92,10 +98,10 @@ async def _egress(paths: SessionPaths, port: int, megabytes: int, runs: int) -> 
     for _ in range(runs):
         await fetch("direct", curl, env)
         async with confined(allowed, paths, curl, env, runtime_rules=(), session="b") as box:
-            await fetch("proxied", box.argv, box.env)  # curl honours http_proxy
+            await fetch("proxied", box.argv, box.env, box)  # curl honours http_proxy
         no_proxy = ["curl", "--noproxy", "*", *curl[1:]]
         async with confined(allowed, paths, no_proxy, env, runtime_rules=(), session="b") as box:
-            await fetch("forwarded", box.argv, box.env)
+            await fetch("forwarded", box.argv, box.env, box)
     direct = statistics.median(speeds["direct"])
     print(f"egress: {megabytes} MB over loopback by curl, {runs} runs each (median):")
     for name, values in speeds.items():
