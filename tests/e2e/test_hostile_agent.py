@@ -14,8 +14,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from ballet.core.routing import job_key
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
+from ballet.sessions.workspace import directory_name
 from process_namespaces import namespace_ends
 from scenarios import merged, wait_until
 
@@ -61,10 +63,8 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
     findings = await merged_findings(stack, repo)
     got = {name: detail for name, (verdict, detail) in findings.items() if verdict == "got"}
     # The only way down to its own clone shows nothing but its own session.
-    assert (
-        got.pop("list_workspaces")
-        == f"['{repo.replace('/', '_')}_{number}_implement_1_1']"  # its job key
-    )
+    own = directory_name(job_key(f"{repo}#{number}", "implement", 1, 1, None))
+    assert got.pop("list_workspaces") == f"['{own}']"  # named by its job key
     assert set(got) == {"namespace"}, got
     assert namespace_ends(got["namespace"])  # its setsid child is gone too
     assert not list(tmp_path.glob("pwned*"))  # Ballet's git ran none of its hooks

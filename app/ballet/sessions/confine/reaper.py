@@ -50,6 +50,7 @@ class SandboxInit:
         """bwrap holds the write end now: ours goes (EOF once bwrap's goes), and the
         pid is taken the moment bwrap writes it."""
         os.close(self.write_fd)
+        self.write_fd = -1
         self._spawned = True
         asyncio.get_running_loop().add_reader(self._read, self._readable)
         self._reading = True
@@ -97,8 +98,7 @@ class SandboxInit:
         if self._reading:
             self._readable()  # what bwrap wrote before exiting
             self._stop_reading()
-        with contextlib.suppress(OSError):
-            os.close(self._read)
+        self.close()
         pidfd, self._pidfd = self._pidfd, None
         if pidfd is None:
             return
@@ -110,9 +110,12 @@ class SandboxInit:
             os.close(pidfd)
 
     def close(self) -> None:
-        """Never spawned: release both ends."""
-        for fd in (self._read, self.write_fd):
-            with contextlib.suppress(OSError):
+        """Release the pipe, each end once: a descriptor closed twice may by then be
+        another thread's (the sandbox's git, in tests), and closing it breaks that."""
+        read, self._read = self._read, -1
+        write, self.write_fd = self.write_fd, -1
+        for fd in (read, write):
+            if fd >= 0:
                 os.close(fd)
 
 
