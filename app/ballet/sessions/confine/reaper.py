@@ -78,7 +78,7 @@ class SandboxInit:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return  # gone already, and with it its namespace
-        if not _is_namespace_init(pid):
+        if not _is_namespace_init(pid, info.get("pid-namespace")):
             os.close(pidfd)
             log.error("bwrap's init pid is not a namespace's init", pid=pid)
             return
@@ -132,11 +132,14 @@ async def _exited(pidfd: int, timeout: float) -> None:
         loop.remove_reader(pidfd)
 
 
-def _is_namespace_init(pid: int) -> bool:
-    """Whether `pid` is pid 1 of a pid namespace below ours (its NSpid ends in 1)."""
+def _is_namespace_init(pid: int, namespace: object) -> bool:
+    """Whether `pid` is pid 1 (its NSpid ends in 1) of the pid namespace bwrap named."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
+        inode = os.stat(f"/proc/{pid}/ns/pid").st_ino
     except OSError:
+        return False
+    if isinstance(namespace, int) and inode != namespace:
         return False
     for line in status.splitlines():
         if line.startswith("NSpid:"):
