@@ -16,12 +16,13 @@ import json
 import os
 import platform
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 from ballet.core.config import Runtime
 from ballet.sessions import SessionOptions, Workspaces
-from ballet.sessions.confine import Isolation
+from ballet.sessions.confine import Isolation, reaper
 from ballet.sessions.confine.seccomp import ARCHITECTURES, deny_filter
 from git_repos import git, make_origin, remote_refs
 from process_namespaces import namespace_alive
@@ -87,6 +88,13 @@ seen = {
     ),
     "getpid": os.getpid(),
 }
+for path in ("/proc/1/mem", "/proc/1/task/1/mem"):
+    try:
+        os.close(os.open(path, os.O_RDWR))
+        seen[path] = 0
+    except OSError as error:
+        seen[path] = error.errno
+
 json.dump(seen, open(os.environ["OBS"] + "/tracing.json", "w"))
 json.dump({"outcome": "done", "summary": "tried"}, open(os.environ["BALLET_REPORT"], "w"))
 """
@@ -159,6 +167,40 @@ def test_a_session_cannot_trace_the_sandbox_init(
     assert seen["ptrace_attach_init"] == 1  # EPERM
     assert seen["process_vm_readv_init"] == 1
     assert seen["getpid"] > 1  # the agent ran in the sandbox, beside its init
+    # No system call of its own, so no filter's: a read-only /dev/null over it.
+    assert seen["/proc/1/mem"] != 0 and seen["/proc/1/task/1/mem"] != 0
+
+
+def test_without_a_hold_on_its_init_a_sandbox_is_ended_by_its_namespace(tmp_path: Path) -> None:
+    # The fallback when the worker has no pidfd on the init (out of descriptors, say):
+    # every process of the pid namespace bwrap named is killed, the init included.
+    read, write = os.pipe()
+    sandbox = subprocess.Popen(
+        ["bwrap", "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
+         "--proc", "/proc", "--dev", "/dev", "--info-fd", str(write), "--",
+         "sh", "-c", "sleep 600 & setsid sleep 600 & sleep 600"],
+        pass_fds=(write,), start_new_session=True,
+    )  # fmt: skip
+    os.close(write)
+    with os.fdopen(read) as info_file:
+        info = json.loads(info_file.read())
+    namespace = info["pid-namespace"]
+    try:
+        asyncio.run(_wait_for_members(namespace, 3))
+        asyncio.run(reaper._kill_namespace(namespace, 10))
+        assert reaper._members(namespace) == []
+        assert sandbox.wait(timeout=10) is not None
+    finally:
+        sandbox.kill()
+        sandbox.wait()
+
+
+async def _wait_for_members(namespace: int, count: int) -> None:
+    for _ in range(500):
+        if len(reaper._members(namespace)) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the sandbox never ran {count} processes")
 
 
 @pytest.mark.skipif(not X86_64, reason="the attacker's ptrace code is x86-64's")

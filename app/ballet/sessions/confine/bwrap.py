@@ -34,6 +34,7 @@ RELAY = Path(__file__).with_name("relay.py")
 INSIDE_SOCKET = "/run/ballet/egress.sock"
 INSIDE_RELAY = "/run/ballet/relay.py"
 HOSTNAME = "ballet-session"
+INIT_MEMORY = ("/proc/1/mem", "/proc/1/task/1/mem")
 
 
 class SandboxUnavailable(Exception):
@@ -82,6 +83,10 @@ def bwrap_argv(
         args.append("--disable-userns")
     # /tmp first: a tool directory under /tmp (a test's) is bound on top of it.
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # The init's memory is the agent's user's to write (the kernel asks no ptrace call
+    # for /proc/1/mem, so no seccomp filter can refuse it): a read-only /dev/null over it.
+    for memory in INIT_MEMORY:
+        args += ["--ro-bind", "/dev/null", memory]
     roots = readonly_roots(layout.readonly, layout.hidden)
     for root in roots:
         args += _read_only(root)

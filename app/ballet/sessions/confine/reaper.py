@@ -34,6 +34,10 @@ log = structlog.get_logger("ballet.sessions.confine")
 END_SECONDS = 30.0
 
 
+class SandboxNotEnded(RuntimeError):
+    """Processes of a session's sandbox could not be ended; the session must not go on."""
+
+
 class SandboxInit:
     """The sandbox's init, from bwrap's `--info-fd` to its certain end."""
 
@@ -42,6 +46,7 @@ class SandboxInit:
         os.set_blocking(self._read, False)
         self._buffer = b""
         self._pidfd: int | None = None
+        self._namespace: int | None = None
         self.pid: int | None = None
         self._reading = False
         self._spawned = False
@@ -74,11 +79,16 @@ class SandboxInit:
         pid = info.get("child-pid") if isinstance(info, dict) else None
         if not isinstance(pid, int):
             return
+        namespace = info.get("pid-namespace")
+        self._namespace = namespace if isinstance(namespace, int) else None
         try:
             pidfd = os.pidfd_open(pid)
         except ProcessLookupError:
             return  # gone already, and with it its namespace
-        if not _is_namespace_init(pid, info.get("pid-namespace")):
+        except OSError as error:  # out of descriptors, say: end() falls back
+            log.error("no pidfd on the sandbox's init", pid=pid, error=str(error))
+            return
+        if not _is_namespace_init(pid, namespace):
             os.close(pidfd)
             log.error("bwrap's init pid is not a namespace's init", pid=pid)
             return
@@ -90,8 +100,9 @@ class SandboxInit:
             self._reading = False
 
     async def end(self) -> None:
-        """Kill the init, if it runs, and return once it (and so the sandbox) is gone.
-        Idempotent; before `spawned()` it only releases the pipe."""
+        """Kill the init, if it runs, and return once it (and so the sandbox) is gone;
+        SandboxNotEnded if that cannot be made sure of. Idempotent; before `spawned()`
+        it only releases the pipe. (No info from bwrap: it never started a sandbox.)"""
         if not self._spawned:
             self.close()
             return
@@ -100,14 +111,19 @@ class SandboxInit:
             self._stop_reading()
         self.close()
         pidfd, self._pidfd = self._pidfd, None
-        if pidfd is None:
-            return
-        try:
-            with contextlib.suppress(ProcessLookupError):
-                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
-            await _exited(pidfd, END_SECONDS)
-        finally:
-            os.close(pidfd)
+        namespace, self._namespace = self._namespace, None
+        if pidfd is not None:
+            try:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                if await _exited(pidfd, END_SECONDS):
+                    return
+            finally:
+                os.close(pidfd)
+        if namespace is not None:
+            # No hold on the init, or it would not die: every process of the namespace.
+            log.warning("ending a sandbox by its pid namespace", namespace=namespace)
+            await _kill_namespace(namespace, END_SECONDS)
 
     def close(self) -> None:
         """Release the pipe, each end once: a descriptor closed twice may by then be
@@ -119,17 +135,51 @@ class SandboxInit:
                 os.close(fd)
 
 
-async def _exited(pidfd: int, timeout: float) -> None:
-    """A pidfd reads as ready once its process has exited."""
+async def _exited(pidfd: int, timeout: float) -> bool:
+    """Whether the process exited within `timeout` (a pidfd reads as ready once it has)."""
     loop = asyncio.get_running_loop()
     gone = asyncio.Event()
     loop.add_reader(pidfd, gone.set)
     try:
         await asyncio.wait_for(gone.wait(), timeout)
+        return True
     except TimeoutError:
         log.error("a killed sandbox's init did not exit", seconds=timeout)
+        return False
     finally:
         loop.remove_reader(pidfd)
+
+
+async def _kill_namespace(namespace: int, timeout: float) -> None:
+    """SIGKILL every process of the pid namespace until none is left."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while members := _members(namespace):
+        if asyncio.get_running_loop().time() > deadline:
+            raise SandboxNotEnded(
+                f"{len(members)} processes of a session's sandbox outlived it; "
+                "nothing of the session was pushed"
+            )
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.01)
+
+
+def _members(namespace: int) -> list[int]:
+    """The live (not zombie) processes whose pid namespace has this inode."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry.name}/ns/pid").st_ino != namespace:
+                continue
+            stat = Path(f"/proc/{entry.name}/stat").read_text()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2] not in "ZX":
+            found.append(int(entry.name))
+    return found
 
 
 def _is_namespace_init(pid: int, namespace: object) -> bool:

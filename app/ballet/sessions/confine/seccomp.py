@@ -5,7 +5,9 @@ without a filter it may ptrace that init: clear its death signal, make it tell
 the worker "exited" while the sandbox lives on, or write its memory. The
 worker no longer trusts the init's word (see `reaper.py`), and this filter
 takes the tools away: tracing and reading or writing another process's memory
-(`ptrace`, `process_vm_readv`/`writev`, `pidfd_getfd`, `kcmp`), and the kernel
+(`ptrace`, `process_vm_readv`/`writev`, `pidfd_getfd`, `kcmp`; the third way,
+`/proc/1/mem`, is no system call of its own and is covered by a read-only
+/dev/null mounted over it, see bwrap.py), and the kernel
 interfaces container runtimes deny by default (`bpf`, `perf_event_open`,
 `userfaultfd`, the key ring). Each fails with EPERM, as a tool expects of a
 forbidden call. A call of another architecture's ABI (i386 or x32 on x86-64)
