@@ -219,6 +219,9 @@ def _checks(
         head_sha=sha,
         conclusion=cast(CheckConclusion, conclusion),
         names=(name,) if name else (),
+        # One suite or status finished: the engine asks for the head's verdict
+        # (ReadChecks) when a wait needs it, not at every check's end.
+        partial=True,
     )
     return (ForTicket(c.installation_id, target, event),)
 

@@ -9,6 +9,7 @@ session queued behind busy slots sees the ticket as it is when it runs.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from typing import TypeVar
 
 from ballet.core.effects import SessionSpec
@@ -33,22 +34,26 @@ def runner_stage_id(spec: SessionSpec) -> str:
     return f"signoff-{spec.role}" if spec.kind == "signoff" and spec.role else spec.stage
 
 
-async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
-    """The runner's spec: the engine's, plus what only GitHub, the store and Redis know."""
+async def build_runner_spec(
+    jobs: SessionJobs, spec: SessionSpec, *, clone_url: Awaitable[str] | None = None
+) -> RunnerSpec:
+    """The runner's spec: the engine's, plus what only GitHub, the store and Redis know.
+    `clone_url`: the repository's URL being asked already (the session job asks it
+    once, for the workspace too)."""
     ticket = ticket_of(spec)
     # Four reads of their own (Redis, GitHub), together: one round trip's wait, not four.
     reads = await asyncio.gather(
         jobs.tickets.record(ticket),
         jobs.tickets.issue(spec.repo, spec.issue),
         jobs.artifacts.earlier_reports(ticket),
-        jobs.tickets.clone_url(spec.repo),
+        clone_url or jobs.tickets.clone_url(spec.repo),
         return_exceptions=True,
     )
     record = _value(reads[0])  # a stale session is told so before any other error
     run = record.open_run if record else None
     if record is not None and (run is None or run.job_key != spec.job_key):
         raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
-    issue, earlier_reports, clone_url = _value(reads[1]), _value(reads[2]), _value(reads[3])
+    issue, earlier_reports, url = _value(reads[1]), _value(reads[2]), _value(reads[3])
     links = None
     if jobs.links is not None:
         links = await jobs.links.read(
@@ -98,7 +103,7 @@ async def build_runner_spec(jobs: SessionJobs, spec: SessionSpec) -> RunnerSpec:
         earlier_reports=earlier_reports,
         answers=answers,
         handoff=spec.handoff,
-        clone_url=clone_url,
+        clone_url=url,
         links=links or TicketLinks(),
     )
 

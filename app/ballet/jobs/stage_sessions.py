@@ -130,9 +130,12 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
     # while the issue, the record and the reports are read, not after them; and it
     # is removed once the result is delivered and applied, not before.
-    workspace = asyncio.create_task(_open_workspace(jobs, spec))
+    # Where to clone from and with what token: asked once, for the workspace and the
+    # runner's spec (the push's URL) alike.
+    access = asyncio.create_task(clone_access(jobs.tickets, spec.repo))
+    workspace = asyncio.create_task(_open_workspace(jobs, spec, access))
     try:
-        return await _run_and_deliver(services, jobs, spec, job_try, workspace)
+        return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
     finally:
         await _discard(jobs, workspace)
 
@@ -142,6 +145,7 @@ async def _run_and_deliver(
     jobs: SessionJobs,
     spec: SessionSpec,
     job_try: int,
+    access: asyncio.Task[tuple[str, str | None]],
     workspace: asyncio.Task[Workspace],
 ) -> str:
     try:
@@ -160,7 +164,7 @@ async def _run_and_deliver(
             clock=jobs.clock,
             forget_on=(Retry, asyncio.CancelledError),
         ):
-            result = await _run(jobs, spec, job_try, workspace)
+            result = await _run(jobs, spec, job_try, access, workspace)
             finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
@@ -242,10 +246,14 @@ RUN_STAGE_SESSION_JOB: Function = func(
 
 
 async def _run(
-    jobs: SessionJobs, spec: SessionSpec, job_try: int, workspace: asyncio.Task[Workspace]
+    jobs: SessionJobs,
+    spec: SessionSpec,
+    job_try: int,
+    access: asyncio.Task[tuple[str, str | None]],
+    workspace: asyncio.Task[Workspace],
 ) -> SessionResult:
     try:
-        runner_spec = await build_runner_spec(jobs, spec)
+        runner_spec = await build_runner_spec(jobs, spec, clone_url=_url(access))
     except (RateLimited, ForgeUnavailable) as exc:
         defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
         log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
@@ -268,9 +276,15 @@ async def _run(
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
 
 
-async def _open_workspace(jobs: SessionJobs, spec: SessionSpec) -> Workspace:
+async def _url(access: Awaitable[tuple[str, str | None]]) -> str:
+    return (await access)[0]
+
+
+async def _open_workspace(
+    jobs: SessionJobs, spec: SessionSpec, access: Awaitable[tuple[str, str | None]]
+) -> Workspace:
     key = job_key(ticket_of(spec), runner_stage_id(spec), spec.iteration, spec.attempt, spec.phase)
-    clone_url, token = await clone_access(jobs.tickets, spec.repo)
+    clone_url, token = await access
     launched = jobs.prefetch.launched_at(spec.job_key) if jobs.prefetch else None
     return await open_workspace(
         jobs.workspaces,

@@ -159,10 +159,6 @@ class TicketService:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
         event: AnyEvent = intent.event
-        if isinstance(event, ChecksCompleted):
-            # One suite or status finished: the engine asks for the head's verdict
-            # (ReadChecks) when a wait needs it, not at every check's end.
-            event = event.model_copy(update={"partial": True})
         await self.handle(
             key,
             event,

@@ -47,7 +47,7 @@ class SandboxInit:
         self._buffer = b""
         self._pidfd: int | None = None
         self._namespace: int | None = None
-        self.pid: int | None = None
+        self._parsed = False  # bwrap's info read whole (pidfd taken or not)
         self._reading = False
         self._spawned = False
 
@@ -66,9 +66,9 @@ class SandboxInit:
         except BlockingIOError:
             return
         self._buffer += chunk
-        if self.pid is None:
+        if not self._parsed:
             self._take_pid()
-        if not chunk or self.pid is not None:
+        if not chunk or self._parsed:
             self._stop_reading()
 
     def _take_pid(self) -> None:
@@ -76,6 +76,7 @@ class SandboxInit:
             info = json.loads(self._buffer)
         except ValueError:
             return  # not all of it yet
+        self._parsed = True
         pid = info.get("child-pid") if isinstance(info, dict) else None
         if not isinstance(pid, int):
             return
@@ -92,7 +93,7 @@ class SandboxInit:
             os.close(pidfd)
             log.error("bwrap's init pid is not a namespace's init", pid=pid)
             return
-        self.pid, self._pidfd = pid, pidfd
+        self._pidfd = pidfd
 
     def _stop_reading(self) -> None:
         if self._reading:

@@ -4,8 +4,8 @@
 egress proxy on a fresh unix socket, wraps the runtime's argv in bubblewrap
 and points the proxy variables at the in-sandbox relay; when the block ends
 the sandbox's init is killed and waited for (nothing of the session outlives
-the block), the proxy stops and its socket goes. With isolation `none` it changes nothing
-and says so, loudly, for every session.
+the block), the proxy stops and its socket goes. With isolation `none` it
+changes nothing and says so, loudly, for every session.
 """
 
 from __future__ import annotations
@@ -135,9 +135,11 @@ async def confined(
     socket_dir = Path(tempfile.mkdtemp(prefix="ballet-egress-"))
     proxy = EgressProxy(policy, socket_dir / "proxy.sock", session)
     init = SandboxInit()
-    program = None if isolation.test_without_seccomp else deny_filter()
-    if program is None and not isolation.test_without_seccomp:
-        log.warning("no seccomp filter for this architecture", session=session)
+    program = None
+    if not isolation.test_without_seccomp:
+        program = deny_filter()
+        if program is None:
+            log.warning("no seccomp filter for this architecture", session=session)
     seccomp_fd = filter_fd(program) if program is not None else None
     try:
         await proxy.start()
