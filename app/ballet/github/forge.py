@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ballet.core.events import CheckConclusion, Permission
+from ballet.github.errors import ForgeError as ForgeError
+from ballet.github.errors import ForgeUnavailable as ForgeUnavailable
+from ballet.github.errors import NotFound as NotFound
+from ballet.github.errors import RateLimited as RateLimited
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
@@ -43,34 +47,6 @@ class AppIdentity:
     @property
     def bot_login(self) -> str:
         return f"{self.slug}[bot]"
-
-
-class ForgeError(Exception):
-    """A forge call failed in a way retrying the same call will not fix."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class ForgeUnavailable(ForgeError):
-    """GitHub could not be reached or kept failing (5xx); the job may be retried later."""
-
-
-class NotFound(ForgeError):
-    """The repository, issue, pull request or file does not exist (or is hidden)."""
-
-
-class RateLimited(Exception):
-    """GitHub asked us to slow down; the job should be deferred, not slept in.
-
-    The job layer turns this into `arq.Retry(defer=retry_after_seconds)`.
-    """
-
-    def __init__(self, retry_after_seconds: float, *, reason: str = "rate limited") -> None:
-        super().__init__(f"{reason}; retry after {retry_after_seconds:.0f}s")
-        self.retry_after_seconds = retry_after_seconds
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -142,6 +118,62 @@ class CheckResult:
     conclusion: str | None  # check-run conclusion, or a status state
     url: str | None = None
     app_id: int | None = None  # the App that made a check run; None for a status
+
+
+@dataclass(frozen=True)
+class ReviewComment:
+    id: int
+    path: str
+    line: int | None  # GitHub's `line`; for an outdated comment, its `original_line`
+    start_line: int | None  # a multi-line comment's first line
+    side: str | None  # "LEFT" | "RIGHT"
+    diff_hunk: str
+    body: str
+    author: str
+    in_reply_to: int | None = None
+
+
+@dataclass(frozen=True)
+class ReviewDetail:
+    id: int
+    author: str
+    state: str  # as GitHub says: "APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", ...
+    body: str
+    commit_id: str | None
+    html_url: str
+    comments: tuple[ReviewComment, ...]
+    comments_left_out: int = 0  # comments past the bound that were not read
+
+
+@dataclass(frozen=True)
+class CheckAnnotation:
+    path: str
+    start_line: int
+    end_line: int
+    level: str  # "notice" | "warning" | "failure"
+    message: str
+    title: str | None = None
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """A failing check run or commit status, and what it said."""
+
+    name: str
+    kind: Literal["check_run", "status"]
+    conclusion: str  # a check run's conclusion, or a status's state ("failure", "error")
+    title: str = ""  # check run output.title (statuses: "")
+    summary: str = ""  # check run output.summary, or a status's description
+    url: str | None = None  # html_url / target_url
+    annotations: tuple[CheckAnnotation, ...] = ()
+    annotations_left_out: int = 0
+
+
+@dataclass(frozen=True)
+class FailedChecks:
+    sha: str
+    checks: tuple[FailedCheck, ...]
+    checks_left_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -286,6 +318,29 @@ class Forge(Protocol):
         ...
 
     async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary: ...
+
+    async def failed_checks(
+        self,
+        repo: str,
+        sha: str,
+        *,
+        ignore_app: int | None = None,
+        max_checks: int = 20,
+        max_annotations: int = 50,
+    ) -> FailedChecks:
+        """The failing check runs (but App `ignore_app`'s, Ballet's own) and commit statuses
+        of `sha`, with their output; what passes the bounds is only counted."""
+        ...
+
+    async def review(
+        self, repo: str, pr: int, review_id: int, *, max_comments: int = 50
+    ) -> ReviewDetail:
+        """One review of pull request `pr` with its first `max_comments` inline comments."""
+        ...
+
+    async def reply_to_review_comment(self, repo: str, pr: int, comment_id: int, body: str) -> None:
+        """Reply in the thread of review comment `comment_id` of pull request `pr`."""
+        ...
 
     async def merge_pr(
         self,

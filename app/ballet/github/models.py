@@ -194,6 +194,12 @@ class AppRef(Lenient):
 CheckRunStatus = Literal["queued", "in_progress", "completed", "waiting", "requested", "pending"]
 
 
+class CheckOutput(Lenient):
+    title: str | None = None
+    summary: str | None = None
+    annotations_count: int = 0
+
+
 class CheckRunData(Lenient):
     id: int
     app: AppRef | None = None
@@ -202,6 +208,19 @@ class CheckRunData(Lenient):
     conclusion: str | None = None
     html_url: str | None = None
     external_id: str | None = None
+    output: CheckOutput | None = None
+
+
+class CheckAnnotationData(Lenient):
+    """An item of `GET .../check-runs/{id}/annotations`."""
+
+    path: str
+    start_line: int
+    end_line: int
+    # All three documented nullable; a level GitHub leaves out reads as a failure.
+    annotation_level: str | None = None
+    title: str | None = None
+    message: str | None = None
 
 
 def _readable_runs(value: Any) -> Any:
@@ -226,6 +245,7 @@ class StatusData(Lenient):
     context: str
     state: str
     target_url: str | None = None
+    description: str | None = None
 
 
 class CombinedStatus(Lenient):

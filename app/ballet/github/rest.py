@@ -17,14 +17,13 @@ from pydantic import TypeAdapter
 from ballet.core.events import Permission
 from ballet.github import models as m
 from ballet.github.branches import BranchCalls
+from ballet.github.checks import ChecksCalls
 from ballet.github.client import (
     PER_PAGE,
     GitHubClient,
 )
 from ballet.github.forge import (
-    CheckResult,
     CheckRunSpec,
-    ChecksSummary,
     Comment,
     ForgeError,
     GitRemote,
@@ -37,6 +36,7 @@ from ballet.github.forge import (
 )
 from ballet.github.issue_graph import IssueGraphCalls
 from ballet.github.merge_methods import MergeStrategyCalls
+from ballet.github.reviews import ReviewCalls
 from ballet.github.urls import git_url
 
 __all__ = ["GitHubForge"]
@@ -49,7 +49,7 @@ _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-class GitHubForge(BranchCalls, IssueGraphCalls, MergeStrategyCalls):
+class GitHubForge(BranchCalls, ChecksCalls, IssueGraphCalls, MergeStrategyCalls, ReviewCalls):
     """The `Forge` Protocol on one installation's token."""
 
     _client: GitHubClient
@@ -230,38 +230,6 @@ class GitHubForge(BranchCalls, IssueGraphCalls, MergeStrategyCalls):
         )
         found = [r.id for r in runs.check_runs if r.name == name and r.external_id == external_id]
         return max(found, default=None)
-
-    async def checks_for_ref(self, repo: str, ref: str) -> ChecksSummary:
-        runs = m.CheckRunList.model_validate(
-            await self._client.json(
-                "GET", f"/repos/{repo}/commits/{ref}/check-runs", params={"per_page": PER_PAGE}
-            )
-        )
-        status = m.CombinedStatus.model_validate(
-            await self._client.json("GET", f"/repos/{repo}/commits/{ref}/status")
-        )
-        checks = [
-            CheckResult(
-                r.name,
-                m.check_status_of(r.status),
-                r.conclusion,
-                r.html_url,
-                r.app.id if r.app else None,
-            )
-            for r in runs.check_runs
-        ]
-        for s in status.statuses:
-            done = s.state != "pending"
-            checks.append(
-                CheckResult(
-                    s.context,
-                    "completed" if done else "in_progress",
-                    s.state if done else None,
-                    s.target_url,
-                )
-            )
-        combined = m.combined_state_of(status.state) if status.statuses else "none"
-        return ChecksSummary(ref=ref, checks=tuple(checks), combined_status=combined)
 
     # -- merging and review ----------------------------------------------------
 

@@ -60,8 +60,11 @@ class PullRequestData(_Model):
 
 
 class ReviewData(_Model):
+    id: Lenient[int] = None
     state: Lenient[str] = None
     user: Lenient[Account] = None
+    body: Lenient[str] = None  # null for a review of inline comments only
+    commit_id: Lenient[str] = None  # the commit the review was made on
 
 
 class PullRef(_Model):
