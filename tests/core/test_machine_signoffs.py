@@ -50,12 +50,15 @@ def test_each_missing_role_gets_its_own_session_before_in_review() -> None:
     assert t.rec.stage == "integrate" and t.rec.gate_target is None
 
 
-def test_changes_from_a_role_go_back_to_implement() -> None:
-    t = gated()
+def test_changes_from_a_role_go_back_to_the_stage_that_handed_it_over() -> None:
+    t = gated()  # `verify` passed and handed the ticket to the sign-off gate
     t.finish("changes", "hard-coded token in config.py")
     spec = t.session()
-    assert (spec.stage, spec.iteration, spec.kind) == ("implement", 2, "agent")
+    assert (spec.stage, spec.iteration, spec.kind) == ("verify", 2, "agent")
     assert "sign-off `security` asked for changes: hard-coded token" in spec.note
+    (why,) = spec.returned
+    assert (why.kind, why.by, why.stage) == ("signoff_changes", "role:security", "verify")
+    assert why.text == "hard-coded token in config.py"
 
 
 def test_an_unreadable_signoff_verdict_is_a_question() -> None:

@@ -259,26 +259,36 @@ def test_reviews_decide_a_review_wait() -> None:
     t.open_pr()
     t.finish("done")
     assert t.rec.waiting and t.rec.waiting.kind == "review"
+
+    def review(state: str, **kw: object) -> None:
+        fields: dict[str, object] = {"author": "bob", "permission": "write", "commit_id": "c1"}
+        fields.update(kw)
+        t.feed(ReviewSubmitted(now=t.now(), state=state, **fields))  # type: ignore[arg-type]
+
     with pytest.raises(IllegalEvent, match="not a verdict"):
-        t.feed(ReviewSubmitted(now=t.now(), state="commented", author="bob"))
-    with pytest.raises(IllegalEvent, match="not a verdict"):
-        t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bot", author_is_bot=True))
-    t.feed(ReviewSubmitted(now=t.now(), state="changes_requested", author="bob"))
+        review("commented")
+    with pytest.raises(IllegalEvent, match="never counts"):
+        review("approved", author="bot", author_is_bot=True)
+    review("changes_requested", review_id=5, body="rename it")
     assert t.session().stage == "a"
-    t.finish("done")
-    t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob"))
+    (why,) = t.session().returned
+    assert (why.kind, why.by, why.text, why.review_id) == (
+        "changes_requested",
+        "bob",
+        "rename it",
+        5,
+    )
+    t.finish("done", sha="c2")
+    review("approved", commit_id="c2")
     assert t.rec.status == "done"
 
 
 def test_forge_events_for_another_wait_are_illegal() -> None:
     t = checks_ticket()
-    with pytest.raises(IllegalEvent, match="waits for checks, not review"):
-        t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob"))
+    with pytest.raises(IllegalEvent, match="counts only at a `wait_for: review` stage"):
+        t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob", permission="write"))
     with pytest.raises(IllegalEvent, match="merge_result"):
         t.feed(MergeResult(now=t.now(), result="merged"))
-    t.command("/ballet pause")
-    with pytest.raises(IllegalEvent, match="the ticket is paused"):
-        t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob"))
 
 
 def test_checks_that_finished_before_the_wait_settle_it_at_once() -> None:

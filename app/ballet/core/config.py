@@ -19,6 +19,8 @@ ReviewPolicy = Literal["agent", "agent+human"]
 MergePolicy = Literal["auto", "manual"]
 PlatformAction = Literal["merge"]
 WaitFor = Literal["checks", "review", "merge"]
+# What a pull-request review asking for changes does outside a `wait_for: review` stage.
+ReviewsPolicy = Literal["rework", "ignore"]
 Phase = Literal["research", "plan", "implement", "verify"]
 MergeMethod = Literal["squash", "merge", "rebase"]
 
@@ -187,6 +189,10 @@ class Pipeline(Strict):
     """Roles (keys of `roles`) that must sign off before review and merge."""
     merge: MergeStrategy = MergeStrategy()
     """The keys given here override the top-level `merge`, one by one."""
+    reviews: ReviewsPolicy = "rework"
+    """`rework`: a pull-request review asking for changes, by someone with write
+    permission, returns the ticket to rework with the review as its input, whatever
+    the ticket is doing; `ignore`: only a `wait_for: review` stage reads reviews."""
     stages: tuple[Stage, ...]
 
 
@@ -259,6 +265,7 @@ class ResolvedPipeline(Strict):
     stages: tuple[ResolvedStage, ...]
     # A default, so records pinned before merge strategies existed still load.
     merge: MergeStrategy = MergeStrategy()
+    reviews: ReviewsPolicy = "rework"
     # Texts of repository skills (`.ballet/skills/<name>.md` on the default
     # branch) pinned with the pipeline; built-in skills ship with Ballet.
     custom_skills: dict[str, str] = Field(default_factory=dict)

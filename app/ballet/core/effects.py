@@ -13,7 +13,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.config import Runtime
+from ballet.core.record import SignOff
 from ballet.core.report import Handoff
+from ballet.core.returns import ReturnCause, SignoffChange
 
 Label = Literal[
     "ballet:running", "ballet:waiting", "ballet:question", "ballet:done", "ballet:failed"
@@ -155,6 +157,11 @@ class SessionSpec(Frozen):
     handoff: Handoff | None = None  # the previous phase's
     answers: tuple[str, ...] = ()  # answers to this ticket's questions, oldest first
     note: str = ""  # why this session runs, e.g. what a merge returned
+    returned: tuple[ReturnCause, ...] = ()  # why the ticket came back, for rework
+    signoffs_required: tuple[str, ...] = ()
+    signoffs_given: tuple[SignOff, ...] = ()
+    # What people required or waived since the ticket's previous session began.
+    signoff_changes: tuple[SignoffChange, ...] = ()
 
 
 class StartSession(Effect):
@@ -185,6 +192,17 @@ class ReadChecks(Effect):
     sha: str
 
 
+class ReplyToReview(Effect):
+    """Tell a review that asked for changes which commit addressed them: on its
+    first inline comment's thread (a review without one is told in the report)."""
+
+    kind: Literal["reply_to_review"] = "reply_to_review"
+    number: int
+    review_id: int
+    marker: MarkerKey
+    body: str
+
+
 class MarkReadyForReview(Effect):
     kind: Literal["mark_ready_for_review"] = "mark_ready_for_review"
     number: int
@@ -210,6 +228,7 @@ AnyEffect = Annotated[
     | CancelSession
     | MergePR
     | ReadChecks
+    | ReplyToReview
     | MarkReadyForReview
     | RequestReviewers,
     Field(discriminator="kind"),

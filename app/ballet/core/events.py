@@ -87,10 +87,18 @@ class CommandIssued(Event):
 
 
 class ReviewSubmitted(Event):
+    """A pull-request review. It counts only from a person with write permission
+    (the edge reads it as for slash commands), and an approval only for the head
+    commit it names."""
+
     kind: Literal["review_submitted"] = "review_submitted"
     state: Literal["approved", "changes_requested", "commented", "dismissed"]
     author: str
     author_is_bot: bool = False
+    permission: Permission = "none"
+    commit_id: str | None = None  # the commit the review was given on
+    review_id: int | None = None
+    body: str = ""
 
 
 class ChecksStarted(Event):

@@ -7,30 +7,26 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ballet.core import render, routing, steps
+from ballet.core import render, rework, routing, steps
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
-    ReadChecks,
     UpsertTrackingComment,
 )
 from ballet.core.events import (
-    ChecksCompleted,
-    ChecksStarted,
     HeadPushed,
-    MergeResult,
     PullRequestClosed,
     PullRequestOpened,
     ReconcileTick,
-    ReviewSubmitted,
     SessionCrashed,
     SessionFinished,
     TicketRequested,
 )
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
-from ballet.core.merge_refused import method_refused
-from ballet.core.record import ChecksSeen, Record, SignOff, TicketRef
+from ballet.core.record import Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
+from ballet.core.returns import cause
+from ballet.core.session_spec import SIGNOFF_TIMEOUT_MINUTES
 from ballet.core.slug import branch_name
 from ballet.core.tx import Tx
 
@@ -94,8 +90,12 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     done = steps.close_run(tx, rep.outcome, rep.summary, usage=usage, report_ref=key.render())
     assert done is not None
     add_required_roles(tx, rep)
-    next_step = route_session(tx, rep, ev.handoff, run.role, run.phase)
-    steps.post_report(tx, key, done, rep, ev.handoff, next_step)
+    told = rework.tell_reviews(tx, run, rec.head_sha)
+    # A review that asked for changes meanwhile comes before the outcome's next stage.
+    next_step = rework.apply_pending_reviews(tx) or route_session(
+        tx, rep, ev.handoff, run.role, run.phase
+    )
+    steps.post_report(tx, key, done, rep, ev.handoff, next_step + told)
 
 
 CRASHED = "crashed"
@@ -190,10 +190,16 @@ def route_signoff(tx: Tx, rep: Report, role: str) -> str:
         steps.proceed(tx, target)
         return f"`{target}` once every sign-off is in"
     if rep.outcome == "changes":
+        # Back to the stage that handed the ticket to the gate: its work is in question.
+        here = rec.pipeline.stage(rec.stage) if rec.stage else None
+        back = here.id if here and here.kind == "agent" else routing.rework_stage(rec.pipeline)
         tx.set(signoff_role=None, gate_target=None)
-        rework = routing.rework_stage(rec.pipeline)
-        steps.go(tx, rework, note=f"sign-off `{role}` asked for changes: {rep.summary}")
-        return f"`{rework}` with the requested changes"
+        why = cause(
+            "signoff_changes", back, tx.now, by=f"role:{role}", sha=rec.head_sha, text=rep.summary
+        )
+        note = f"sign-off `{role}` asked for changes: {rep.summary}"
+        steps.go(tx, back, note=note, causes=(why,), returning=True)
+        return f"`{back}` with the requested changes"
     steps.ask(
         tx, f"the `{role}` sign-off session reported `{rep.outcome}`, not `signed_off` or `changes`"
     )
@@ -204,9 +210,7 @@ def session_timeout(tx: Tx, ev: ReconcileTick) -> None:
     rec = tx.rec
     run = rec.open_run
     assert run is not None and run.job_key is not None, "running means a session is open"
-    minutes = (
-        steps.SIGNOFF_TIMEOUT_MINUTES if run.role else rec.pipeline.stage(run.stage).timeout_minutes
-    )
+    minutes = SIGNOFF_TIMEOUT_MINUTES if run.role else rec.pipeline.stage(run.stage).timeout_minutes
     if ev.now < run.start + timedelta(minutes=minutes):
         raise IllegalEvent("nothing to settle: the session is within its timeout")
     tx.emit(CancelSession(repo=rec.ticket.repo, job_key=run.job_key))
@@ -230,92 +234,6 @@ def wait_timeout(tx: Tx, ev: ReconcileTick) -> None:
         raise IllegalEvent("nothing to settle: the wait is within its timeout")
     steps.close_run(tx, "timed_out", reason)
     steps.ask(tx, reason)
-
-
-def _waiting_for(rec: Record, *kinds: str) -> None:
-    if rec.waiting is None or rec.waiting.kind not in kinds:
-        doing = rec.waiting.kind if rec.waiting else rec.status
-        raise IllegalEvent(f"the ticket waits for {doing}, not {' or '.join(kinds)}")
-
-
-def checks_started(tx: Tx, ev: ChecksStarted) -> None:
-    rec = tx.rec
-    if ev.head_sha != rec.head_sha or (rec.checks is not None and rec.checks.sha == ev.head_sha):
-        raise IllegalEvent(f"checks starting for {ev.head_sha} are not news")
-    tx.set(checks=ChecksSeen(sha=ev.head_sha))
-    w = rec.waiting
-    if rec.status == "waiting" and w is not None and w.kind == "checks":
-        tx.set(waiting=w.model_copy(update={"checks_started": True}))
-
-
-def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
-    rec = tx.rec
-    if ev.head_sha != rec.head_sha:
-        raise IllegalEvent(f"checks for {ev.head_sha}, but the head is {rec.head_sha}")
-    passed = ev.conclusion in ("success", "neutral", "skipped")
-    names = ", ".join(ev.names) or "all checks"
-    if ev.partial and passed:
-        _one_check_green(tx, ev, names)
-        return
-    seen = ChecksSeen(
-        sha=ev.head_sha, outcome="pass" if passed else "fail", summary=f"{names}: {ev.conclusion}"
-    )
-    tx.set(checks=seen)
-    w = rec.waiting
-    if rec.status == "waiting" and w is not None and w.kind == "checks":
-        merging = rec.stage is not None and rec.pipeline.stage(rec.stage).action == "merge"
-        if merging and passed:
-            steps.merge_now(tx)
-        elif merging:
-            steps.settle(tx, "returned", f"red checks on the head: {seen.summary}")
-        else:
-            assert seen.outcome is not None
-            steps.settle(tx, seen.outcome, seen.summary)
-
-
-def _one_check_green(tx: Tx, ev: ChecksCompleted, names: str) -> None:
-    """One check passed: the head's verdict is read only if a checks wait needs it
-    now; otherwise it is remembered as readable, and a wait entered later reads it."""
-    known = tx.rec.checks
-    if known is not None and known.sha == ev.head_sha and known.outcome == "fail":
-        raise IllegalEvent(f"the checks on {ev.head_sha} are already red")
-    tx.set(checks=ChecksSeen(sha=ev.head_sha, outcome="finished", summary=f"{names}: passed"))
-    w = tx.rec.waiting
-    if tx.rec.status == "waiting" and w is not None and w.kind == "checks":
-        tx.emit(ReadChecks(repo=tx.rec.ticket.repo, sha=ev.head_sha))
-
-
-def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
-    _waiting_for(tx.rec, "review")
-    if ev.author_is_bot or ev.state not in ("approved", "changes_requested"):
-        raise IllegalEvent(f"a {ev.state} review by {ev.author} is not a verdict")
-    outcome = "approve" if ev.state == "approved" else "changes_requested"
-    steps.settle(tx, outcome, f"review by @{ev.author}: {ev.state}")
-
-
-def merge_result(tx: Tx, ev: MergeResult) -> None:
-    _waiting_for(tx.rec, "merge_result")
-    if ev.result == "merged":
-        # The head stays the PR's: the merge commit is the base's, and moving the head
-        # there would leave the integrate check on the merged PR as superseded.
-        merge = f" as {ev.sha[:12]}" if ev.sha else ""
-        steps.settle(tx, "merged", f"merged by Ballet{merge}")
-        return
-    if ev.result == "checks_pending":
-        # GitHub holds the merge for required checks still running: wait for them.
-        steps.wait_checks_before_merge(tx)
-        return
-    if ev.result == "method_not_allowed":
-        # No rework changes a repository setting: trying again would fail the same way.
-        steps.ask(tx, method_refused(tx.rec.pipeline.merge.method, ev.detail))
-        return
-    words = {
-        "conflict": "a merge conflict",
-        "checks_failed": "red required checks",
-        "closed": "the pull request was closed",
-    }
-    detail = f": {ev.detail}" if ev.detail else ""
-    steps.settle(tx, "returned", f"merge returned by {words[ev.result]}{detail}")
 
 
 def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
@@ -384,10 +302,12 @@ def head_pushed(tx: Tx, ev: HeadPushed) -> None:
 
 
 def approval_stage_behind(rec: Record) -> str | None:
-    """The switched-on human stage the ticket already passed, if any."""
+    """The switched-on gate the ticket already passed, if any: a human stage, or a
+    stage that waits for a review."""
     assert rec.stage is not None, "an approval was given at a stage"
     here = routing.index_of(rec.pipeline, rec.stage)
     for stage in rec.pipeline.stages[:here]:
-        if stage.kind == "human" and routing.is_on(stage, rec.policy):
+        gate = stage.kind == "human" or stage.wait_for == "review"
+        if gate and routing.is_on(stage, rec.policy):
             return stage.id
     return None

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ballet.core import check_runs, render, steps, verbs
+from ballet.core import check_runs, render, reviews, steps, verbs
+from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
 from ballet.core.effects import (
@@ -66,17 +67,25 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # ...and a forge wait past its timeout, or checks that never started.
     ("waiting", "reconcile_tick"): Rule(h.wait_timeout, ("waiting",), "wait timed out"),
     # Platform stages wait for the forge: checks, reviews, merges.
-    ("waiting", "checks_started"): Rule(h.checks_started, ("waiting",), "checks started"),
-    ("waiting", "checks_completed"): Rule(h.checks_completed, ONWARD, "checks decide pass/fail"),
+    ("waiting", "checks_started"): Rule(fw.checks_started, ("waiting",), "checks started"),
+    ("waiting", "checks_completed"): Rule(fw.checks_completed, ONWARD, "checks decide pass/fail"),
     # Check results for the head are remembered at any time: a checks wait
     # entered after CI finished settles at once instead of waiting forever.
-    ("running", "checks_started"): Rule(h.checks_started, ("running",), "remember checks"),
-    ("running", "checks_completed"): Rule(h.checks_completed, ("running",), "remember checks"),
-    ("paused", "checks_started"): Rule(h.checks_started, ("paused",), "remember checks"),
-    ("paused", "checks_completed"): Rule(h.checks_completed, ("paused",), "remember checks"),
-    ("waiting", "review_submitted"): Rule(h.review_submitted, ONWARD, "a review decides"),
+    ("running", "checks_started"): Rule(fw.checks_started, ("running",), "remember checks"),
+    ("running", "checks_completed"): Rule(fw.checks_completed, ("running",), "remember checks"),
+    ("paused", "checks_started"): Rule(fw.checks_started, ("paused",), "remember checks"),
+    ("paused", "checks_completed"): Rule(fw.checks_completed, ("paused",), "remember checks"),
+    # A review by a person with write permission: at a review wait it decides (for
+    # the head it names); elsewhere one asking for changes sends the ticket back to
+    # rework, at once when it waits, when the session or merge ends otherwise.
+    ("waiting", "review_submitted"): Rule(reviews.review_submitted, ONWARD,
+                                          "a review decides, or asks for rework"),
+    ("running", "review_submitted"): Rule(reviews.review_submitted, ("running",),
+                                          "changes asked: rework once the session ends"),
+    ("paused", "review_submitted"): Rule(reviews.review_submitted, ("paused",),
+                                         "changes asked: rework on resume"),
     ("waiting", "merge_result"): Rule(
-        h.merge_result, ONWARD, "merged, returned to rework, or a question (method refused)"
+        fw.merge_result, ONWARD, "merged, returned to rework, or a question (method refused)"
     ),
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),

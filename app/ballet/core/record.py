@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ballet.core.config import Policy, ResolvedPipeline
 from ballet.core.report import Handoff, Usage
+from ballet.core.returns import ReturnCause, SignoffChange
 
 Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
 TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
@@ -137,6 +138,7 @@ class Record(Frozen):
     signoffs_required: tuple[str, ...] = ()
     signoffs_given: tuple[SignOff, ...] = ()
     signoffs_waived: tuple[str, ...] = ()
+    signoff_changes: tuple[SignoffChange, ...] = ()  # what people required and waived
     signoff_role: str | None = None  # the role whose sign-off session runs now
     gate_target: str | None = None  # where the ticket goes once sign-offs are in
     ready_for_review: bool = False
@@ -148,6 +150,10 @@ class Record(Frozen):
     checks: ChecksSeen | None = None
     handoff: Handoff | None = None  # the previous phase's handoff, for the next phase
     paused_from: Status | None = None
+    # Why the ticket last came back for rework: its sessions are told (core.returns).
+    returned: tuple[ReturnCause, ...] = ()
+    # Reviews asking for changes while a session or a merge ran: they act when it ends.
+    pending_reviews: tuple[ReturnCause, ...] = ()
     ended_by: str | None = None  # a person who merged or closed the PR themselves
     version: int = 1
     created_at: datetime

@@ -131,6 +131,7 @@ def resolve_pipeline(
         ),
         custom_skills=pinned_skills(config, name, custom_skills),
         merge=merge_strategy(config, pipeline),
+        reviews=pipeline.reviews,
     )
     return resolved.model_copy(update={"hash": content_hash(resolved)})
 

@@ -17,13 +17,14 @@ from ballet.core.effects import (
     PostReportComment,
     ReadChecks,
     RequestReviewers,
-    SessionSpec,
     StartSession,
 )
 from ballet.core.limits import RUN_SUMMARY_MAX, clip
 from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
 from ballet.core.report import Handoff, Report
+from ballet.core.returns import ReturnCause, ReturnKind, cause
 from ballet.core.routing import DONE, FAILED, QUESTION
+from ballet.core.session_spec import session_spec
 from ballet.core.tx import Tx
 
 
@@ -47,8 +48,19 @@ def set_status(tx: Tx, status: Status, waiting: Waiting | None = None) -> None:
     tx.set(status=status, waiting=waiting)
 
 
-def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
-    """Route to an outcome's target: skip switched-off stages, count iterations."""
+def go(
+    tx: Tx,
+    target: str,
+    reason: str = "",
+    note: str = "",
+    causes: tuple[ReturnCause, ...] = (),
+    returning: bool = False,
+) -> None:
+    """Route to an outcome's target: skip switched-off stages, count iterations.
+
+    A return (to this stage or an earlier one, or `returning`) starts a new
+    iteration and keeps its causes for the sessions that follow; without a cause
+    of its own it is the stage's report that sent the ticket back."""
     rec = tx.rec
     target, why = routing.skip_off_stages(rec.pipeline, rec.policy, target)
     if target == QUESTION:
@@ -57,7 +69,7 @@ def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
     if target == FAILED:
         end(tx, "failed", reason or "the pipeline routed the ticket to `$failed`")
         return
-    if routing.is_backwards(rec.pipeline, rec.stage, target):
+    if returning or routing.is_backwards(rec.pipeline, rec.stage, target):
         limit = rec.pipeline.iteration_limit
         if rec.iteration >= limit:
             ask(
@@ -66,11 +78,13 @@ def go(tx: Tx, target: str, reason: str = "", note: str = "") -> None:
                 f"`{target}` again. {note}".strip(),
             )
             return
-        tx.set(iteration=rec.iteration + 1)
+        here = rec.stage or target
+        own = causes or (cause("stage_report", here, tx.now, by=f"stage:{here}", text=note),)
+        tx.set(iteration=rec.iteration + 1, returned=own)
     proceed(tx, target, note=note)
 
 
-def settle(tx: Tx, outcome: str, summary: str) -> None:
+def settle(tx: Tx, outcome: str, summary: str, causes: tuple[ReturnCause, ...] = ()) -> None:
     """A human or platform stage has its outcome: report it and route it."""
     rec = tx.rec
     stage = rec.stage or ""
@@ -78,8 +92,14 @@ def settle(tx: Tx, outcome: str, summary: str) -> None:
     done = close_run(tx, outcome, summary, report_ref=key.render())
     assert done is not None, "a waiting stage has an open run"
     target, why = routing.next_target(rec.pipeline, stage, outcome)
-    go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}")
+    go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}", causes=causes)
     post_report(tx, key, done, Report(outcome=outcome, summary=summary), None, f"`{target}`")
+
+
+def red_checks(tx: Tx, kind: ReturnKind, summary: str) -> ReturnCause:
+    """Red checks on the head: the session job reads their output by this commit."""
+    here = tx.rec.stage or ""
+    return cause(kind, here, tx.now, by=f"stage:{here}", sha=tx.rec.head_sha, text=summary)
 
 
 def post_report(
@@ -194,7 +214,8 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
     if stage.action == "merge" and rec.policy.merge == "auto":
         seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
         if seen is not None and seen.outcome == "fail":
-            settle(tx, "returned", f"red checks on the head: {seen.summary}")
+            red = red_checks(tx, "merge_checks_failed", seen.summary)
+            settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red,))
         elif seen is not None and seen.outcome is None:
             wait_checks_before_merge(tx)
         else:
@@ -218,7 +239,8 @@ def enter_checks_wait(tx: Tx) -> None:
     seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
     if seen is not None and seen.outcome in ("pass", "fail"):
         # CI finished before the ticket got here: nothing more will arrive.
-        settle(tx, seen.outcome, f"{seen.summary} (finished before the wait)")
+        red = (red_checks(tx, "checks_failed", seen.summary),) if seen.outcome == "fail" else ()
+        settle(tx, seen.outcome, f"{seen.summary} (finished before the wait)", causes=red)
         return
     # Whatever Ballet heard of the head's checks so far, their verdict is read once
     # now: a green check heard of needs the others', and a completion this ticket
@@ -324,56 +346,12 @@ def start_session(
         ask(tx, f"{spent}; answer to allow one more session")
         return
     rec = tx.rec
-    if role is not None:
-        r = rec.pipeline.roles[role]
-        run_stage, runtime, config = f"signoff-{role}", r.runtime, r.runtime_config
-        model, effort = None, None  # a role has no overrides: its runtime's defaults apply
-        skills, instructions, timeout = r.skills, r.instructions, SIGNOFF_TIMEOUT_MINUTES
-    else:
-        s = rec.pipeline.stage(stage_id)
-        assert s.runtime is not None and s.runtime_config is not None, "agent stages have one"
-        run_stage, runtime, config = stage_id, s.runtime, s.runtime_config
-        # Only the stage's own overrides: the session side routes per phase and
-        # adapter (`ballet.sessions.routing`), which only it knows how to name.
-        model, effort = s.model, s.effort
-        skills, instructions, timeout = s.skills, s.instructions, s.timeout_minutes
-    job = routing.job_key(rec.key, run_stage, rec.iteration, rec.attempt, phase)
-    spec = SessionSpec(
-        job_key=job,
-        repo=rec.ticket.repo,
-        issue=rec.ticket.number,
-        title=rec.ticket.title,
-        author=rec.ticket.author,
-        stage=stage_id,
-        kind="signoff" if role else "agent",
-        role=role,
-        iteration=rec.iteration,
-        attempt=rec.attempt,
-        phase=phase,
-        runtime=runtime,
-        runtime_config=config,
-        model=model,
-        effort=effort,
-        skills=skills,
-        instructions=instructions,
-        timeout_minutes=timeout,
-        branch=rec.branch,
-        base=rec.base,
-        pr_number=rec.pr_number,
-        pipeline=rec.pipeline.name,
-        pipeline_version=rec.pipeline.version,
-        handoff=rec.handoff if phase else None,
-        answers=tuple(q.answer for q in rec.questions if q.answer is not None),
-        note=note,
-    )
+    spec = session_spec(rec, stage_id, phase, role, note)
+    job = spec.job_key
     open_run(tx, stage_id, phase=phase, role=role, job=job)
     tx.set(sessions_used=rec.sessions_used + 1)
     set_status(tx, "running")
     tx.emit(StartSession(repo=rec.ticket.repo, spec=spec))
-
-
-# A sign-off role has no stage of its own to take a timeout from.
-SIGNOFF_TIMEOUT_MINUTES = 60
 
 
 def ask(tx: Tx, reason: str) -> None:
@@ -391,7 +369,7 @@ def ask(tx: Tx, reason: str) -> None:
 def end(tx: Tx, status: Status, reason: str, by: str | None = None) -> None:
     close_run(tx, status, reason)
     set_status(tx, status)
-    tx.set(signoff_role=None, gate_target=None, ended_by=by, handoff=None)
+    tx.set(signoff_role=None, gate_target=None, ended_by=by, handoff=None, pending_reviews=())
     rec = tx.rec
     if status == "done" and rec.branch is None and by is None:
         # A ticket without a branch (a spike) ends with what it learned.

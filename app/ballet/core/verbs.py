@@ -6,12 +6,16 @@ before changing anything, or None once it has acted.
 
 from __future__ import annotations
 
-from ballet.core import commands, render, routing, steps
+from datetime import datetime
+from typing import Literal
+
+from ballet.core import commands, render, rework, routing, steps
 from ballet.core.commands import Command
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession
 from ballet.core.events import CommandIssued
 from ballet.core.record import Approval
+from ballet.core.returns import SignoffChange, cause
 from ballet.core.tx import Tx
 
 
@@ -39,7 +43,9 @@ def reject(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         return (
             "nothing waits for an approval now; `/ballet status` shows what the ticket waits for."
         )
-    steps.settle(tx, "reject", f"rejected by @{ev.author}: {cmd.text}")
+    head = rec.head_sha or ev.head_sha
+    why = cause("rejected", rec.stage or "", tx.now, by=ev.author, sha=head, text=cmd.text)
+    steps.settle(tx, "reject", f"rejected by @{ev.author}: {cmd.text}", causes=(why,))
     return None
 
 
@@ -63,6 +69,9 @@ def rerun(tx: Tx, stage: str | None, role: str | None, phase: str | None, note: 
         steps.start_session(tx, rec.stage or "", None, note=note, role=role, bypass_budget=True)
     elif stage is None:
         steps.go(tx, rec.pipeline.stages[0].id, note=note)
+    elif routing.needs_signoffs(rec.pipeline, stage) and rec.missing_signoffs():
+        # A sign-off required again since the gate opened is asked before the stage runs.
+        steps.proceed(tx, stage, note=note)
     else:
         steps.enter(tx, stage, note=note, phase=phase, bypass_budget=True)
 
@@ -102,6 +111,11 @@ def pause(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
 def resume(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     rec = tx.rec
     w = rec.waiting
+    if rec.pending_reviews:
+        # People asked for changes while it was paused: that is where it resumes.
+        tx.set(status=rec.paused_from or "waiting", paused_from=None)
+        rework.apply_pending_reviews(tx)
+        return None
     if rec.paused_from == "waiting" and w is not None and w.kind in ("question", "approval"):
         tx.set(status="waiting", paused_from=None)
         return None
@@ -121,6 +135,7 @@ def signoff_require(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     tx.set(
         signoffs_required=(*rec.signoffs_required, role),
         signoffs_waived=tuple(r for r in rec.signoffs_waived if r != role),
+        signoff_changes=(*rec.signoff_changes, change(role, "required", ev.author, tx.now)),
     )
     tx.announce(f"+{role}", f"@{ev.author} requires sign-off from `{role}`.")
     return None
@@ -132,9 +147,13 @@ def signoff_waive(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     if role not in rec.signoffs_required:
         required = ", ".join(rec.signoffs_required) or "none"
         return f"`{role}` is not a required sign-off (required: {required})."
+    # A sign-off holds while its role is required, and no longer: required again,
+    # the role is asked again.
     tx.set(
         signoffs_required=tuple(r for r in rec.signoffs_required if r != role),
         signoffs_waived=(*rec.signoffs_waived, role),
+        signoffs_given=tuple(s for s in rec.signoffs_given if s.role != role),
+        signoff_changes=(*rec.signoff_changes, change(role, "waived", ev.author, tx.now)),
     )
     tx.announce(f"-{role}", f"@{ev.author} waived the sign-off from `{role}`.")
     if rec.status == "running" and rec.signoff_role == role:
@@ -174,3 +193,9 @@ def status(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
 def help_(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
     tx.reply(ev.comment_id, "help", commands.HELP_TEXT)
     return None
+
+
+def change(
+    role: str, action: Literal["required", "waived"], by: str, at: datetime
+) -> SignoffChange:
+    return SignoffChange(role=role, action=action, by=by, at=at)

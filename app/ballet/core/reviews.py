@@ -1,0 +1,90 @@
+"""Pull-request reviews: the gate of a `wait_for: review` stage, and a review
+asking for changes that steers the ticket wherever it is.
+
+A review counts only from a person (never a bot) with write permission, read
+the way slash commands read it; at a review gate only from the pipeline's
+`approvers:` when it names them, and only for the head commit it names
+(`commit_id`): an approval of an older head does not pass, and a new head lapses
+an approval given earlier (`handlers.head_pushed`). A review that does not
+count raises `IllegalEvent` with why, which the edge logs; nothing changes.
+"""
+
+from __future__ import annotations
+
+from ballet.core import rework, steps
+from ballet.core.events import WRITE_PERMISSIONS, ReviewSubmitted
+from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Approval, Record
+from ballet.core.returns import PENDING_MAX, ReturnCause, cause
+from ballet.core.tx import Tx
+
+VERDICTS = ("approved", "changes_requested")
+
+
+def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
+    rec = tx.rec
+    refusal = _who_may_not(rec, ev)
+    if refusal:
+        raise IllegalEvent(refusal)
+    w = rec.waiting
+    if rec.status == "waiting" and w is not None and w.kind == "review":
+        _at_the_gate(tx, ev)
+        return
+    if ev.state != "changes_requested":
+        raise IllegalEvent(
+            f"an approving review by @{ev.author} counts only at a `wait_for: review` stage"
+        )
+    if rec.pipeline.reviews == "ignore":
+        raise IllegalEvent("the pipeline says `reviews: ignore`")
+    c = review_cause(rec, ev)
+    if rec.status in ("running", "paused") or (w is not None and w.kind == "merge_result"):
+        # The running session (or merge) ends first; its outcome's next stage gives way.
+        kept = tuple(p for p in rec.pending_reviews if p.review_id != ev.review_id)
+        tx.set(pending_reviews=(*kept, c)[-PENDING_MAX:])
+        return
+    rework.rework(tx, (c,), f"changes requested in a review by @{ev.author}")
+
+
+def _who_may_not(rec: Record, ev: ReviewSubmitted) -> str | None:
+    if ev.state not in VERDICTS:
+        return f"a {ev.state} review by @{ev.author} is not a verdict"
+    if ev.author_is_bot:
+        return f"a review by the bot {ev.author} never counts; a person has to review"
+    if ev.permission not in WRITE_PERMISSIONS:
+        return (
+            f"a review by @{ev.author} counts only with write permission "
+            f"(they have {ev.permission})"
+        )
+    return None
+
+
+def _at_the_gate(tx: Tx, ev: ReviewSubmitted) -> None:
+    rec = tx.rec
+    approvers = rec.pipeline.approvers
+    if approvers is not None and ev.author.lower() not in {a.lower() for a in approvers}:
+        raise IllegalEvent(
+            f"@{ev.author} is not among the pipeline's approvers ({', '.join(approvers)})"
+        )
+    if ev.commit_id is None or ev.commit_id != rec.head_sha:
+        raise IllegalEvent(
+            f"the review by @{ev.author} is of {ev.commit_id or 'an unknown commit'}, "
+            f"but the head is {rec.head_sha}: it must review the head"
+        )
+    summary = f"review by @{ev.author} of {ev.commit_id[:12]}: {ev.state}"
+    if ev.state == "approved":
+        tx.set(approval=Approval(by=ev.author, sha=ev.commit_id, at=tx.now))
+        steps.settle(tx, "approve", summary)
+    else:
+        steps.settle(tx, "changes_requested", summary, causes=(review_cause(rec, ev),))
+
+
+def review_cause(rec: Record, ev: ReviewSubmitted) -> ReturnCause:
+    return cause(
+        "changes_requested",
+        rec.stage or "",
+        ev.now,
+        by=ev.author,
+        sha=ev.commit_id,
+        text=ev.body,
+        review_id=ev.review_id,
+    )
