@@ -191,6 +191,9 @@ def review_submitted(c: Context) -> tuple[Intent, ...]:
         state=cast(Literal["approved", "changes_requested", "commented", "dismissed"], state),
         author=_login(review.user),
         author_is_bot=_is_bot(review.user),
+        commit_id=review.commit_id,
+        review_id=review.id,
+        body=review.body or "",
     )
     return (ForTicket(c.installation_id, target, event),)
 

@@ -24,6 +24,7 @@ from ballet.queue import DeliveryQueue
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.settings import Settings
 from ballet.tickets.links import TicketLinksReader
+from ballet.tickets.return_reads import ReturnReads
 from ballet.tickets.source import TicketSource
 
 
@@ -68,6 +69,8 @@ class SessionJobs:
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
     links: TicketLinksReader | None = None  # None: sessions get no epic or lineage
     prefetch: MirrorPrefetch | None = None  # the mirror fetched as a session is launched
+    # What GitHub holds of a return's cause (failing checks, a review); None: the cause alone.
+    returns: ReturnReads | None = None
 
 
 @dataclass

@@ -63,4 +63,6 @@ def build_context(spec: RunnerSpec) -> dict[str, Any]:
         "epic": links.epic.model_dump(mode="json") if links.epic else None,
         "lineage": [item.model_dump(mode="json") for item in links.lineage],
         "lineage_left_out": links.lineage_left_out,
+        "returned": [r.model_dump(mode="json") for r in spec.returned],
+        "signoffs": spec.signoffs.model_dump(mode="json"),
     }

@@ -16,6 +16,7 @@ from pathlib import Path
 from ballet.core.text import acceptance_criteria
 from ballet.sessions.context import ticket_links, visible_reports
 from ballet.sessions.links_prompt import links_section
+from ballet.sessions.returns import returned_section, signoffs_section
 from ballet.sessions.spec import EarlierReport, RunnerSpec
 
 # Long texts are cut so the prompt stays well under a command line's limits
@@ -81,6 +82,9 @@ def render_prompt(
         + ". Commit your work with git; do not push: Ballet pushes the branch after "
         "the session. Only this branch is pushed."
     )
+    returned = returned_section(spec.returned)
+    if returned:
+        parts.append(returned)
     reports = _earlier_reports(visible_reports(spec))
     if reports:
         parts.append(reports)
@@ -90,6 +94,9 @@ def render_prompt(
             for a in spec.answers
         )
         parts.append(f"## Answers to questions\n\n{answers}")
+    signoffs = signoffs_section(spec.signoffs)
+    if signoffs:
+        parts.append(signoffs)
     if spec.handoff:
         handoff = json.dumps(spec.handoff.model_dump(mode="json"), indent=2)
         parts.append(f"## Handoff from the previous phase\n\n```json\n{handoff}\n```")

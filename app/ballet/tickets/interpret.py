@@ -37,6 +37,7 @@ from ballet.core.effects import (
     React,
     ReadChecks,
     RemoveLabels,
+    ReplyToReview,
     RequestReviewers,
     SetCheckRun,
     SetLabels,
@@ -127,11 +128,26 @@ class Interpreter:
                 return await read_checks(
                     self._forge, effect.repo, effect.sha, self._own_app_id, self._clock()
                 )
+            case ReplyToReview():
+                await self._reply_to_review(effect)
             case MarkReadyForReview():
                 await self._forge.mark_ready_for_review(effect.repo, effect.number)
             case RequestReviewers():
                 await self._forge.request_reviewers(effect.repo, effect.number, effect.reviewers)
         return None
+
+    async def _reply_to_review(self, effect: ReplyToReview) -> None:
+        """Answer on the review's first inline thread. A review without one has no
+        thread: the rework's report comment, which mentions its author, tells them."""
+        marker = marker_for(effect.marker.render())
+        if await self._memo.comment_id(effect.repo, effect.number, marker) is not None:
+            return  # told already (the effect is being retried)
+        review = await self._forge.review(effect.repo, effect.number, effect.review_id)
+        first = next((c for c in review.comments if c.in_reply_to is None), None)
+        if first is None:
+            return
+        await self._forge.reply_to_review_comment(effect.repo, effect.number, first.id, effect.body)
+        await self._memo.remember_comment(effect.repo, effect.number, marker, first.id)
 
     async def _link_reports(self, repo: str, number: int, body: str) -> str:
         """Point the tracking table's report links at the report comments."""

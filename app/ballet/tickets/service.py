@@ -26,10 +26,17 @@ from ballet import metrics
 from ballet.core import outbox
 from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey, RemoveLabels, SetLabels
-from ballet.core.events import AnyEvent, ChecksCompleted, CommandIssued, TicketRequested
+from ballet.core.events import (
+    AnyEvent,
+    ChecksCompleted,
+    CommandIssued,
+    ReviewSubmitted,
+    TicketRequested,
+)
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.outbox import Coalescable
 from ballet.core.record import split_key, ticket_key
+from ballet.core.reviews import VERDICTS
 from ballet.github.forge import (
     AppIdentity,
     Forge,
@@ -159,6 +166,15 @@ class TicketService:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
         event: AnyEvent = intent.event
+        if (
+            isinstance(event, ReviewSubmitted)
+            and event.state in VERDICTS
+            and not event.author_is_bot
+        ):
+            # A review counts only with write permission, read as for slash commands.
+            forge = self._forges(intent.installation_id)
+            permission = await forge.permission(intent.target.repo, event.author)
+            event = event.model_copy(update={"permission": permission})
         await self.handle(
             key,
             event,
