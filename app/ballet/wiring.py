@@ -48,6 +48,7 @@ from ballet.tickets.interpret import SessionLauncher
 from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
+from ballet.tickets.report_comments import ReportComments
 from ballet.tickets.service import TicketService
 from ballet.tickets.source import GitHubTicketSource
 from ballet.tickets.store import RecordStore
@@ -206,7 +207,7 @@ def session_jobs_for(
         links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=workspaces,
         prefetch=MirrorPrefetch(workspaces, tickets),
-        artifacts=Artifacts(redis),
+        artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for)),
         parent_env=parent_env,
         options=options or SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),

@@ -146,7 +146,8 @@ def test_no_user_text_escapes_its_place(title: str, summary: str, outcome: str) 
     graph = body.split("```mermaid")[1].split("```")[0]
     assert all(line.count('"') % 2 == 0 for line in graph.splitlines())
     report = t.of(PostReportComment)[0].body
-    assert report.count("<!--") == 1 and report.count("-->") == 1
+    # The marker and the report block (`core.report_block`) only.
+    assert report.count("<!--") == 2 and report.count("-->") == 2
 
 
 def test_runs_link_their_reports_by_marker_for_the_edge_to_resolve() -> None:

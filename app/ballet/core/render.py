@@ -14,6 +14,7 @@ from datetime import datetime
 from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
+from ballet.core.report_block import ReportBlock, artifact_stage, encode_block
 
 _STATUS_WORDS = {
     "running": "🏃 running",
@@ -178,7 +179,22 @@ def report(run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) 
         _details("Handoff", _handoff(handoff)) if handoff else "",
         f"**Next:** {text(next_step)}",
     ]
-    return "\n\n".join(p for p in parts if p)
+    body = "\n\n".join(p for p in parts if p)
+    if run.job_key is None:
+        return body  # a human or platform stage: no session hands anything on
+    # A session's report and handoff also live here, for when Redis loses them. The
+    # block goes last and whole: what people read is cut to leave it room.
+    block = encode_block(
+        ReportBlock(
+            job_key=run.job_key,
+            stage=artifact_stage(run.stage, run.role),
+            iteration=run.iteration,
+            phase=run.phase,
+            report=rep,
+            handoff=handoff,
+        )
+    )
+    return f"{clip(body, COMMENT_MAX - len(block) - 2)}\n\n{block}"
 
 
 def _bullets(title: str, items: tuple[str, ...]) -> str:

@@ -45,7 +45,7 @@ async def build_runner_spec(
     reads = await asyncio.gather(
         jobs.tickets.record(ticket),
         jobs.tickets.issue(spec.repo, spec.issue),
-        jobs.artifacts.earlier_reports(ticket),
+        jobs.artifacts.of(ticket),
         clone_url or jobs.tickets.clone_url(spec.repo),
         return_exceptions=True,
     )
@@ -53,7 +53,9 @@ async def build_runner_spec(
     run = record.open_run if record else None
     if record is not None and (run is None or run.job_key != spec.job_key):
         raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
-    issue, earlier_reports, url = _value(reads[1]), _value(reads[2]), _value(reads[3])
+    issue, stored, url = _value(reads[1]), _value(reads[2]), _value(reads[3])
+    # What Redis lost of the finished sessions' reports is read back from their comments.
+    earlier_reports = await jobs.artifacts.earlier_reports(ticket, record, stored)
     links = None
     if jobs.links is not None:
         links = await jobs.links.read(

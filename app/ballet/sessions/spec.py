@@ -66,6 +66,7 @@ class EarlierReport(Frozen):
     iteration: int = Field(ge=1)
     phase: Phase | None = None
     report: Report
+    handoff: Handoff | None = None  # what the session handed on (phased stages)
 
 
 class Answer(Frozen):
