@@ -49,6 +49,7 @@ from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.report_comments import ReportComments
+from ballet.tickets.return_reads import ReturnReads
 from ballet.tickets.service import TicketService
 from ballet.tickets.source import GitHubTicketSource
 from ballet.tickets.store import RecordStore
@@ -212,6 +213,7 @@ def session_jobs_for(
         options=options or SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),
         crash_retries=settings.session_crash_retries,
+        returns=ReturnReads(tickets.forge_for, own_app_id=settings.app_id),
     )
     if heartbeat_seconds is not None:
         jobs = replace(jobs, heartbeat_seconds=heartbeat_seconds)

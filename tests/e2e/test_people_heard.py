@@ -95,6 +95,14 @@ async def review(
     return made
 
 
+def waiting_in(kind: str, iteration: int) -> Any:
+    def done(view: View) -> bool:
+        rec = view.record
+        return waiting_for(kind)(view) and rec is not None and rec.iteration == iteration
+
+    return done
+
+
 def refused_reviews() -> float:
     value: float = metrics.TICKET_EVENTS.labels("review_submitted", "refused")._value.get()
     return value
@@ -113,7 +121,7 @@ async def test_a_reject_reason_reaches_the_next_implement_session(stack: Stack) 
     head = view.record.head_sha
     reason = "Use integer math only; name the test after the ticket"
     await comment(stack, repo, view.record.pr_number, "carol", f"/ballet reject {reason}")
-    view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
+    view = await wait_until(stack, repo, number, waiting_in("approval", 2), timeout=90)
     assert view.record is not None and view.record.iteration == 2
     seen = await witnessed(stack, repo, view.record.branch or "", "implement", 2)
     (returned,) = seen["context"]["returned"]
@@ -166,7 +174,7 @@ async def test_a_writers_inline_review_at_a_human_stage_returns_the_ticket(stack
             {"path": "calc.py", "line": MULTIPLY_LINE, "body": "Validate that both are ints."}
         ],
     )
-    view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
+    view = await wait_until(stack, repo, number, waiting_in("approval", 2), timeout=90)
     assert view.record is not None and view.record.iteration == 2
     seen = await witnessed(stack, repo, view.record.branch or "", "implement", 2)
     (returned,) = seen["context"]["returned"]

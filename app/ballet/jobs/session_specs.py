@@ -15,8 +15,10 @@ from typing import TypeVar
 from ballet.core.effects import SessionSpec
 from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
+from ballet.github.forge import IssueDetails
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
+from ballet.sessions.returns import ReturnInfo, Signoffs
 
 _T = TypeVar("_T")
 
@@ -56,17 +58,16 @@ async def build_runner_spec(
     issue, stored, url = _value(reads[1]), _value(reads[2]), _value(reads[3])
     # What Redis lost of the finished sessions' reports is read back from their comments.
     earlier_reports = await jobs.artifacts.earlier_reports(ticket, record, stored)
-    links = None
-    if jobs.links is not None:
-        links = await jobs.links.read(
-            spec.repo,
-            spec.issue,
-            issue.body,
-            has_parent=issue.has_parent,
-            branch=spec.branch,
-            # A first session was asked for before its PR opened; the record knows it now.
-            own_pr=spec.pr_number or (record.pr_number if record else None),
-        )
+    # A first session was asked for before its PR opened; the record knows it now.
+    pr_number = spec.pr_number or (record.pr_number if record else None)
+    causes = spec.returned
+    # The epic and lineage, and what GitHub holds of the return's cause, together.
+    links, returned = await asyncio.gather(
+        _links(jobs, spec, issue, pr_number),
+        jobs.returns.read(spec.repo, pr_number, causes)
+        if jobs.returns is not None and causes
+        else _known(tuple(ReturnInfo.of(c) for c in causes)),
+    )
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
     answers = tuple(
@@ -107,7 +108,32 @@ async def build_runner_spec(
         handoff=spec.handoff,
         clone_url=url,
         links=links or TicketLinks(),
+        returned=returned,
+        signoffs=Signoffs(
+            required=spec.signoffs_required,
+            given=spec.signoffs_given,
+            changes=spec.signoff_changes,
+        ),
     )
+
+
+async def _links(
+    jobs: SessionJobs, spec: SessionSpec, issue: IssueDetails, pr_number: int | None
+) -> TicketLinks | None:
+    if jobs.links is None:
+        return None
+    return await jobs.links.read(
+        spec.repo,
+        spec.issue,
+        issue.body,
+        has_parent=issue.has_parent,
+        branch=spec.branch,
+        own_pr=pr_number,
+    )
+
+
+async def _known(value: _T) -> _T:
+    return value
 
 
 def _value(outcome: _T | BaseException) -> _T:

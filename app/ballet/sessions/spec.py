@@ -19,6 +19,7 @@ from ballet.core.config import Phase, Runtime, StageKind
 from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
 from ballet.core.report import Handoff, Report, Usage
+from ballet.sessions.returns import ReturnInfo, Signoffs
 
 # Why a session ended `failed` without a report of its own (None: it reported).
 FailureReason = Literal[
@@ -99,6 +100,8 @@ class RunnerSpec(Frozen):
     handoff: Handoff | None = None  # the previous phase's handoff
     clone_url: str  # without credentials; the token is passed per git command
     links: TicketLinks = Field(default_factory=TicketLinks)  # the epic and the lineage
+    returned: tuple[ReturnInfo, ...] = ()  # why the ticket came back for rework
+    signoffs: Signoffs = Field(default_factory=Signoffs)
 
 
 class SessionResult(Frozen):
