@@ -27,7 +27,7 @@ from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
 from ballet.github.app import GitHubApp
 from ballet.github.client import GitHubAppCredentials
-from ballet.github.forge import Forge
+from ballet.github.forge import AppIdentity, Forge
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.prefetch import MirrorPrefetch
@@ -88,6 +88,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         edge.github.for_installation,
         find_installation=edge.github.installation_of,
         installations=edge.github.installations,
+        ballet_login=edge.identity.bot_login if edge.identity else None,
     )
     launcher.prefetch = session_jobs.prefetch
     closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose,)
@@ -137,6 +138,7 @@ class GitHubEdge:
     github: GitHubApp
     store: RecordStore
     service: TicketService
+    identity: AppIdentity | None = None
 
     async def aclose(self) -> None:
         await self.github.aclose()
@@ -174,7 +176,7 @@ async def build_edge(
         live_tickets=LiveTickets(redis),
         find_installation=github.installation_of,
     )
-    return GitHubEdge(github=github, store=store, service=service)
+    return GitHubEdge(github=github, store=store, service=service, identity=identity)
 
 
 def session_jobs_for(
@@ -189,11 +191,13 @@ def session_jobs_for(
     clone_urls: Callable[[str], str] | None = None,
     options: SessionOptions | None = None,
     heartbeat_seconds: float | None = None,
+    ballet_login: str | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
     (`GitHubEdge.store`, `GitHubEdge.github.for_installation`,
     `GitHubEdge.github.installation_of`). Tests pass where to clone from, the
-    session options (e.g. a test's own confinement) and a faster heartbeat."""
+    session options (e.g. a test's own confinement) and a faster heartbeat.
+    `ballet_login`: the App's bot; only its comments are read back as reports."""
     tickets = GitHubTicketSource(
         store,
         forges,
@@ -208,7 +212,7 @@ def session_jobs_for(
         links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=workspaces,
         prefetch=MirrorPrefetch(workspaces, tickets),
-        artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for)),
+        artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for, author=ballet_login)),
         parent_env=parent_env,
         options=options or SessionOptions(isolation=isolation_for(settings)),
         builtin_skills=builtin_skills(),

@@ -120,6 +120,7 @@ def session_jobs(
             isolation=Isolation(readonly_paths=(agent_script.parent,), test_writable=(observed,)),
         ),
         heartbeat_seconds=0.2,
+        ballet_login=github.bot_login,
     )
 
 

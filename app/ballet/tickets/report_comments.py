@@ -38,8 +38,13 @@ def reported_sessions(record: Record) -> tuple[StageRun, ...]:
 class ReportComments:
     """Reads report blocks from a ticket's comments through the forge of its repository."""
 
-    def __init__(self, forges: Callable[[str], Awaitable[Forge]]) -> None:
+    def __init__(
+        self, forges: Callable[[str], Awaitable[Forge]], *, author: str | None = None
+    ) -> None:
         self._forges = forges
+        # Anyone may comment on a public pull request, and a marker is easy to copy:
+        # only the App's own comments are read back as reports (None: trust any).
+        self._author = author.casefold() if author else None
 
     async def read(self, record: Record, runs: Sequence[StageRun]) -> dict[str, ReportBlock]:
         """The report blocks of `runs` by job key. A run whose comment is gone, or was
@@ -60,6 +65,8 @@ class ReportComments:
             except NotFound:
                 continue
             for comment in comments:
+                if self._author is not None and comment.author.casefold() != self._author:
+                    continue
                 for marker in wanted.keys() - bodies.keys():
                     if marker in comment.body:
                         bodies[marker] = comment.body  # the first one, as the interpreter does
