@@ -164,7 +164,7 @@ async def build_edge(
         write_spacing_seconds=settings.write_spacing_seconds,
     )
     identity = await github.app_identity()
-    store = RecordStore(redis)
+    store = RecordStore(redis, own_login=identity.bot_login)
     service = TicketService(
         github.for_installation,
         store,

@@ -123,3 +123,35 @@ async def test_a_late_rebuild_never_overwrites_a_newer_committed_record(
 
     assert await reader == newer
     assert await store.load(stale.key, github) == newer  # type: ignore[arg-type]
+
+
+class _Comments:
+    def __init__(self, *comments: Comment) -> None:
+        self.comments = list(comments)
+
+    async def list_comments(self, repo: str, number: int) -> list[Comment]:
+        return self.comments
+
+
+async def test_a_record_is_rebuilt_only_from_the_apps_own_tracking_comment(
+    github_redis_url: str,
+) -> None:
+    # Anyone may comment on a public issue: a passer-by posts the tracking marker with
+    # a state block of their own making (a later version, no approvers, done) first.
+    real = record(version=3, stage="implement")
+    forged = record(version=99, status="done", stage=None)
+    marker = tracking_marker(real.key)
+    github = _Comments(
+        Comment(id=1, body=f"{marker}\n{encode_record(forged)}", author="mallory", html_url=""),
+        Comment(id=2, body=f"{marker}\n{encode_record(real)}", author="Ballet[bot]", html_url=""),
+    )
+    client = Redis.from_url(github_redis_url)
+    await client.flushdb()
+    try:
+        trusting = await RecordStore(client).load(real.key, github)  # type: ignore[arg-type]
+        assert trusting == forged  # what a store that trusts any author would do
+        await client.flushdb()
+        own = RecordStore(client, own_login="ballet[bot]")
+        assert await own.load(real.key, github) == real  # type: ignore[arg-type]
+    finally:
+        await client.aclose()

@@ -20,6 +20,11 @@ from ballet.github.errors import ForgeError as ForgeError
 from ballet.github.errors import ForgeUnavailable as ForgeUnavailable
 from ballet.github.errors import NotFound as NotFound
 from ballet.github.errors import RateLimited as RateLimited
+from ballet.github.said import CheckAnnotation as CheckAnnotation
+from ballet.github.said import FailedCheck as FailedCheck
+from ballet.github.said import FailedChecks as FailedChecks
+from ballet.github.said import ReviewComment as ReviewComment
+from ballet.github.said import ReviewDetail as ReviewDetail
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
@@ -118,62 +123,6 @@ class CheckResult:
     conclusion: str | None  # check-run conclusion, or a status state
     url: str | None = None
     app_id: int | None = None  # the App that made a check run; None for a status
-
-
-@dataclass(frozen=True)
-class ReviewComment:
-    id: int
-    path: str
-    line: int | None  # GitHub's `line`; for an outdated comment, its `original_line`
-    start_line: int | None  # a multi-line comment's first line
-    side: str | None  # "LEFT" | "RIGHT"
-    diff_hunk: str
-    body: str
-    author: str
-    in_reply_to: int | None = None
-
-
-@dataclass(frozen=True)
-class ReviewDetail:
-    id: int
-    author: str
-    state: str  # as GitHub says: "APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", ...
-    body: str
-    commit_id: str | None
-    html_url: str
-    comments: tuple[ReviewComment, ...]
-    comments_left_out: int = 0  # comments past the bound that were not read
-
-
-@dataclass(frozen=True)
-class CheckAnnotation:
-    path: str
-    start_line: int
-    end_line: int
-    level: str  # "notice" | "warning" | "failure"
-    message: str
-    title: str | None = None
-
-
-@dataclass(frozen=True)
-class FailedCheck:
-    """A failing check run or commit status, and what it said."""
-
-    name: str
-    kind: Literal["check_run", "status"]
-    conclusion: str  # a check run's conclusion, or a status's state ("failure", "error")
-    title: str = ""  # check run output.title (statuses: "")
-    summary: str = ""  # check run output.summary, or a status's description
-    url: str | None = None  # html_url / target_url
-    annotations: tuple[CheckAnnotation, ...] = ()
-    annotations_left_out: int = 0
-
-
-@dataclass(frozen=True)
-class FailedChecks:
-    sha: str
-    checks: tuple[FailedCheck, ...]
-    checks_left_out: int = 0
 
 
 @dataclass(frozen=True)
@@ -392,9 +341,14 @@ class Forge(Protocol):
     async def git_remote(self, repo: str) -> GitRemote: ...
 
 
-async def find_comment(forge: Forge, repo: str, issue_number: int, marker: str) -> Comment | None:
-    """The first comment on the issue whose body carries `marker`."""
+async def find_comment(
+    forge: Forge, repo: str, issue_number: int, marker: str, *, author: str | None = None
+) -> Comment | None:
+    """The first comment on the issue whose body carries `marker` — by `author` when
+    given: anyone may comment on a public repository, and a marker is easy to copy."""
     for comment in await forge.list_comments(repo, issue_number):
+        if author is not None and comment.author.casefold() != author.casefold():
+            continue
         if marker in comment.body:
             return comment
     return None

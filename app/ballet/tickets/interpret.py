@@ -83,6 +83,7 @@ class Interpreter:
         *,
         clock: Callable[[], datetime],
         own_app_id: int | None = None,
+        own_login: str | None = None,
     ) -> None:
         self._forge = forge
         self._memo = memo
@@ -90,6 +91,9 @@ class Interpreter:
         self._clock = clock
         # Ballet's own check runs (its stage runs) never gate its merges.
         self._own_app_id = own_app_id
+        # Only the App's own comment is edited in place: a copy of its marker posted
+        # by someone else would otherwise be found first (and be refused the edit).
+        self._own_login = own_login
 
     async def apply(self, effect: AnyEffect) -> AnyEvent | None:
         """Carry out one effect; the event the engine must hear about it, if any."""
@@ -173,7 +177,7 @@ class Interpreter:
                 await self._memo.forget_comment(repo, number, marker)
         existing = None
         if not await self._never_made(repo, number, marker, ticket):
-            existing = await find_comment(self._forge, repo, number, marker)
+            existing = await find_comment(self._forge, repo, number, marker, author=self._own_login)
         if existing is not None:
             if existing.body == body:
                 comment = existing

@@ -116,7 +116,12 @@ class TicketService:
         return _Ctx(
             forge,
             Interpreter(
-                forge, self._memo, self._launcher, clock=self._clock, own_app_id=self._app.app_id
+                forge,
+                self._memo,
+                self._launcher,
+                clock=self._clock,
+                own_app_id=self._app.app_id,
+                own_login=self._app.bot_login,
             ),
             installation_id,
         )

@@ -63,9 +63,13 @@ class RecordStore:
         lock_timeout_seconds: float = 300.0,
         lock_wait_seconds: float = 60.0,
         prefix: str = "ballet",
+        own_login: str | None = None,
     ) -> None:
         self._redis = redis
         self._p = prefix
+        # The App's bot: a record is rebuilt only from its own tracking comment, never
+        # from a copy of the marker and state block someone else posted (None: any).
+        self._own_login = own_login
         self._lock = TicketLock(
             redis, prefix, timeout_seconds=lock_timeout_seconds, wait_seconds=lock_wait_seconds
         )
@@ -123,14 +127,14 @@ class RecordStore:
         found: list[Record] = []
         pointed: int | None = None
         for number in dict.fromkeys(n for n in (issue, pr_hint) if n is not None):
-            record, points_to = await _record_on(forge, repo, number, marker)
+            record, points_to = await _record_on(forge, repo, number, marker, self._own_login)
             if record is not None:
                 found.append(record)
             pointed = pointed or points_to
         # Once the PR exists the full record lives there; the issue keeps a pointer.
         pr = next((r.pr_number for r in found if r.pr_number), pointed)
         if pr is not None and pr not in (issue, pr_hint):
-            record, _ = await _record_on(forge, repo, pr, marker)
+            record, _ = await _record_on(forge, repo, pr, marker, self._own_login)
             if record is not None:
                 found.append(record)
         return max(found, key=lambda r: r.version, default=None)
@@ -253,10 +257,10 @@ async def _sync_or_async(value: Awaitable[T] | T) -> T:
 
 
 async def _record_on(
-    forge: Forge, repo: str, number: int, marker: str
+    forge: Forge, repo: str, number: int, marker: str, author: str | None
 ) -> tuple[Record | None, int | None]:
     """The record in the tracking comment on `number`, or the PR its pointer names."""
-    comment = await find_comment(forge, repo, number, marker)
+    comment = await find_comment(forge, repo, number, marker, author=author)
     if comment is None:
         return None, None
     try:
