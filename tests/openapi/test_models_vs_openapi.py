@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ballet.github import issue_graph
+from ballet.github import issue_graph, reviews
 from ballet.github import models as m
 from ballet.github.merge_methods import MergeSettings
 from ballet.github.payloads import Envelope
@@ -41,6 +41,14 @@ RESPONSES: list[tuple[type[BaseModel], str, str, str]] = [
     (m.CheckRunData, "post", f"{R}/check-runs", "201"),
     (m.CheckRunList, "get", f"{R}/commits/{{ref}}/check-runs", "200"),
     (m.CombinedStatus, "get", f"{R}/commits/{{ref}}/status", "200"),
+    (m.CheckAnnotationData, "get", f"{R}/check-runs/{{check_run_id}}/annotations", "200"),
+    (reviews.ReviewData, "get", f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}", "200"),
+    (
+        reviews.ReviewCommentData,
+        "get",
+        f"{R}/pulls/{{pull_number}}/reviews/{{review_id}}/comments",
+        "200",
+    ),
     (m.MergeData, "put", f"{R}/pulls/{{pull_number}}/merge", "200"),
     (m.PermissionData, "get", f"{R}/collaborators/{{username}}/permission", "200"),
     (m.IssueData, "get", f"{R}/issues/{{issue_number}}", "200"),

@@ -109,3 +109,30 @@ def test_shutdown_mid_run_kills_the_command(tmp_path: Path, receiver: Receiver) 
     while status.exists() and "State:\tS" in status.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not status.exists() or "State:\tS" not in status.read_text()
+
+
+def test_a_failure_quotes_its_output_and_workflow_commands_annotate(
+    sandbox: BackgroundSandbox, admin: httpx.Client
+) -> None:
+    script = (
+        "echo compiling; echo '::error file=src/a.py,line=3,endLine=4,title=E1::bad thing'; "
+        "echo '::warning::no file named'; echo 'it broke'; exit 1"
+    )
+    created = make_repo(admin, ci={"command": ["sh", "-c", script]})
+    settle(admin)
+    gh = installation_client(sandbox)
+    (run,) = gh.rest.checks.list_for_ref("octo", "demo", created["head_sha"]).parsed_data.check_runs
+    assert run.output.summary is not None
+    assert run.output.summary.startswith("`sh -c")
+    assert run.output.summary.endswith(
+        "compiling\n::error file=src/a.py,line=3,endLine=4,"
+        "title=E1::bad thing\n::warning::no file named\nit broke\n```"
+    )
+    listed = gh.rest.checks.list_annotations("octo", "demo", run.id).parsed_data
+    assert isinstance(listed, list)
+    assert [
+        (a.path, a.start_line, a.end_line, a.annotation_level, a.title, a.message) for a in listed
+    ] == [
+        ("src/a.py", 3, 4, "failure", "E1", "bad thing"),
+        (".github", 1, 1, "warning", None, "no file named"),
+    ]

@@ -6,6 +6,9 @@ in-process, with `ballet.sandbox.server.BackgroundSandbox(data_dir, webhook_url)
 What it offers, and who may do what:
 - REST at GitHub's paths, answered in GitHub's JSON shapes (they parse with
   githubkit's models), with ETags and 304s on GETs: see the `rest_*` modules.
+- Reviews with inline comments (`comments: [{path, body, line, side?, start_line?,
+  start_side?}]`, placed in the pull request's real diff: `position`, `diff_hunk`),
+  replies in their threads, and check runs' annotations (`.../annotations`).
 - The App: `Authorization: Bearer <JWT>` signed with the key in the env file on
   `/app/...`; installation tokens (`token ghs_...`) that expire. The App is
   installed on every repository, one installation per owner.
@@ -26,7 +29,12 @@ The admin API under `/_sandbox/` (no authentication; it is how tests set the sta
   "merge_methods"?: [merge|squash|rebase], "delete_branch_on_merge"?: bool}`
   → 201 `{full_name, clone_url, head_sha, ...}`
 - `GET /_sandbox/repos/{owner}/{repo}/state`: issues, comments, labels, pulls, reviews,
-  check runs, statuses and branches, flattened for assertions.
+  review comments, check runs, statuses and branches, flattened for assertions.
+- `POST /_sandbox/repos/{owner}/{repo}/check-runs` `{"name", "head_sha", "status",
+  "conclusion"?, "details_url"?, "output"?: {"title", "summary", "text"?, "annotations"?:
+  [{"path", "start_line", "end_line", "annotation_level"?, "message", "title"?, ...}]}}`:
+  a check run of the repository's CI (another App than Ballet), announced by webhooks
+  as GitHub would: e.g. CI failing on a commit with a check `lint` and its annotations.
 - `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),
   `POST /_sandbox/deliveries/{id}/redeliver` (same `X-GitHub-Delivery`).
 - `GET /_sandbox/requests`: every request the App made (method, path, status, time).

@@ -202,8 +202,29 @@ async def repo_state(request: Request) -> JSONResponse:
                 for p in repo.pulls.values()
             ],
             "reviews": [
-                {"pull": r.pull_number, "user": r.user, "state": r.state, "commit_id": r.commit_id}
+                {
+                    "id": r.id,
+                    "pull": r.pull_number,
+                    "user": r.user,
+                    "state": r.state,
+                    "body": r.body,
+                    "commit_id": r.commit_id,
+                }
                 for r in repo.reviews.values()
+            ],
+            "review_comments": [
+                {
+                    "id": c.id,
+                    "pull": c.pull_number,
+                    "review": c.review_id,
+                    "user": c.user,
+                    "path": c.path,
+                    "line": c.line,
+                    "side": c.side,
+                    "body": c.body,
+                    "in_reply_to": c.in_reply_to_id,
+                }
+                for c in repo.review_comments.values()
             ],
             "check_runs": [
                 {
@@ -218,7 +239,14 @@ async def repo_state(request: Request) -> JSONResponse:
                 for r in repo.runs.values()
             ],
             "statuses": [
-                {"sha": s.sha, "context": s.context, "state": s.state} for s in repo.statuses
+                {
+                    "sha": s.sha,
+                    "context": s.context,
+                    "state": s.state,
+                    "description": s.description,
+                    "target_url": s.target_url,
+                }
+                for s in repo.statuses
             ],
         }
     )
@@ -230,15 +258,40 @@ async def delete_user(request: Request) -> Response:
     return Response(status_code=204)
 
 
+class ForeignAnnotation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(min_length=1)
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+    annotation_level: Literal["notice", "warning", "failure"] = "failure"
+    message: str
+    title: str | None = None
+    raw_details: str | None = None
+    start_column: int | None = None
+    end_column: int | None = None
+
+
+class ForeignOutput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    title: str
+    summary: str
+    text: str | None = None
+    # As many as a test needs: GitHub's 50 a request bounds one App's request, not a run.
+    annotations: list[ForeignAnnotation] = Field(default_factory=list)
+
+
 class ForeignCheckRun(BaseModel):
     """A check run of another App (the repository's CI), in any status GitHub documents,
-    including the GitHub Actions ones Ballet itself never creates."""
+    including the GitHub Actions ones Ballet itself never creates; with `output`, what
+    it says (title, summary, text, annotations)."""
 
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
     head_sha: str = Field(pattern=r"^[0-9a-f]{40}$")
     status: Literal["queued", "in_progress", "completed", "waiting", "requested", "pending"]
     conclusion: str | None = None
+    details_url: str | None = None
+    output: ForeignOutput | None = None
 
 
 async def create_foreign_check_run(request: Request) -> JSONResponse:
@@ -250,14 +303,26 @@ async def create_foreign_check_run(request: Request) -> JSONResponse:
         spec = ForeignCheckRun.model_validate_json(await request.body())
     except ValidationError as exc:
         raise ApiError(422, f"Invalid check run: {exc.errors()[0]['msg']}") from exc
+    if gitrepo.resolve(repo.path, spec.head_sha) is None:
+        raise ApiError(422, f"No commit found for SHA: {spec.head_sha}")
     moment = now()
     suite = CheckSuite(sb.next_id(), spec.head_sha, None, None, moment, moment, origin="ci")
     suite.status = "completed" if spec.status == "completed" else "queued"
     suite.conclusion = spec.conclusion
     run = CheckRun(sb.next_id(), suite.id, spec.name, spec.head_sha, moment, status=spec.status)
-    run.conclusion = spec.conclusion
+    run.conclusion, run.details_url = spec.conclusion, spec.details_url
+    if spec.status == "completed":
+        run.completed_at = moment
+    if spec.output is not None:
+        run.output = spec.output.model_dump(include={"title", "summary", "text"})
+        run.annotations = [a.model_dump() for a in spec.output.annotations]
     repo.suites[suite.id] = suite
     repo.runs[run.id] = run
+    # Announced as the CI's own runs are, so a test's failing CI reaches Ballet.
+    events.check_run(sb, repo, run, "created")
+    if spec.status == "completed":
+        events.check_run(sb, repo, run, "completed")
+        events.check_suite(sb, repo, suite, "completed")
     return respond({"id": run.id}, 201)
 
 

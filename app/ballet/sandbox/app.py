@@ -29,6 +29,7 @@ from ballet.sandbox import (
     rest_links,
     rest_pulls,
     rest_repos,
+    rest_reviews,
 )
 from ballet.sandbox.auth import Actor, new_app_identity
 from ballet.sandbox.errors import ApiError, error_response
@@ -48,6 +49,7 @@ ROUTES = [
     *rest_issues.ROUTES,
     *rest_links.ROUTES,
     *rest_pulls.ROUTES,
+    *rest_reviews.ROUTES,
     *rest_checks.ROUTES,
     *graphql.ROUTES,
     *githttp.ROUTES,

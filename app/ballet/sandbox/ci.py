@@ -1,7 +1,8 @@
 """The repository's CI: its command run in a fresh checkout of each pushed commit.
 
 Reported as a check suite with one check run named `ci`, with the command's
-output in the run's `output.text`, and the webhooks GitHub would send.
+output in the run's `output.text` (its tail in the summary of a failure, its
+workflow commands as annotations: ci_output), and the webhooks GitHub would send.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ballet.sandbox import events
+from ballet.sandbox import ci_output, events
 from ballet.sandbox.state import CheckRun, CheckSuite, Repo, Sandbox
 
 CHECK_NAME = "ci"
@@ -49,9 +50,10 @@ async def _run(sb: Sandbox, repo: Repo, suite: CheckSuite, run: CheckRun, argv: 
     run.status, run.conclusion, run.completed_at = "completed", conclusion, now
     run.output = {
         "title": f"CI {conclusion}",
-        "summary": f"`{' '.join(argv)}` finished: {conclusion}",
+        "summary": ci_output.summary(argv, conclusion, text),
         "text": text[-MAX_OUTPUT:],
     }
+    run.annotations = ci_output.workflow_annotations(text)
     suite.status, suite.conclusion, suite.updated_at = "completed", conclusion, now
     events.check_run(sb, repo, run, "completed")
     events.check_suite(sb, repo, suite, "completed")

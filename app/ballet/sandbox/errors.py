@@ -11,9 +11,7 @@ DOCS = "https://docs.github.com/rest"
 
 
 class ApiError(Exception):
-    def __init__(
-        self, status: int, message: str, errors: list[dict[str, Any]] | None = None
-    ) -> None:
+    def __init__(self, status: int, message: str, errors: list[Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message

@@ -70,9 +70,13 @@ def pull_request(
 
 
 def review_submitted(sb: Sandbox, repo: Repo, item: Review, sender: str) -> None:
+    # The webhook's review differs from REST's: its state is lower case ("commented")
+    # and an empty body is null.
+    review = shapes.review(sb, repo, item)
+    review.update(state=item.state.lower(), body=item.body or None)
     payload = {
         "action": "submitted",
-        "review": shapes.review(sb, repo, item),
+        "review": review,
         "pull_request": pull_shape(sb, repo, item.pull_number),
     }
     _send(sb, repo, "pull_request_review", sender, payload)

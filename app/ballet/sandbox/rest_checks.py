@@ -25,6 +25,9 @@ CONCLUSIONS = (
     "timed_out",
 )
 STATUS_STATES = ("error", "failure", "pending", "success")
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+# GitHub takes at most 50 annotations per request and adds them to the run's.
+MAX_ANNOTATIONS = 50
 
 
 def _sha_of(repo: Repo, ref: str) -> str:
@@ -45,7 +48,8 @@ def _suite_for(sb: Sandbox, repo: Repo, sha: str) -> CheckSuite:
     return suite
 
 
-def _apply_run_fields(run: CheckRun, data: dict[str, Any]) -> None:
+def _apply_run_fields(run: CheckRun, data: dict[str, Any], *, creating: bool) -> None:
+    """Check the whole request, then change the run: a refused update changes nothing."""
     status = field(data, "status", str)
     conclusion = field(data, "conclusion", str)
     if status is not None and status not in STATUSES:
@@ -56,6 +60,7 @@ def _apply_run_fields(run: CheckRun, data: dict[str, Any]) -> None:
         raise unprocessable(
             "A completed check run needs a conclusion", field="conclusion", code="missing_field"
         )
+    output = _output(run, field(data, "output", dict), creating)
     run.status = "completed" if conclusion else (status or run.status)
     run.conclusion = conclusion or run.conclusion
     if run.status == "completed" and run.completed_at is None:
@@ -63,11 +68,63 @@ def _apply_run_fields(run: CheckRun, data: dict[str, Any]) -> None:
     run.name = field(data, "name", str) or run.name
     run.details_url = field(data, "details_url", str) or run.details_url
     run.external_id = field(data, "external_id", str) or run.external_id
-    output = field(data, "output", dict)
     if output is not None:
-        run.output = {k: output.get(k) for k in ("title", "summary", "text")}
-        run.annotations.extend(output.get("annotations") or [])
-        run.output["annotations_count"] = len(run.annotations)
+        run.output, added = output
+        run.annotations.extend(added)
+
+
+def _output(
+    run: CheckRun, output: dict[str, Any] | None, creating: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The run's new title, summary and text, and the annotations to add to its own."""
+    if output is None:
+        return None
+    added = [_annotation(item) for item in field(output, "annotations", list) or []]
+    if len(added) > MAX_ANNOTATIONS:
+        raise unprocessable(
+            f"Only {MAX_ANNOTATIONS} annotations may be sent per request", field="annotations"
+        )
+    # An update may leave the title out (GitHub requires it only to create), keeping it.
+    title = field(output, "title", str, required=creating) or run.output.get("title")
+    shown = {
+        "title": title,
+        "summary": field(output, "summary", str, required=True),
+        "text": field(output, "text", str),
+    }
+    return shown, added
+
+
+def _annotation(item: Any) -> dict[str, Any]:
+    """One annotation as GitHub takes it: the five fields it requires, the level one
+    of three, and columns only on an annotation of a single line."""
+    if not isinstance(item, dict):
+        raise unprocessable("Each annotation must be an object", field="annotations")
+    kept = {
+        "path": field(item, "path", str, required=True),
+        "start_line": field(item, "start_line", int, required=True),
+        "end_line": field(item, "end_line", int, required=True),
+        "annotation_level": field(item, "annotation_level", str, required=True),
+        "message": field(item, "message", str, required=True),
+        "title": field(item, "title", str),
+        "raw_details": field(item, "raw_details", str),
+        "start_column": field(item, "start_column", int),
+        "end_column": field(item, "end_column", int),
+    }
+    if kept["annotation_level"] not in ANNOTATION_LEVELS:
+        raise unprocessable(
+            f"{kept['annotation_level']} is not an annotation level: use notice, warning or "
+            "failure",
+            field="annotation_level",
+        )
+    if kept["end_line"] < kept["start_line"]:
+        raise unprocessable("end_line must not precede start_line", field="end_line")
+    columns = kept["start_column"] is not None or kept["end_column"] is not None
+    if columns and kept["start_line"] != kept["end_line"]:
+        raise unprocessable(
+            "start_column and end_column are only allowed when start_line equals end_line",
+            field="start_column",
+        )
+    return kept
 
 
 def _require_app(request: Request) -> tuple[Sandbox, Repo]:
@@ -95,7 +152,7 @@ async def create_check_run(request: Request) -> JSONResponse:
     sha = _sha_of(repo, field(data, "head_sha", str, required=True))
     suite = _suite_for(sb, repo, sha)
     run = CheckRun(sb.next_id(), suite.id, name, sha, now())
-    _apply_run_fields(run, data)
+    _apply_run_fields(run, data, creating=True)
     repo.runs[run.id] = run
     suite.status = "in_progress" if suite.status != "completed" else suite.status
     events.check_run(sb, repo, run, "created")
@@ -111,7 +168,7 @@ async def update_check_run(request: Request) -> JSONResponse:
     if run is None:
         raise not_found()
     was_completed = run.status == "completed"
-    _apply_run_fields(run, await body_of(request))
+    _apply_run_fields(run, await body_of(request), creating=False)
     if run.status == "completed" and not was_completed:
         events.check_run(sb, repo, run, "completed")
         _settle_suite(sb, repo, repo.suites[run.suite_id])
@@ -124,6 +181,14 @@ async def get_check_run(request: Request) -> JSONResponse:
     if run is None:
         raise not_found()
     return respond(shapes.check_run(sb, repo, run))
+
+
+async def list_annotations(request: Request) -> JSONResponse:
+    sb, repo, _ = repo_for(request, "read")
+    run = repo.runs.get(int_param(request, "check_run_id"))
+    if run is None:
+        raise not_found()
+    return respond([shapes.annotation(sb, repo, run, a) for a in page(request, run.annotations)])
 
 
 async def list_check_runs(request: Request) -> JSONResponse:
@@ -211,6 +276,7 @@ ROUTES = [
     Route("/repos/{owner}/{repo}/check-runs", create_check_run, methods=["POST"]),
     Route("/repos/{owner}/{repo}/check-runs/{check_run_id}", get_check_run),
     Route("/repos/{owner}/{repo}/check-runs/{check_run_id}", update_check_run, methods=["PATCH"]),
+    Route("/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", list_annotations),
     Route("/repos/{owner}/{repo}/commits/{ref:path}/check-runs", list_check_runs),
     Route("/repos/{owner}/{repo}/commits/{ref:path}/check-suites", list_check_suites),
     Route("/repos/{owner}/{repo}/commits/{ref:path}/status", combined_status),

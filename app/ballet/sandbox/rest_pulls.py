@@ -1,4 +1,6 @@
-"""Pull requests: create, read, list, update, merge, update branch, reviewers and reviews."""
+"""Pull requests: create, read, list, update, merge, update branch, request reviewers.
+
+Reviews and their comments are in rest_reviews."""
 
 from __future__ import annotations
 
@@ -12,13 +14,7 @@ from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.pullview import pull_shape
 from ballet.sandbox.rest_issues import apply_issue_update
-from ballet.sandbox.state import Issue, Pull, Repo, Review
-
-REVIEW_EVENTS = {
-    "APPROVE": "APPROVED",
-    "REQUEST_CHANGES": "CHANGES_REQUESTED",
-    "COMMENT": "COMMENTED",
-}
+from ballet.sandbox.state import Issue, Pull, Repo
 
 
 def pull_of(repo: Repo, number: int) -> Pull:
@@ -191,43 +187,6 @@ async def request_reviewers(request: Request) -> JSONResponse:
     return respond(pull_shape(sb, repo, pr.number), 201)
 
 
-async def create_review(request: Request) -> JSONResponse:
-    sb, repo, actor = repo_for(request, "read")
-    pr = pull_of(repo, int_param(request, "number"))
-    data = await body_of(request)
-    event = field(data, "event", str) or "COMMENT"
-    if event not in REVIEW_EVENTS:
-        raise unprocessable(
-            f"{event} is not a review event: use APPROVE, REQUEST_CHANGES or COMMENT", field="event"
-        )
-    if event != "COMMENT" and actor.login == repo.issues[pr.number].user:
-        raise unprocessable("Can not approve your own pull request", field="event")
-    body = field(data, "body", str) or ""
-    if event != "APPROVE" and not body:
-        raise unprocessable(f"Body is required for {event} events.", field="body")
-    review = Review(
-        sb.next_id(),
-        pr.number,
-        actor.login,
-        body,
-        REVIEW_EVENTS[event],
-        field(data, "commit_id", str) or pr.head_sha,
-        now(),
-    )
-    repo.reviews[review.id] = review
-    if actor.login in pr.requested_reviewers:
-        pr.requested_reviewers.remove(actor.login)
-    events.review_submitted(sb, repo, review, actor.login)
-    return respond(shapes.review(sb, repo, review))
-
-
-async def list_reviews(request: Request) -> JSONResponse:
-    sb, repo, _ = repo_for(request, "read")
-    number = pull_of(repo, int_param(request, "number")).number
-    found = [r for r in repo.reviews.values() if r.pull_number == number]
-    return respond([shapes.review(sb, repo, r) for r in page(request, found)])
-
-
 async def list_files(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     pr = pull_of(repo, int_param(request, "number"))
@@ -261,6 +220,4 @@ ROUTES = [
     Route(_PULL + "/merge", merge_pull, methods=["PUT"]),
     Route(_PULL + "/update-branch", update_branch, methods=["PUT"]),
     Route(_PULL + "/requested_reviewers", request_reviewers, methods=["POST"]),
-    Route(_PULL + "/reviews", create_review, methods=["POST"]),
-    Route(_PULL + "/reviews", list_reviews),
 ]

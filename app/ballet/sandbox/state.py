@@ -106,6 +106,27 @@ class Review:
 
 
 @dataclass
+class ReviewComment:
+    """An inline comment of a review, anchored to a line of the pull request's diff."""
+
+    id: int
+    pull_number: int
+    review_id: int  # GitHub files every comment under a review, a reply under one of its own
+    user: str
+    body: str
+    path: str
+    line: int
+    side: str  # LEFT: the base's line numbers; RIGHT: the head's
+    start_line: int | None
+    start_side: str | None
+    commit_id: str
+    position: int  # lines below the file's first hunk header in the diff
+    diff_hunk: str
+    created_at: datetime
+    in_reply_to_id: int | None = None
+
+
+@dataclass
 class CheckSuite:
     id: int
     head_sha: str
@@ -166,6 +187,7 @@ class Repo:
     comments: dict[int, Comment] = field(default_factory=dict)
     pulls: dict[int, Pull] = field(default_factory=dict)
     reviews: dict[int, Review] = field(default_factory=dict)
+    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
     suites: dict[int, CheckSuite] = field(default_factory=dict)
     runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)

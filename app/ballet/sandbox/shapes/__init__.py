@@ -4,7 +4,13 @@ Every builder takes the server's base URL so that the `url` fields point back at
 the sandbox (githubkit follows none of them, but people and logs do).
 """
 
-from ballet.sandbox.shapes.checks import check_run, check_suite, simple_commit, status
+from ballet.sandbox.shapes.checks import (
+    annotation,
+    check_run,
+    check_suite,
+    simple_commit,
+    status,
+)
 from ballet.sandbox.shapes.common import (
     EVENTS,
     JSON,
@@ -27,13 +33,14 @@ from ballet.sandbox.shapes.common import (
 )
 from ballet.sandbox.shapes.git import branch, commit, git_actor, git_ref, push_commit
 from ballet.sandbox.shapes.issues import comment, issue, label, reaction
-from ballet.sandbox.shapes.pulls import pull, pull_list_item, review
+from ballet.sandbox.shapes.pulls import pull, pull_list_item, review, review_comment
 
 __all__ = [
     "EVENTS",
     "JSON",
     "PERMISSIONS",
     "REACTIONS",
+    "annotation",
     "app",
     "author_association",
     "branch",
@@ -59,6 +66,7 @@ __all__ = [
     "repo_html",
     "repository",
     "review",
+    "review_comment",
     "simple_commit",
     "status",
     "user",

@@ -69,13 +69,12 @@ def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: Com
 def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
     api = f"{repo_api(sb, repo)}/check-runs/{run.id}"
     output = {
-        "title": None,
-        "summary": None,
-        "text": None,
-        "annotations_count": 0,
+        "title": run.output.get("title"),
+        "summary": run.output.get("summary"),
+        "text": run.output.get("text"),
+        "annotations_count": len(run.annotations),
         "annotations_url": f"{api}/annotations",
     }
-    output.update(run.output)
     return {
         "id": run.id,
         "head_sha": run.head_sha,
@@ -93,6 +92,23 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun) -> JSON:
         "check_suite": _suite_ref(sb, repo, repo.suites[run.suite_id]),
         "app": suite_app(sb, repo.suites[run.suite_id]),
         "pull_requests": pull_refs(sb, repo, run.head_sha),
+    }
+
+
+def annotation(sb: Sandbox, repo: Repo, run: CheckRun, item: JSON) -> JSON:
+    """One of a check run's annotations as `GET .../annotations` lists it: what the
+    App sent, every optional field present (null when not sent), and a link to the file."""
+    return {
+        "path": item["path"],
+        "blob_href": f"{repo_html(sb, repo)}/blob/{run.head_sha}/{item['path']}",
+        "start_line": item["start_line"],
+        "end_line": item["end_line"],
+        "start_column": item.get("start_column"),
+        "end_column": item.get("end_column"),
+        "annotation_level": item["annotation_level"],
+        "title": item.get("title"),
+        "message": item["message"],
+        "raw_details": item.get("raw_details"),
     }
 
 

@@ -7,13 +7,14 @@ from ballet.sandbox.shapes.common import (
     author_association,
     iso,
     node_id,
+    reactions_rollup,
     repo_api,
     repo_html,
     repository,
     user,
 )
 from ballet.sandbox.shapes.issues import label
-from ballet.sandbox.state import Issue, Pull, PullStats, Repo, Review, Sandbox
+from ballet.sandbox.state import Issue, Pull, PullStats, Repo, Review, ReviewComment, Sandbox
 
 
 def pull(
@@ -94,7 +95,9 @@ def pull(
         "mergeable_state": "unknown" if merged else ("draft" if pr.draft else state),
         "merged_by": user(sb, pr.merged_by) if pr.merged_by else None,
         "comments": sum(1 for c in repo.comments.values() if c.issue_number == pr.number),
-        "review_comments": 0,
+        "review_comments": sum(
+            1 for c in repo.review_comments.values() if c.pull_number == pr.number
+        ),
         "maintainer_can_modify": pr.maintainer_can_modify,
         "commits": stats.commits,
         "additions": stats.additions,
@@ -119,6 +122,49 @@ def review(sb: Sandbox, repo: Repo, item: Review) -> JSON:
         "commit_id": item.commit_id,
         "author_association": author_association(repo, item.user),
     }
+
+
+def review_comment(sb: Sandbox, repo: Repo, item: ReviewComment) -> JSON:
+    """GitHub's `pull-request-review-comment` (and `review-comment`, its twin that lists a
+    review's comments); `in_reply_to_id` is there only on a reply."""
+    api = f"{repo_api(sb, repo)}/pulls/comments/{item.id}"
+    pull_api = f"{repo_api(sb, repo)}/pulls/{item.pull_number}"
+    html = f"{repo_html(sb, repo)}/pull/{item.pull_number}#discussion_r{item.id}"
+    shape: JSON = {
+        "url": api,
+        "pull_request_review_id": item.review_id,
+        "id": item.id,
+        "node_id": node_id("PullRequestReviewComment", item.id),
+        "diff_hunk": item.diff_hunk,
+        "path": item.path,
+        "position": item.position,
+        "original_position": item.position,
+        "commit_id": item.commit_id,
+        "original_commit_id": item.commit_id,
+        "user": None if item.user in sb.deleted_users else user(sb, item.user),
+        "body": item.body,
+        "created_at": iso(item.created_at),
+        "updated_at": iso(item.created_at),
+        "html_url": html,
+        "pull_request_url": pull_api,
+        "author_association": author_association(repo, item.user),
+        "_links": {
+            "self": {"href": api},
+            "html": {"href": html},
+            "pull_request": {"href": pull_api},
+        },
+        "reactions": reactions_rollup(f"{api}/reactions", []),
+        "start_line": item.start_line,
+        "original_start_line": item.start_line,
+        "start_side": item.start_side,
+        "line": item.line,
+        "original_line": item.line,
+        "side": item.side,
+        "subject_type": "line",
+    }
+    if item.in_reply_to_id is not None:
+        shape["in_reply_to_id"] = item.in_reply_to_id
+    return shape
 
 
 # What `GET /pulls` leaves out of each item (GitHub's `pull-request-simple`):
