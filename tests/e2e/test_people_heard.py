@@ -10,6 +10,7 @@ approver's review of the head.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -20,6 +21,7 @@ from ballet import metrics
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, look
+from ballet.queue import connect
 from scenarios import (
     assert_merged_cleanly,
     comment,
@@ -49,9 +51,7 @@ HUMAN = WITNESSED.replace(
     "      - {id: approval, kind: human, next: {approve: integrate, reject: implement}}",
 )
 GATE = (
-    "trigger_label: ballet\n"
-    + RUNTIMES
-    + "default_runtime: script\n"
+    "trigger_label: ballet\n" + RUNTIMES + "default_runtime: script\n"
     "approvers: [carol]\n"
     "pipelines:\n"
     "  default:\n"
@@ -253,3 +253,43 @@ async def test_reviews_without_write_permission_move_nothing(stack: Stack) -> No
         record.iteration,
     )
     assert view.record.history == record.history and view.record.returned == ()
+
+
+async def flush(stack: Stack) -> None:
+    url = stack.settings.redis_url
+    assert url is not None
+    pool = await connect(url.get_secret_value())
+    await pool.flushdb()
+    await pool.aclose()
+
+
+async def test_the_return_and_earlier_reports_outlive_a_redis_flush(stack: Stack) -> None:
+    both = HUMAN.replace(
+        "- {id: review, kind: agent,", "- {id: review, kind: agent, runtime: witness,"
+    )
+    repo = await new_repo(stack, "amnesia", both)
+    number = await ticket(stack, repo, directives="demo:sleep-implement=3")
+    view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
+    assert view.record is not None and view.record.pr_number is not None
+    reason = "The docstring must say it multiplies integers"
+    await comment(stack, repo, view.record.pr_number, "carol", f"/ballet reject {reason}")
+
+    def reworking(v: View) -> bool:
+        rec = v.record
+        return rec is not None and (rec.stage, rec.iteration, rec.status) == (
+            "implement",
+            2,
+            "running",
+        )
+
+    await wait_until(stack, repo, number, reworking, timeout=60)
+    await asyncio.sleep(1.0)  # the transition's tracking comment is written through
+    await flush(stack)  # while implement's second session runs
+    view = await wait_until(stack, repo, number, waiting_in("approval", 2), timeout=120)
+    assert view.record is not None
+    seen = await witnessed(stack, repo, view.record.branch or "", "review", 2)
+    (returned,) = seen["context"]["returned"]
+    assert (returned["kind"], returned["by"], returned["text"]) == ("rejected", "carol", reason)
+    assert reason in seen["prompt"]
+    earlier = [(r["stage"], r["iteration"]) for r in seen["context"]["earlier_reports"]]
+    assert earlier == [("implement", 1), ("review", 1), ("verify", 1), ("implement", 2)]

@@ -4,8 +4,9 @@
 Copied into the scenario's repository as `.ballet/witness_agent.py`. It writes
 its prompt (`$BALLET_PROMPT`) and context (`$BALLET_CONTEXT`) as they reached
 the session process to `.witness/<stage>-<iteration>.json` in its clone, then
-hands over to the demo agent (`.ballet/agent.py`), whose commit takes the file
-along: Ballet pushes it to the ticket's branch, where the test reads it. Standard
+hands over to the demo agent (`.ballet/agent.py`) and commits the file (with
+the demo agent's own commit, or alone): Ballet pushes it to the ticket's
+branch, where the test reads it. Standard
 library only, like every session.
 """
 
@@ -27,7 +28,13 @@ def main() -> int:
     path = f".witness/{stage['id']}-{stage['iteration']}.json"
     with open(path, "w") as f:
         json.dump({"prompt": prompt, "context": context}, f)
-    return subprocess.run([sys.executable, ".ballet/agent.py"], check=False).returncode
+    done = subprocess.run([sys.executable, ".ballet/agent.py"], check=False)
+    # A stage that commits nothing of its own (review, verify) commits the witness alone.
+    subprocess.run(["git", "add", path], check=True)
+    staged = subprocess.run(["git", "diff", "--cached", "--quiet"], check=False)
+    if staged.returncode != 0:
+        subprocess.run(["git", "commit", "-q", "-m", f"witness {path}"], check=True)
+    return done.returncode
 
 
 if __name__ == "__main__":
