@@ -98,7 +98,7 @@ def _creates_twice(request: httpx.Request) -> bool:
     second comment or check run if sent again. Left to the effect's own retry, which
     finds the comment by its marker (and the check run in the memo) first."""
     path = request.url.path
-    return request.method == "POST" and path.endswith(("/comments", "/check-runs"))
+    return request.method == "POST" and path.endswith(("/comments", "/check-runs", "/replies"))
 
 
 class _KeptOpenTransport(httpx.AsyncBaseTransport):
