@@ -161,10 +161,15 @@ def test_a_changes_request_during_a_session_acts_when_it_ends() -> None:
     review(t)
     assert t.rec.status == "running" and len(t.rec.pending_reviews) == 1
     assert not t.of(StartSession)
+    # People see it is heard: the tracking comment says what will happen.
+    assert "**Changes requested** by @carol" in t.one_tracking().body
     t.finish("approve", sha="h1")  # the review stage approved; the person's review wins
     spec = t.session()
     assert (spec.stage, spec.iteration) == ("implement", 2)
     assert spec.returned[0].kind == "changes_requested" and not t.rec.pending_reviews
+    assert "**Came back in iteration 2:** changes requested in a review by @carol" in (
+        t.one_tracking().body
+    )
     # The rework's commit is named on the review's thread, once.
     t.finish("done", sha="h2")
     reply = t.one(ReplyToReview)

@@ -293,3 +293,23 @@ async def test_the_return_and_earlier_reports_outlive_a_redis_flush(stack: Stack
     assert reason in seen["prompt"]
     earlier = [(r["stage"], r["iteration"]) for r in seen["context"]["earlier_reports"]]
     assert earlier == [("implement", 1), ("review", 1), ("verify", 1), ("implement", 2)]
+
+
+async def test_an_answer_and_its_question_reach_the_session_that_asked(stack: Stack) -> None:
+    repo = await new_repo(stack, "answer", WITNESSED)
+    number = await ticket(stack, repo, directives="demo:implement=question@1")
+    view = await wait_until(stack, repo, number, waiting_for("question"), timeout=90)
+    assert view.record is not None
+    await comment(stack, repo, number, "carol", "/ballet answer Round half to even.")
+    view = await wait_until(stack, repo, number, merged, timeout=120)
+    seen = await witnessed(stack, repo, "main", "implement", 1)  # its second attempt
+    assert seen["context"]["stage"]["attempt"] == 2
+    assert seen["context"]["answers"] == [
+        {
+            "question": "Which rounding should multiply use?",
+            "answer": "Round half to even.",
+            "author": "carol",
+        }
+    ]
+    assert "Round half to even." in seen["prompt"]
+    assert "Which rounding should multiply use?" in seen["prompt"]

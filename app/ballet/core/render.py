@@ -15,6 +15,7 @@ from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
 from ballet.core.report_block import ReportBlock, artifact_stage, encode_block
+from ballet.core.returns import describe
 
 _STATUS_WORDS = {
     "running": "🏃 running",
@@ -145,11 +146,28 @@ def tracking_text(rec: Record) -> str:
         f"{rec.iteration}/{rec.pipeline.iteration_limit} · pipeline `{rec.pipeline.name}` "
         f"v{rec.pipeline.version}",
         waiting_line(rec),
+        returned_line(rec),
         signoffs_line(rec),
         flowchart(rec),
         runs_table(rec),
     ]
     return "\n\n".join(p for p in parts if p)
+
+
+def returned_line(rec: Record) -> str:
+    """Why the ticket came back, and reviews that will send it back: people see
+    what the next session is told."""
+    lines = []
+    if rec.pending_reviews:
+        who = ", ".join(f"@{c.by}" for c in rec.pending_reviews)
+        lines.append(
+            f"**Changes requested** by {text(who)}: the ticket returns to rework when "
+            "what runs now ends."
+        )
+    if rec.returned and rec.status in ("running", "waiting", "paused"):
+        said = "; ".join(describe(c) for c in rec.returned)
+        lines.append(f"**Came back in iteration {rec.iteration}:** {text(said)}.")
+    return "\n\n".join(lines)
 
 
 def signoffs_line(rec: Record) -> str:
