@@ -183,11 +183,14 @@ async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int
     assert actions[-1] == ("closed", False, True), actions
     assert record.branch == pull["head"] and record.head_sha == pull["head_sha"]
     assert view.state["branches"]["main"] == pull["merge_commit_sha"]
-    # The last iteration's runs show as green checks on the merged head; nothing still runs.
+    # The last iteration's runs show as green checks on the merged head (with an
+    # earlier iteration's, where a return changed no code: a sign-off's changes sent
+    # back to verify); every check there is green and nothing still runs.
     last = [r for r in record.history if r.iteration == record.iteration and r.end is not None]
     expected = {name_of(r): ("completed", conclusion_of(r.outcome)) for r in last}
-    assert ballet_checks(view, pull["head_sha"]) == expected
-    assert all(c == ("completed", "success") for c in expected.values()), expected
+    on_head = ballet_checks(view, pull["head_sha"])
+    assert expected.items() <= on_head.items(), (expected, on_head)
+    assert all(c == ("completed", "success") for c in on_head.values()), on_head
     ours = [r for r in view.state["check_runs"] if r["name"].startswith("ballet/")]
     assert all(r["status"] == "completed" for r in ours), ours
     assert_tracking(view, number)

@@ -94,6 +94,9 @@ async def test_signoff_asks_for_changes_then_signs_off_and_a_person_waives(
     assert "legal" in record.signoffs_waived
     assert [s.role for s in record.signoffs_given] == ["security"]
     assert max(run.iteration for run in record.history) == 2
+    # The sign-off's changes went back to the stage that handed the ticket over.
+    agents = [(r.stage, r.iteration) for r in record.history if r.role is None]
+    assert ("verify", 2) in agents and ("implement", 2) not in agents
     announcements = [c["body"] for c in view.state["comments"] if "legal" in c["body"]]
     assert any("waiv" in body for body in announcements)
     await assert_merged_cleanly(stack, view, repo, number)
