@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -85,6 +86,17 @@ class Settings(BaseSettings):
     session_egress_allow: Annotated[tuple[str, ...], NoDecode] = ()
     # Directories of tools sessions need that are outside the system's and PATH's.
     session_readonly_paths: Annotated[tuple[Path, ...], NoDecode] = ()
+    # Ballet's web pages (ballet.watch, docs/security.md): the address people reach
+    # it at (unset: the address `ballet serve`/`ballet web` listens on), GitHub's web
+    # address for "Sign in with GitHub" (unset: derived from the API URL), the App's
+    # OAuth client (both unset: nobody can sign in, pages show public repositories'
+    # tickets only) and the key that signs session cookies (unset: generated once in
+    # BALLET_DATA_DIR/web-session-secret; several web processes must share one).
+    public_url: str | None = None
+    github_web_url: str | None = None
+    github_client_id: str | None = None
+    github_client_secret: SecretStr | None = None
+    web_session_secret: SecretStr | None = None
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"
@@ -96,6 +108,18 @@ class Settings(BaseSettings):
         for entry in value:
             parse_rule(entry, trusted=True)  # raises with what to write instead
         return value
+
+    @field_validator("public_url", "github_web_url")
+    @classmethod
+    def _check_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname or parts.query:
+            raise ValueError(
+                f"{value!r} is not an http(s) address, e.g. https://ballet.example.com"
+            )
+        return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
     @field_validator(
         "default_runtime_env",
@@ -122,6 +146,25 @@ class Settings(BaseSettings):
     def workspaces(self) -> Path:
         """Where session workspaces live: BALLET_WORKSPACE_DIR or data_dir/workspaces."""
         return self.workspace_dir or self.data_dir / "workspaces"
+
+    @property
+    def web_url(self) -> str:
+        """GitHub's web address (sign-in, links): BALLET_GITHUB_WEB_URL or the API URL's."""
+        return self.github_web_url or web_url_of(self.github_api_url)
+
+    @property
+    def oauth_configured(self) -> bool:
+        """Whether people can sign in with GitHub: the App's client id and secret are set."""
+        return bool(self.github_client_id and self.github_client_secret)
+
+    def with_listening_address(self, host: str, port: int) -> Settings:
+        """These settings, with the address served at as the public URL when none is set."""
+        if self.public_url is not None:
+            return self
+        # A wildcard address is no place a browser can go; this machine is.
+        shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+        shown = f"[{shown}]" if ":" in shown else shown
+        return self.model_copy(update={"public_url": f"http://{shown}:{port}"})
 
     def private_key_pem(self) -> str | None:
         """The App's private key: BALLET_PRIVATE_KEY, else the file BALLET_PRIVATE_KEY_PATH."""
@@ -153,6 +196,22 @@ class Settings(BaseSettings):
                 " (e.g. redis://localhost:6379/0), or use `ballet serve`, which starts its own"
             )
         return self.redis_url.get_secret_value()
+
+
+def web_url_of(api_url: str) -> str:
+    """GitHub's web address for its REST API address: github.com for api.github.com,
+    `https://HOST` for a GitHub Enterprise Server's `https://HOST/api/v3`,
+    `SUB.ghe.com` for `api.SUB.ghe.com`; any other address (the sandbox) serves both."""
+    parts = urlsplit(api_url.rstrip("/"))
+    host = parts.hostname or ""
+    if host == "api.github.com":
+        return "https://github.com"
+    netloc, path = parts.netloc, parts.path
+    if host.startswith("api.") and host.endswith(".ghe.com"):
+        netloc = netloc.replace("api.", "", 1)
+    if path.endswith("/api/v3"):
+        path = path[: -len("/api/v3")]
+    return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
 def load_settings(env_file: str | Path | None = None) -> Settings:

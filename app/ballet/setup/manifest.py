@@ -14,6 +14,10 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 import yaml
 
+from ballet.settings import web_url_of
+
+__all__ = ["SetupInputError", "build_manifest", "new_app_url", "public_url_of", "web_url_of"]
+
 MANIFEST_FILE = "github-app.yml"
 # GitHub limits an App's name to 34 characters; an organisation login to 39.
 MAX_APP_NAME = 34
@@ -55,22 +59,6 @@ def build_manifest(public_url: str, name: str) -> dict[str, Any]:
     hook["url"] = hook["url"].format(public_url=public_url)
     manifest["hook_attributes"] = hook
     return manifest
-
-
-def web_url_of(api_url: str) -> str:
-    """GitHub's web address for its REST API address: github.com for api.github.com,
-    `https://HOST` for a GitHub Enterprise Server's `https://HOST/api/v3`,
-    `SUB.ghe.com` for `api.SUB.ghe.com`; any other address (the sandbox) serves both."""
-    parts = urlsplit(api_url.rstrip("/"))
-    host = parts.hostname or ""
-    if host == "api.github.com":
-        return "https://github.com"
-    netloc, path = parts.netloc, parts.path
-    if host.startswith("api.") and host.endswith(".ghe.com"):
-        netloc = netloc.replace("api.", "", 1)
-    if path.endswith("/api/v3"):
-        path = path[: -len("/api/v3")]
-    return urlunsplit((parts.scheme, netloc, path, "", ""))
 
 
 def new_app_url(web_url: str, organization: str | None, state: str) -> str:
