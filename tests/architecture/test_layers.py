@@ -18,7 +18,17 @@ MAX_LINES = 400
 # Bottom to top: a module may import its own layer and those below it, never above.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("core",),  # pure: the machine, the config, events and effects
-    ("", "settings", "logs", "metrics", "queue", "embedded_valkey", "skills", "sandbox"),
+    (
+        "",
+        "settings",
+        "logs",
+        "metrics",
+        "queue",
+        "embedded_valkey",
+        "skills",
+        "sandbox",
+        "sessionlog",  # a session's log: redaction, steps, the sink
+    ),
     ("sessions",),  # one agent session, confined; knows no ticket store
     ("github",),  # the GitHub App's client, REST adapter, translator and models
     ("tickets",),  # the ticket's record, lock and service above the forge
