@@ -97,6 +97,19 @@ class Settings(BaseSettings):
     github_client_id: str | None = None
     github_client_secret: SecretStr | None = None
     web_session_secret: SecretStr | None = None
+    # Session logs (docs/operations.md, Session logs): the live tail in a Redis stream
+    # of about `log_live_max_lines` lines, the finished log gzip in an object store:
+    # BALLET_LOG_STORE unset keeps it under BALLET_DATA_DIR/logs on this machine, else
+    # s3://bucket/prefix, gs://bucket/prefix or az://container/prefix, which every web
+    # and worker process must share. BALLET_LOG_STORE_OPTIONS, `key=value,…`, adds the
+    # store's settings (endpoint, region, credentials, allow_http) to AWS_* and the like.
+    # Finished logs are deleted after `log_retention_days`; a session's log is cut at
+    # `log_max_bytes` by the capture side.
+    log_store: str | None = None
+    log_store_options: SecretStr | None = None
+    log_retention_days: int = Field(default=30, ge=1, le=3650)
+    log_live_max_lines: int = Field(default=20_000, ge=100)
+    log_max_bytes: int = Field(default=20 * 1024 * 1024, ge=64 * 1024)
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"
