@@ -26,8 +26,9 @@ What it offers, and who may do what:
 The admin API under `/_sandbox/` (no authentication; it is how tests set the stage):
 - `POST /_sandbox/repos` `{"owner", "name", "default_branch"?, "files"?: {path: text},
   "collaborators"?: {login: read|triage|write|maintain|admin}, "ci"?: {"command": [argv]},
-  "merge_methods"?: [merge|squash|rebase], "delete_branch_on_merge"?: bool}`
-  → 201 `{full_name, clone_url, head_sha, ...}`
+  "merge_methods"?: [merge|squash|rebase], "delete_branch_on_merge"?: bool, "private"?: bool}`
+  → 201 `{full_name, clone_url, head_sha, ...}`. A private repository exists only for its
+  owner, its collaborators and the App's installation: anyone else gets 404 everywhere.
 - `GET /_sandbox/repos/{owner}/{repo}/state`: issues, comments, labels, pulls, reviews,
   review comments, check runs, statuses and branches, flattened for assertions.
 - `POST /_sandbox/repos/{owner}/{repo}/check-runs` `{"name", "head_sha", "status",

@@ -45,6 +45,7 @@ class NewRepo(BaseModel):
         default_factory=lambda: list(ALL_METHODS), min_length=1
     )
     delete_branch_on_merge: bool = False
+    private: bool = False
 
 
 async def create_repo(request: Request) -> JSONResponse:
@@ -85,6 +86,7 @@ async def create_repo(request: Request) -> JSONResponse:
         ci_command=spec.ci.command if spec.ci else None,
         merge_methods=tuple(spec.merge_methods),
         delete_branch_on_merge=spec.delete_branch_on_merge,
+        private=spec.private,
     )
     sb.repos[repo.full_name.lower()] = repo
     events.installed(sb, repo, new_installation)
@@ -102,6 +104,7 @@ async def create_repo(request: Request) -> JSONResponse:
             "default_branch": repo.default_branch,
             "head_sha": sha,
             "installation_id": repo.installation_id,
+            "private": repo.private,
         },
         201,
     )

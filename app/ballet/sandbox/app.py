@@ -21,6 +21,7 @@ from ballet.sandbox import (
     graphql,
     hook_deliveries,
     manifest_flow,
+    oauth,
     repo_settings,
     rest_app,
     rest_checks,
@@ -30,6 +31,7 @@ from ballet.sandbox import (
     rest_pulls,
     rest_repos,
     rest_reviews,
+    rest_user,
 )
 from ballet.sandbox.auth import Actor, new_app_identity
 from ballet.sandbox.errors import ApiError, error_response
@@ -43,6 +45,8 @@ ROUTES = [
     *rest_app.ROUTES,
     *hook_deliveries.ROUTES,
     *manifest_flow.ROUTES,
+    *oauth.ROUTES,
+    *rest_user.ROUTES,
     *rest_repos.ROUTES,
     *repo_settings.ROUTES,
     *rest_gitdata.ROUTES,
@@ -65,8 +69,15 @@ def new_sandbox(
     slug: str = "ballet",
     token_ttl_seconds: float = 3600,
     ci_timeout_seconds: float = 600,
+    callback_urls: list[str] | None = None,
+    oauth_code_ttl_seconds: float = 600,
+    user_token_ttl_seconds: float = 8 * 3600,
 ) -> Sandbox:
+    """`callback_urls`: the App's OAuth callback URLs; None: `<public URL>/oauth/callback`,
+    the public URL being the webhook URL's scheme and host (see oauth.callback_urls)."""
     identity = new_app_identity(app_id, slug)
+    if callback_urls is not None:
+        identity.callback_urls = tuple(callback_urls)
     return Sandbox(
         app=identity,
         data_dir=data_dir,
@@ -74,11 +85,14 @@ def new_sandbox(
         token_ttl_seconds=token_ttl_seconds,
         ci_timeout_seconds=ci_timeout_seconds,
         hooks=WebhookQueue(webhook_url, identity.webhook_secret, app_id),
+        oauth_code_ttl_seconds=oauth_code_ttl_seconds,
+        user_token_ttl_seconds=user_token_ttl_seconds,
     )
 
 
 class RequestLog:
-    """Records every request the App made (JWT or installation token), for counting."""
+    """Records every request the App made (JWT, installation token or a user access
+    token: the App acting for a person), for counting."""
 
     def __init__(self, app: ASGIApp, sandbox: Sandbox) -> None:
         self.app = app
@@ -100,15 +114,16 @@ class RequestLog:
             await self.app(scope, receive, capture)
         finally:
             actor = scope.get("state", {}).get("actor")
-            if isinstance(actor, Actor) and actor.is_app:
-                self.sandbox.requests.append(
-                    {
-                        "method": scope["method"],
-                        "path": scope["path"],
-                        "status": status,
-                        "time": time.time(),
-                    }
-                )
+            if isinstance(actor, Actor) and (actor.is_app or actor.via_app):
+                entry = {
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status,
+                    "time": time.time(),
+                }
+                if actor.via_app:
+                    entry["user"] = actor.login
+                self.sandbox.requests.append(entry)
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -1,7 +1,10 @@
-"""Who is calling: the App (JWT), an installation (token) or a person (`sandbox-user:<login>`).
+"""Who is calling: the App (JWT), an installation (token) or a person (`sandbox-user:<login>`,
+or a user access token `ghu_…` the App got for them through the OAuth web flow).
 
 The App's JWT is verified for real with the public key of the key pair the
 sandbox generated, and installation tokens expire after `token_ttl_seconds`.
+A user access token acts as its user through the App: it reaches only what both
+can (GitHub's intersection rule), so never more than the App's permissions.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from ballet.sandbox.errors import ApiError, forbidden
+from ballet.sandbox.errors import ApiError, forbidden, not_found
 from ballet.sandbox.state import AppIdentity, Repo, Sandbox, Token, permission_at_least
+
+USER_TOKEN_PREFIX = "ghu_"
 
 USER_PREFIX = "sandbox-user:"
 # GitHub allows a JWT at most 10 minutes of life, and some clock drift on iat.
@@ -28,6 +33,8 @@ class Actor:
     kind: str  # "app" | "installation" | "user" | "anonymous"
     login: str
     installation_id: int | None = None
+    # A person acting through the App (a `ghu_` user access token).
+    via_app: bool = False
 
     @property
     def is_app(self) -> bool:
@@ -84,6 +91,11 @@ def actor_from_token(sandbox: Sandbox, token: str, now: datetime) -> Actor:
     """A user or installation token (the JWT is only accepted on /app endpoints)."""
     if token.startswith(USER_PREFIX) and len(token) > len(USER_PREFIX):
         return Actor("user", token[len(USER_PREFIX) :])
+    if token.startswith(USER_TOKEN_PREFIX):
+        user = sandbox.user_tokens.get(token)
+        if user is None or user.expires_at <= now:
+            raise ApiError(401, "Bad credentials")
+        return Actor("user", user.login, via_app=True)
     found = sandbox.tokens.get(token)
     if found is None or found.expires_at <= now:
         raise ApiError(401, "Bad credentials")
@@ -111,17 +123,39 @@ def actor_from_header(sandbox: Sandbox, header: str | None, now: datetime) -> Ac
     raise ApiError(401, "Bad credentials")
 
 
+def can_see(actor: Actor, repo: Repo) -> bool:
+    """Whether the repository exists for this caller at all (GitHub hides private ones)."""
+    if actor.kind == "installation":
+        return actor.installation_id == repo.installation_id
+    if actor.kind in ("anonymous", "app"):
+        return not repo.private
+    return repo.permission_of(actor.login) != "none"
+
+
+# The most a user access token may do: the App has no `administration` permission.
+APP_CEILING = "write"
+
+
 def require(actor: Actor, repo: Repo, need: str) -> None:
-    """Refuse unless the actor may act on `repo` with permission `need`."""
+    """Refuse unless the actor may act on `repo` with permission `need`; a private
+    repository the actor cannot see is a 404, as on GitHub, never a 403."""
     if actor.kind == "installation":
         if actor.installation_id != repo.installation_id:
-            raise ApiError(404, "Not Found")
+            raise not_found()
         return
     if actor.kind == "app":
+        if repo.private:
+            raise not_found()
         raise forbidden("A JSON web token cannot act on a repository; use an installation token")
     if actor.kind == "anonymous":
+        if repo.private:
+            raise not_found()
         if need == "read":
             return
         raise ApiError(401, "Requires authentication")
+    if not can_see(actor, repo):
+        raise not_found()
+    if actor.via_app and not permission_at_least(APP_CEILING, need):
+        raise forbidden("Resource not accessible by integration")
     if not permission_at_least(repo.permission_of(actor.login), need):
         raise forbidden(f"Must have {need} access to repository {repo.full_name}")

@@ -166,7 +166,7 @@ def installed(sb: Sandbox, repo: Repo, new_installation: bool) -> None:
         "node_id": shapes.node_id("Repository", repo.id),
         "name": repo.name,
         "full_name": repo.full_name,
-        "private": False,
+        "private": repo.private,
     }
     installation = shapes.installation(sb, repo.owner, repo.installation_id)
     payload: dict[str, Any]

@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ballet.sandbox import events
-from ballet.sandbox.auth import require
+from ballet.sandbox.auth import can_see, require
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import actor_of, body_of, now, respond, sandbox_of
 from ballet.sandbox.shapes import node_id
@@ -67,7 +67,7 @@ async def graphql(request: Request) -> JSONResponse:
         return _error(f"The sandbox supports only these GraphQL mutations: {', '.join(MUTATIONS)}")
     pull_id = _pull_id(query, variables)
     found = _find(sb, pull_id) if pull_id else None
-    if found is None:
+    if found is None or not can_see(actor, found[0]):
         return _error(f"Could not resolve to a node with the global id of '{pull_id}'")
     repo, pr = found
     require(actor, repo, "write")

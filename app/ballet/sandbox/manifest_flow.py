@@ -6,7 +6,8 @@
   sandbox creates it at once, then redirects to the manifest's `redirect_url`
   with a one-time `code` and the `state` unchanged, as GitHub does.
 - `POST /app-manifests/{code}/conversions`: the code (once, unauthenticated)
-  becomes the App: id, slug, `pem`, `webhook_secret`, client id and secret.
+  becomes the App: id, slug, `pem`, `webhook_secret`, client id and secret (the
+  OAuth client of oauth.py), and the manifest's `callback_urls` are registered.
 
 Registering replaces the sandbox's one App: a new id and key pair, a new
 webhook secret, deliveries to the manifest's hook URL and only for the
@@ -55,6 +56,13 @@ def _checked(manifest: Any) -> str | None:
         v not in PERMISSION_LEVELS for v in permissions.values()
     ):
         return "`default_permissions` must map permissions to read, write or admin"
+    callbacks = manifest.get("callback_urls", [])
+    if not isinstance(callbacks, list) or len(callbacks) > 10:
+        return "`callback_urls` must be a list of at most 10 URLs"
+    if any(
+        not isinstance(u, str) or urlsplit(u).scheme not in ("http", "https") for u in callbacks
+    ):
+        return "`callback_urls` must be http(s) URLs"
     events = manifest.get("default_events", [])
     if not isinstance(events, list) or not all(isinstance(e, str) for e in events):
         return "`default_events` must be a list of event names"
@@ -96,6 +104,10 @@ async def convert(request: Request) -> JSONResponse:
     identity.name = manifest["name"]
     identity.permissions = {**manifest.get("default_permissions", {}), "metadata": "read"}
     identity.events = tuple(manifest.get("default_events", ()))
+    # None keeps the default callback, `<hook URL's scheme and host>/oauth/callback`.
+    identity.callback_urls = (
+        tuple(manifest["callback_urls"]) if manifest.get("callback_urls") else None
+    )
     sb.app = identity
     sb.hooks.url = manifest["hook_attributes"]["url"]
     sb.hooks.secret = identity.webhook_secret
@@ -107,7 +119,7 @@ async def convert(request: Request) -> JSONResponse:
     shape["description"] = manifest.get("description")
     shape.update(
         {
-            "client_secret": secrets.token_hex(20),
+            "client_secret": identity.client_secret,
             "webhook_secret": identity.webhook_secret,
             "pem": identity.private_key_pem.decode(),
         }

@@ -19,6 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ballet.sandbox import shapes
+from ballet.sandbox.auth import can_see
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, int_param, page, repo_for, respond
 from ballet.sandbox.rest_issues import issue_of
@@ -73,17 +74,19 @@ def _is_ancestor(repo: Repo, number: int, item: Issue) -> bool:
 
 
 async def timeline(request: Request) -> JSONResponse:
-    sb, repo, _ = repo_for(request, "read")
+    sb, repo, actor = repo_for(request, "read")
     item = issue_of(repo, int_param(request, "number"))
     events: list[tuple[datetime, dict[str, Any]]] = []
     for c in repo.comments.values():
         if c.issue_number == item.number:
             shape = shapes.comment(sb, repo, c)
             events.append((c.created_at, {**shape, "event": "commented", "actor": shape["user"]}))
-    for when, source_repo, source, actor in _referrers(sb, repo, item):
+    for when, source_repo, source, who in _referrers(sb, repo, item):
+        if not can_see(actor, source_repo):
+            continue  # GitHub leaves out references from repositories the caller cannot see
         event = {
             "event": "cross-referenced",
-            "actor": shapes.user(sb, actor),
+            "actor": shapes.user(sb, who),
             "created_at": shapes.iso(when),
             "updated_at": shapes.iso(when),
             "source": {"type": "issue", "issue": shapes.issue(sb, source_repo, source)},

@@ -11,12 +11,15 @@ from starlette.routing import Route
 from ballet.sandbox import gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, repo_for, respond
-from ballet.sandbox.state import Repo, Sandbox
+from ballet.sandbox.state import Repo, Sandbox, permission_at_least
 
 
 async def get_repo(request: Request) -> JSONResponse:
-    sb, repo, _ = repo_for(request, "read")
-    return respond(shapes.repository(sb, repo))
+    sb, repo, actor = repo_for(request, "read")
+    shape = shapes.repository(sb, repo)
+    if actor.kind == "user":
+        shape["permissions"] = shapes.repo_permissions(repo, actor.login)
+    return respond(shape)
 
 
 async def get_contents(request: Request) -> JSONResponse:
@@ -147,7 +150,9 @@ async def get_branch(request: Request) -> JSONResponse:
 
 
 async def collaborator_permission(request: Request) -> JSONResponse:
-    sb, repo, _ = repo_for(request, "read")
+    sb, repo, actor = repo_for(request, "read")
+    if actor.kind == "user" and not permission_at_least(repo.permission_of(actor.login), "write"):
+        raise ApiError(403, "Must have push access to view collaborator permission.")
     login = request.path_params["username"]
     permission = repo.permission_of(login)
     # GitHub folds triage into read and maintain into write in `permission`.

@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from ballet.sandbox.app import create_app, new_sandbox
+from ballet.sandbox.oauth import public_url
 from ballet.sandbox.state import Sandbox
 
 
@@ -39,14 +40,24 @@ def write_credentials(sandbox: Sandbox, directory: Path) -> Path:
     key_path.write_bytes(sandbox.app.private_key_pem)
     key_path.chmod(0o600)
     env_path = directory / "sandbox.env"
-    env_path.write_text(
-        f"BALLET_APP_ID={sandbox.app.app_id}\n"
-        f"BALLET_PRIVATE_KEY_PATH={key_path}\n"
-        f"BALLET_WEBHOOK_SECRET={sandbox.app.webhook_secret}\n"
-        f"BALLET_GITHUB_API_URL={sandbox.base_url}\n"
-        "# The sandbox has no rate limits, so Ballet need not space its writes.\n"
-        "BALLET_WRITE_SPACING_SECONDS=0\n"
-    )
+    lines = [
+        f"BALLET_APP_ID={sandbox.app.app_id}",
+        f"BALLET_PRIVATE_KEY_PATH={key_path}",
+        f"BALLET_WEBHOOK_SECRET={sandbox.app.webhook_secret}",
+        f"BALLET_GITHUB_API_URL={sandbox.base_url}",
+        "# GitHub's web side (/login/oauth/*) is github.com; the sandbox serves it beside its API.",
+        f"BALLET_GITHUB_WEB_URL={sandbox.base_url}",
+        "# The App's OAuth client, for signing people in with GitHub.",
+        f"BALLET_GITHUB_CLIENT_ID={sandbox.app.client_id}",
+        f"BALLET_GITHUB_CLIENT_SECRET={sandbox.app.client_secret}",
+        "# The sandbox has no rate limits, so Ballet need not space its writes.",
+        "BALLET_WRITE_SPACING_SECONDS=0",
+    ]
+    public = public_url(sandbox.hooks.url)
+    if public is not None:
+        # Ballet's own address, as the webhook URL names it; its callback is registered.
+        lines.append(f"BALLET_PUBLIC_URL={public}")
+    env_path.write_text("\n".join(lines) + "\n")
     env_path.chmod(0o600)
     return env_path
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -178,6 +179,8 @@ class Repo:
     created_at: datetime
     collaborators: dict[str, str]
     installation_id: int
+    # Private: only the owner, collaborators and the App's installation see it at all.
+    private: bool = False
     ci_command: list[str] | None = None
     merge_methods: tuple[str, ...] = MERGE_METHODS
     delete_branch_on_merge: bool = False
@@ -199,10 +202,16 @@ class Repo:
         return f"{self.owner}/{self.name}"
 
     def permission_of(self, login: str) -> str:
-        """A collaborator's permission; anyone else may read and comment (a public repo)."""
+        """A collaborator's permission; anyone else may read and comment a public repository
+        and has none on a private one."""
         if login == self.owner:
             return "admin"
-        return self.collaborators.get(login, "read")
+        return self.collaborators.get(login, "none" if self.private else "read")
+
+    def has_explicit_access(self, login: str) -> bool:
+        """Owner or collaborator: what GitHub's `/user/installations/...` lists, as opposed
+        to the read access everyone has to a public repository."""
+        return login == self.owner or login in self.collaborators
 
 
 @dataclass
@@ -210,6 +219,26 @@ class Token:
     token: str
     expires_at: datetime
     installation_id: int
+
+
+@dataclass(frozen=True)
+class OAuthCode:
+    """A code the web flow handed to the callback; it becomes a user token once."""
+
+    login: str
+    client_id: str
+    redirect_uri: str
+    expires_at: datetime
+    code_challenge: str | None = None
+    code_challenge_method: str = "plain"
+
+
+@dataclass(frozen=True)
+class UserToken:
+    """A user access token (`ghu_…`) or refresh token (`ghr_…`) of the App's OAuth client."""
+
+    login: str
+    expires_at: datetime
 
 
 @dataclass
@@ -226,6 +255,13 @@ class AppIdentity:
     name: str | None = None
     permissions: dict[str, str] | None = None
     events: tuple[str, ...] | None = None
+    # The App's OAuth client, for the web flow that signs people in (oauth.py); GitHub
+    # Apps' client ids look like `Iv23li` and 14 hex digits.
+    client_id: str = field(default_factory=lambda: "Iv23li" + secrets.token_hex(7))
+    client_secret: str = field(default_factory=lambda: secrets.token_hex(20))
+    # The registered callback URLs; None: `<Ballet's public URL>/oauth/callback`, Ballet's
+    # public URL being the scheme and host of the webhook URL (see oauth.callback_urls).
+    callback_urls: tuple[str, ...] | None = None
 
     @property
     def bot_login(self) -> str:
@@ -252,6 +288,14 @@ class Sandbox:
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     # Manifest-flow codes not yet converted: code -> (manifest, owner).
     manifest_codes: dict[str, tuple[dict[str, Any], str]] = field(default_factory=dict)
+    # The OAuth web flow (oauth.py): codes not yet exchanged, user and refresh tokens.
+    oauth_codes: dict[str, OAuthCode] = field(default_factory=dict)
+    user_tokens: dict[str, UserToken] = field(default_factory=dict)
+    refresh_tokens: dict[str, UserToken] = field(default_factory=dict)
+    oauth_code_ttl_seconds: float = 600
+    user_token_ttl_seconds: float = 8 * 3600
+    # Display names set with `PUT /_sandbox/users/{login}`; a login not here is its own name.
+    user_names: dict[str, str | None] = field(default_factory=dict)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def next_id(self) -> int:

@@ -7,7 +7,7 @@ import zlib
 from datetime import datetime
 from typing import Any
 
-from ballet.sandbox.state import Repo, Sandbox
+from ballet.sandbox.state import Repo, Sandbox, permission_at_least
 
 JSON = dict[str, Any]
 REACTIONS = ("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket")
@@ -112,7 +112,7 @@ def repository(sb: Sandbox, repo: Repo) -> JSON:
         "name": repo.name,
         "full_name": repo.full_name,
         "owner": user(sb, repo.owner),
-        "private": False,
+        "private": repo.private,
         "html_url": repo_html(sb, repo),
         "description": None,
         "fork": False,
@@ -143,7 +143,7 @@ def repository(sb: Sandbox, repo: Repo) -> JSON:
         "has_downloads": False,
         "archived": False,
         "disabled": False,
-        "visibility": "public",
+        "visibility": "private" if repo.private else "public",
         "license": None,
         "topics": [],
         "is_template": False,
@@ -159,6 +159,21 @@ def repository(sb: Sandbox, repo: Repo) -> JSON:
     }
     shape.update({key: api + suffix for key, suffix in _REPO_URLS.items()})
     return shape
+
+
+def repo_permissions(repo: Repo, login: str) -> JSON:
+    """The `permissions` GitHub adds to a repository it shows a signed-in person."""
+    have = repo.permission_of(login)
+    return {
+        name: permission_at_least(have, level)
+        for name, level in (
+            ("admin", "admin"),
+            ("maintain", "maintain"),
+            ("push", "write"),
+            ("triage", "triage"),
+            ("pull", "read"),
+        )
+    }
 
 
 def reactions_rollup(url: str, contents: list[str]) -> JSON:
@@ -181,6 +196,7 @@ CI_APP_SLUG = "github-actions"
 
 def app(sb: Sandbox) -> JSON:
     shape = _app(sb, sb.app.app_id, sb.app.slug, "The App that the Ballet sandbox hosts")
+    shape["client_id"] = sb.app.client_id
     if sb.app.name is not None:
         shape["name"] = sb.app.name
     if sb.app.permissions is not None:
