@@ -82,7 +82,9 @@ class CommandIssued(Event):
     author: str
     permission: Permission
     author_is_bot: bool = False
-    comment_id: int
+    # The comment that gave it; None for a command from Ballet's web pages, which
+    # has no comment to react to or reply on (the page shows the outcome instead).
+    comment_id: int | None
     head_sha: str | None = None  # the PR's head SHA when the comment was made
 
 

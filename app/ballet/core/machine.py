@@ -202,7 +202,7 @@ def command(tx: Tx, ev: CommandIssued) -> None:
             cmd.verb,
             f"@{ev.author} `/ballet {cmd.verb.replace('_', ' ')}` refused: {refusal}",
         )
-    else:
+    elif ev.comment_id is not None:
         tx.emit(React(repo=tx.rec.ticket.repo, comment_id=ev.comment_id))
 
 

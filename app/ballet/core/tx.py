@@ -65,7 +65,9 @@ class Tx:
         """A sign-off change: the transition's version keeps each one a comment of its own."""
         self.comment("signoffs", body, extra=f"{tag}@v{self.rec.version + 1}")
 
-    def reply(self, comment_id: int, tag: str, body: str) -> None:
+    def reply(self, comment_id: int | None, tag: str, body: str) -> None:
+        if comment_id is None:
+            return  # a command from the web pages: no comment to reply on
         # One comment may hold several commands: each gets its own reply.
         key = self.marker("reply", extra=f"{comment_id}:{tag}")
         self.emit(
