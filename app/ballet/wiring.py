@@ -8,7 +8,8 @@ the ticket service or the session jobs. The pieces it joins:
   record store and the ticket service that consumes deliveries and applies
   ticket events; its launcher sends StartSession effects to the sessions queue;
 - the session jobs (`session_jobs_for`): workspaces, the ticket source, the
-  artifacts and the confinement every stage session runs under.
+  artifacts, the session logs (BALLET_LOG_STORE) and the confinement every
+  stage session runs under.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ballet.jobs.services import (
 )
 from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import DeliveryQueue
+from ballet.sessionlog.store import SessionLogs
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.sessions.confine import Isolation
 from ballet.settings import Settings
@@ -218,6 +220,7 @@ def session_jobs_for(
         builtin_skills=builtin_skills(),
         crash_retries=settings.session_crash_retries,
         returns=ReturnReads(tickets.forge_for, own_app_id=settings.app_id),
+        logs=SessionLogs.from_settings(settings, redis),
     )
     if heartbeat_seconds is not None:
         jobs = replace(jobs, heartbeat_seconds=heartbeat_seconds)

@@ -180,6 +180,15 @@ async def reconcile(ctx: dict[str, Any]) -> None:
         jobs.redis, jobs.tickets, jobs.artifacts, clock=jobs.clock, crash_retries=jobs.crash_retries
     ).sweep()
     log.info("reconciled", tickets=len(sweep.ticked), crashed=sweep.crashed, ended=len(sweep.ended))
+    if jobs.logs is not None:
+        try:
+            # At most hourly, by one worker of all (a Redis key decides).
+            deleted = await jobs.logs.sweep_if_due(jobs.clock())
+            if deleted:
+                log.info("old session logs deleted", objects=deleted)
+        except Exception:
+            # The object store unreachable now: the next hour's sweep finds them still old.
+            log.exception("could not sweep old session logs")
     if services.redeliveries is not None:
         try:
             await services.redeliveries.sweep()

@@ -21,6 +21,7 @@ from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.redelivery import Redeliveries
 from ballet.queue import DeliveryQueue
+from ballet.sessionlog.store import SessionLogs
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.settings import Settings
 from ballet.tickets.links import TicketLinksReader
@@ -71,6 +72,8 @@ class SessionJobs:
     prefetch: MirrorPrefetch | None = None  # the mirror fetched as a session is launched
     # What GitHub holds of a return's cause (failing checks, a review); None: the cause alone.
     returns: ReturnReads | None = None
+    # Where sessions' logs go (the runner's LogSink) and old ones are swept from; None: nowhere.
+    logs: SessionLogs | None = None
 
 
 @dataclass

@@ -1,10 +1,13 @@
-"""The Starlette application: a routes table and a lifespan owning the queue pool."""
+"""The Starlette application: a routes table and a lifespan owning the queue pool
+(and, on `app.state.logs`, the session logs the pages read)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import structlog
+from redis.asyncio import Redis
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -13,6 +16,8 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ballet.queue import DeliveryQueue, open_pool
+from ballet.sessionlog.objects import LogStoreConfigError
+from ballet.sessionlog.store import SessionLogs
 from ballet.settings import Settings
 from ballet.setup.flow import SetupFlow
 from ballet.web.errors import http_error, internal_error
@@ -23,6 +28,8 @@ from ballet.web.state import WebState
 from ballet.web.webhooks import receive_webhook
 
 WEBHOOKS_PATH = "/webhooks"
+
+log = structlog.get_logger("ballet.web")
 
 
 async def _webhooks_route(request: Request) -> Response:
@@ -74,6 +81,9 @@ def create_app(
             secret_keys=tuple(secret.encode() for secret in secrets),
             max_body_bytes=settings.max_webhook_bytes,
         )
+        # The pages' session logs (`request.app.state.logs: SessionLogs | None`), on
+        # the same pool: nothing of theirs to close but the pool itself.
+        app.state.logs = _session_logs(settings, redis)
         try:
             yield
         finally:
@@ -85,3 +95,13 @@ def create_app(
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: internal_error},
     )
+
+
+def _session_logs(settings: Settings, redis: Redis) -> SessionLogs | None:
+    """The session logs the pages read; None, said in the log, when BALLET_LOG_STORE
+    cannot make a store: a log store's settings must not stop the webhooks."""
+    try:
+        return SessionLogs.from_settings(settings, redis)
+    except LogStoreConfigError as exc:
+        log.error(f"session logs unavailable to the web pages: {exc}")
+        return None

@@ -1,0 +1,122 @@
+"""The live tail of a running session: its redacted lines in a Redis stream.
+
+One stream per session, `ballet:log:<job key>`, one entry per line (seq, stream,
+text, at), bounded to about the last `max_lines` lines (`MAXLEN ~`, which trims
+whole nodes: cheap, and a few dozen lines over the bound at most). A last entry
+`end` says the session finished and its log is in the object store; readers
+tailing with XREAD BLOCK see it and stop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from redis.asyncio import Redis
+from redis.typing import EncodableT, FieldT
+
+from ballet.sessionlog.sink import LogLine, Stream
+
+STREAM_PREFIX = "ballet:log:"
+# Renewed by every append: the stream of a worker that died mid-session (it
+# never writes `end`) goes away a day after its last line.
+LIVE_TTL_SECONDS = 24 * 3600
+# After `end`, the finished log is read from the object store; the stream stays
+# a little for readers that were a few lines behind, then goes.
+FINISHED_TTL_SECONDS = 600
+# A longer BLOCK would outlast the web pool's 5 s socket timeout (queue.open_pool)
+# and fail as a timeout; an empty chunk only makes the reader ask again.
+MAX_BLOCK_MS = 4000
+END_FIELD = b"end"
+
+_STREAMS: dict[str, Stream] = {"stdout": "stdout", "stderr": "stderr", "ballet": "ballet"}
+
+
+@dataclass(frozen=True)
+class LiveChunk:
+    """What one read of the live tail found: its lines in order, the id to read
+    after next time, and whether the session has finished (no more lines come)."""
+
+    lines: tuple[LogLine, ...]
+    last_id: str
+    finished: bool
+
+
+def stream_key(job_key: str) -> str:
+    return STREAM_PREFIX + job_key
+
+
+class LiveTail:
+    """The Redis side of the session logs."""
+
+    def __init__(self, redis: Redis, *, max_lines: int = 20_000) -> None:
+        self._redis = redis
+        self._max_lines = max_lines
+
+    async def append(self, job_key: str, lines: Sequence[LogLine]) -> None:
+        if not lines:
+            return
+        key = stream_key(job_key)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for line in lines:
+                pipe.xadd(key, _fields(line), maxlen=self._max_lines, approximate=True)
+            pipe.expire(key, LIVE_TTL_SECONDS)
+            await pipe.execute()
+
+    async def end(self, job_key: str, at: float) -> None:
+        """Mark the session finished; the stream then lives FINISHED_TTL_SECONDS."""
+        key = stream_key(job_key)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            end: dict[FieldT, EncodableT] = {END_FIELD: b"1", b"at": repr(at).encode()}
+            pipe.xadd(
+                key,
+                end,
+                maxlen=self._max_lines,
+                approximate=True,
+            )
+            pipe.expire(key, FINISHED_TTL_SECONDS)
+            await pipe.execute()
+
+    async def read(self, job_key: str, after: str, block_ms: int, count: int) -> LiveChunk:
+        """The lines after `after` (an entry id; "0-0" from the start), waiting up
+        to `block_ms` (capped at MAX_BLOCK_MS) for one when none is there yet."""
+        block = min(block_ms, MAX_BLOCK_MS) if block_ms > 0 else None
+        found = await self._redis.xread({stream_key(job_key): after}, count=count, block=block)
+        lines: list[LogLine] = []
+        last_id = after
+        for _stream, entries in found or ():
+            for entry_id, raw in entries:
+                last_id = _text(entry_id)
+                fields = {_text(k): v for k, v in cast(Mapping[bytes | str, bytes], raw).items()}
+                if "end" in fields:
+                    return LiveChunk(tuple(lines), last_id, finished=True)
+                lines.append(_line(fields))
+        return LiveChunk(tuple(lines), last_id, finished=False)
+
+    async def exists(self, job_key: str) -> bool:
+        return bool(await self._redis.exists(stream_key(job_key)))
+
+
+def _fields(line: LogLine) -> dict[FieldT, EncodableT]:
+    return {
+        b"seq": str(line.seq).encode(),
+        b"stream": line.stream.encode(),
+        # A line decoded with surrogate escapes cannot be UTF-8; shown, not lost.
+        b"text": line.text.encode("utf-8", "replace"),
+        b"at": repr(line.at).encode(),
+    }
+
+
+def _line(fields: Mapping[str, bytes | str]) -> LogLine:
+    return LogLine(
+        seq=int(fields["seq"]),
+        stream=_STREAMS.get(_text(fields["stream"]), "ballet"),
+        text=_text(fields["text"]),
+        at=float(fields["at"]),
+    )
+
+
+def _text(value: bytes | str) -> str:
+    """A reply's bytes as text: the pools here do not decode, another client may."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
