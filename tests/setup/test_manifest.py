@@ -60,6 +60,8 @@ def test_build_manifest_points_every_url_at_the_public_address() -> None:
         "active": True,
     }
     assert manifest["redirect_url"] == "https://ballet.example.com/gh/setup/callback"
+    assert manifest["callback_urls"] == ["https://ballet.example.com/gh/oauth/callback"]
+    assert manifest["request_oauth_on_install"] is False
     assert "{public_url}" not in str(manifest)
     with pytest.raises(SetupInputError):
         build_manifest("https://ballet.example.com", "x" * 35)

@@ -81,6 +81,7 @@ def test_setup_registers_the_app_and_ballet_then_works_with_it(
     assert manifest["name"] == "Ballet Test"
     assert manifest["hook_attributes"]["url"] == f"{url}/webhooks"
     assert manifest["redirect_url"] == f"{url}/setup/callback"
+    assert manifest["callback_urls"] == [f"{url}/oauth/callback"]  # sign-in to the pages
     assert manifest["default_permissions"] == template["default_permissions"]
     assert manifest["default_events"] == template["default_events"]
 
@@ -109,6 +110,11 @@ def test_setup_registers_the_app_and_ballet_then_works_with_it(
     assert saved.private_key_pem() == app.private_key_pem.decode()
     assert saved.all_webhook_secrets == (app.webhook_secret,)
     assert saved.github_api_url == sandbox.api_url
+    # The App's OAuth client and the address typed in: the pages' "Sign in with GitHub".
+    assert saved.github_client_id == app.client_id
+    assert saved.github_client_secret is not None
+    assert saved.github_client_secret.get_secret_value() == app.client_secret
+    assert saved.public_url == url
     # Ballet restarts with the App's credentials (a request in between may find
     # it restarting); then the state, used once, finds no setup page anymore.
     wait_for(lambda: "restarting with its credentials" in log.read_text(), "a restart", log)

@@ -12,7 +12,8 @@
   and bound to the same browser; the code is converted
   (`POST /app-manifests/{code}/conversions`) into the App's id, private key
   and webhook secret, which are written to the env file; the page links to
-  the App's installation.
+  the App's installation. The App's OAuth client (id and secret, for "Sign in
+  with GitHub" on Ballet's pages) and the public address typed in are saved too.
 
 Once an App is registered every route answers 404, and `on_registered` tells
 `ballet serve` to restart with the new credentials.
@@ -71,8 +72,8 @@ class SetupFlow:
     on_registered: Callable[[], None] = lambda: None
     clock: Callable[[], float] = time.monotonic
     registered: RegisteredApp | None = None
-    # state -> (form token of the browser that started it, expiry)
-    _pending: dict[str, tuple[str, float]] = field(default_factory=dict)
+    # state -> (form token of the browser that started it, expiry, public address)
+    _pending: dict[str, tuple[str, float, str]] = field(default_factory=dict)
 
     @property
     def web_url(self) -> str:
@@ -113,7 +114,7 @@ class SetupFlow:
         try:
             public_url = public_url_of(form.get("public_url", ""))
             manifest = build_manifest(public_url, form.get("name", "Ballet"))
-            state = self._new_state(token)
+            state = self._new_state(token, public_url)
             action = new_app_url(self.web_url, form.get("organization") or None, state)
         except SetupInputError as exc:
             return _refused(400, str(exc))
@@ -125,7 +126,8 @@ class SetupFlow:
             return _gone()
         code = request.query_params.get("code", "")
         state = request.query_params.get("state", "")
-        if not code or not self._take_state(state, request.cookies.get(COOKIE, "")):
+        public_url = self._take_state(state, request.cookies.get(COOKIE, "")) if code else None
+        if public_url is None:
             return _refused(
                 403,
                 "GitHub's answer does not match a setup this browser started here, or it"
@@ -142,7 +144,7 @@ class SetupFlow:
             name=str(data["name"]),
             html_url=str(data["html_url"]),
         )
-        self._save(app, data)
+        self._save(app, data, public_url)
         self.registered = app
         self._pending.clear()
         log.info("GitHub App registered", app_id=app.app_id, slug=app.slug, env=str(self.env_file))
@@ -152,23 +154,24 @@ class SetupFlow:
 
     # -- state ---------------------------------------------------------------------
 
-    def _new_state(self, token: str) -> str:
+    def _new_state(self, token: str, public_url: str) -> str:
         now = self.clock()
         self._pending = {s: v for s, v in self._pending.items() if v[1] > now}
         if len(self._pending) >= MAX_PENDING:
             raise SetupInputError("too many setups in progress: finish one or wait an hour")
         state = secrets.token_urlsafe(32)
-        self._pending[state] = (token, now + STATE_TTL_SECONDS)
+        self._pending[state] = (token, now + STATE_TTL_SECONDS, public_url)
         return state
 
-    def _take_state(self, state: str, token: str) -> bool:
-        """True once for a state this process issued to the browser holding `token`."""
+    def _take_state(self, state: str, token: str) -> str | None:
+        """Once for a state this process issued to the browser holding `token`: the
+        public address that browser gave; else None."""
         issued = self._pending.get(state) if state else None
         # Another browser's guess must not burn the state of the one that started.
         if issued is None or not token or not hmac.compare_digest(issued[0], token):
-            return False
+            return None
         del self._pending[state]
-        return self.clock() < issued[1]
+        return issued[2] if self.clock() < issued[1] else None
 
     # -- GitHub and the env file ---------------------------------------------------------
 
@@ -178,14 +181,19 @@ class SetupFlow:
         data: dict[str, Any] = response.json()
         return data
 
-    def _save(self, app: RegisteredApp, data: dict[str, Any]) -> None:
+    def _save(self, app: RegisteredApp, data: dict[str, Any], public_url: str) -> None:
         values = {
             "BALLET_APP_ID": str(app.app_id),
             "BALLET_PRIVATE_KEY": str(data["pem"]),
             "BALLET_GITHUB_API_URL": self.api_url,
+            # The pages' sign-in comes back to the callback the manifest registered here.
+            "BALLET_PUBLIC_URL": public_url,
         }
         if data.get("webhook_secret"):
             values["BALLET_WEBHOOK_SECRET"] = str(data["webhook_secret"])
+        if data.get("client_id") and data.get("client_secret"):
+            values["BALLET_GITHUB_CLIENT_ID"] = str(data["client_id"])
+            values["BALLET_GITHUB_CLIENT_SECRET"] = str(data["client_secret"])
         update_env_file(
             self.env_file,
             values,

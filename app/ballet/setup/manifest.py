@@ -55,6 +55,7 @@ def build_manifest(public_url: str, name: str) -> dict[str, Any]:
     manifest["name"] = name
     manifest["url"] = manifest["url"].format(public_url=public_url)
     manifest["redirect_url"] = manifest["redirect_url"].format(public_url=public_url)
+    manifest["callback_urls"] = [u.format(public_url=public_url) for u in manifest["callback_urls"]]
     hook = dict(manifest["hook_attributes"])
     hook["url"] = hook["url"].format(public_url=public_url)
     manifest["hook_attributes"] = hook

@@ -34,9 +34,10 @@ def start_page(public_url: str, name: str, form_token: str, github_web_url: str)
         f"<input type=hidden name=form_token value='{escape(form_token)}'>"
         "<label for=public_url>Public address of this Ballet</label>"
         f"<input type=url id=public_url name=public_url value='{escape(public_url)}' required>"
-        "<p class=note>GitHub sends webhooks to <code>&lt;address&gt;/webhooks</code> and "
-        "brings you back to <code>&lt;address&gt;/setup/callback</code>. On a laptop, use "
-        "a tunnel's address (smee.io, ngrok, cloudflared).</p>"
+        "<p class=note>GitHub sends webhooks to <code>&lt;address&gt;/webhooks</code>, "
+        "brings you back to <code>&lt;address&gt;/setup/callback</code>, and signs people "
+        "in to Ballet's pages through <code>&lt;address&gt;/oauth/callback</code>. On a "
+        "laptop, use a tunnel's address (smee.io, ngrok, cloudflared).</p>"
         "<label for=name>App name</label>"
         f"<input type=text id=name name=name value='{escape(name)}' maxlength=34 required>"
         "<label for=organization>Organisation (optional)</label>"
@@ -63,9 +64,10 @@ def done_page(name: str, html_url: str, env_file: str) -> str:
     install = f"{html_url}/installations/new"
     return _page(
         "Ballet is registered",
-        f"<p>The GitHub App <strong>{escape(name)}</strong> exists, and its id, private key "
-        f"and webhook secret are saved in <code>{escape(env_file)}</code> (readable by its "
-        "owner only). Ballet restarts with them now; this setup page is gone.</p>"
+        f"<p>The GitHub App <strong>{escape(name)}</strong> exists, and its id, private key, "
+        "webhook secret and OAuth client (for signing in to Ballet's pages) are saved in "
+        f"<code>{escape(env_file)}</code> (readable by its owner only). Ballet restarts "
+        "with them now; this setup page is gone.</p>"
         f"<p><a id=install href='{escape(install)}'>Install the App</a> on the "
         "repositories Ballet should work on, then label an issue <code>ballet</code>.</p>",
     )
