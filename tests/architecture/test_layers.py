@@ -33,7 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("github",),  # the GitHub App's client, REST adapter, translator and models
     ("tickets",),  # the ticket's record, lock and service above the forge
     ("jobs",),  # what the worker runs
-    ("web", "setup", "stats"),
+    ("web", "watch", "setup", "stats"),  # the web app, its pages, the setup flow
     ("wiring",),  # the composition root
     ("demo",),
     ("commands", "cli", "__main__"),

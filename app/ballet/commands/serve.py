@@ -122,7 +122,8 @@ def _serve(
     setup = None
     if settings.app_id is None:
         setup = SetupFlow(settings.github_api_url, env_file, on_registered=until_registered.set)
-    app = create_app(settings, url, setup=setup)
+    # The pages' sign-in comes back to the address served here unless one is set.
+    app = create_app(settings.with_listening_address(args.host, args.port), url, setup=setup)
     components: list[Component] = [
         WebServer(app, args.host, args.port),
         WorkerGroup(settings, url, build_services),

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = prepare(args)
+        # The pages' sign-in comes back to the address served here unless one is set.
+        settings = prepare(args).with_listening_address(args.host, args.port)
         app = create_app(settings, settings.require_redis_url())
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))

@@ -20,6 +20,9 @@ from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
 from ballet.settings import Settings
 from ballet.setup.flow import SetupFlow
+from ballet.watch.config import watch_config
+from ballet.watch.routes import ROUTES as WATCH_ROUTES
+from ballet.watch.state import open_watch
 from ballet.web.errors import http_error, internal_error
 from ballet.web.group_commit import GroupCommit
 from ballet.web.probes import healthz, metrics, readyz
@@ -65,9 +68,11 @@ def create_app(
     settings: Settings, redis_url: str | None = None, *, setup: SetupFlow | None = None
 ) -> Starlette:
     """The web app. Refuses to build without a webhook secret or a queue URL.
-    With `setup`, it also serves the first-run pages that register the GitHub App."""
+    With `setup`, it also serves the first-run pages that register the GitHub App.
+    It always serves Ballet's pages (ballet.watch: tickets, sessions, their logs)."""
     secrets = settings.require_webhook_secrets()
     url = redis_url or settings.require_redis_url()
+    watch = watch_config(settings)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,14 +89,19 @@ def create_app(
         # The pages' session logs (`request.app.state.logs: SessionLogs | None`), on
         # the same pool: nothing of theirs to close but the pool itself.
         app.state.logs = _session_logs(settings, redis)
+        app.state.watch = open_watch(
+            watch, redis, write_spacing_seconds=settings.write_spacing_seconds
+        )
         try:
             yield
         finally:
+            await app.state.watch.aclose()
             await deliveries.close()
             await redis.aclose(close_connection_pool=True)
 
     return BalletApp(
-        routes=[*ROUTES, *(setup.routes() if setup is not None else ())],
+        # The setup flow's `/` (a redirect to /setup) comes before the pages' home.
+        routes=[*ROUTES, *(setup.routes() if setup is not None else ()), *WATCH_ROUTES],
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: internal_error},
     )

@@ -1,0 +1,95 @@
+"""The pages: what Ballet is, the tickets a viewer may see, and one ticket."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ballet.core.commands import HELP_TEXT, Verb
+from ballet.core.machine import COMMANDS
+from ballet.core.record import Record
+from ballet.core.render import flowchart
+from ballet.watch.access import may_write
+from ballet.watch.lookup import Seen, visible_ticket
+from ballet.watch.render import page
+from ballet.watch.state import viewer_of, watch_state
+from ballet.watch.views import diagram, row, runs
+
+# The commands a writer may give from a ticket's page, in the order shown.
+BUTTONS: tuple[Verb, ...] = ("retry", "pause", "resume", "cancel")
+# A listing shows every live ticket and this many of the most recently ended ones.
+ENDED_SHOWN = 100
+
+
+async def home(request: Request) -> Response:
+    state = watch_state(request)
+    return page(
+        state.templates,
+        request,
+        "home.html",
+        viewer_of(request),
+        sign_in=state.config.sign_in,
+        help_text=HELP_TEXT,
+        has_app=state.github is not None,
+    )
+
+
+async def tickets(request: Request) -> Response:
+    state = watch_state(request)
+    viewer = viewer_of(request)
+    records = [record async for record in state.store.records()]
+    readable, unknown = await state.access.readable(
+        sorted({r.ticket.repo for r in records}), viewer
+    )
+    visible = sorted(
+        (r for r in records if r.ticket.repo in readable),
+        key=lambda r: r.updated_at,
+        reverse=True,
+    )
+    rows = [row(r) for r in visible]
+    return page(
+        state.templates,
+        request,
+        "tickets.html",
+        viewer,
+        sign_in=state.config.sign_in,
+        live=[r for r in rows if r.live],
+        ended=[r for r in rows if not r.live][:ENDED_SHOWN],
+        unknown=unknown,
+    )
+
+
+async def ticket(request: Request) -> Response:
+    seen = await visible_ticket(request)
+    if not isinstance(seen, Seen):
+        return seen
+    state = watch_state(request)
+    record = seen.record
+    return page(
+        state.templates,
+        request,
+        "ticket.html",
+        seen.viewer,
+        sign_in=state.config.sign_in,
+        record=record,
+        row=row(record),
+        nodes=diagram(record),
+        mermaid=flowchart(record),
+        runs=runs(record),
+        buttons=buttons(record) if seen.viewer and may_write(seen.permission) else [],
+        sent=request.query_params.get("sent", "") if seen.viewer else "",
+        github=_github_links(state.config.github_web_url, record),
+    )
+
+
+def buttons(record: Record) -> list[str]:
+    """The commands that act on the ticket as it stands (the core's own table)."""
+    return [verb for verb in BUTTONS if record.status in COMMANDS[verb].when]
+
+
+def _github_links(web_url: str, record: Record) -> dict[str, str]:
+    repo = record.ticket.repo
+    links = {"issue": f"{web_url}/{repo}/issues/{record.ticket.number}"}
+    if record.pr_number is not None:
+        links["pull"] = f"{web_url}/{repo}/pull/{record.pr_number}"
+    return links

@@ -1,0 +1,133 @@
+"""A session's page: its run, its report and its log; and the log as a download.
+
+A finished session's log is in the page itself (its rendered steps, then its
+lines, escaped), searchable by a few lines of inline JavaScript. A running
+one's page holds the lines so far and follows the rest live (`live.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from ballet.core.record import StageRun
+from ballet.jobs.artifacts import Artifact
+from ballet.sessionlog.sink import LogLine
+from ballet.sessionlog.steps import Step
+from ballet.sessionlog.store import SessionLogs
+from ballet.watch.lookup import Seen, not_found, visible_ticket
+from ballet.watch.render import page, private_headers
+from ballet.watch.state import logs_of, watch_state
+from ballet.watch.views import find_run, run_name, ticket_url
+
+# A page holds at most this many of a log's lines (its end); the download has all.
+PAGE_LINES = 20_000
+READ_COUNT = 1000
+
+
+@dataclass(frozen=True)
+class Session:
+    seen: Seen
+    run: StageRun
+    job_key: str
+
+
+async def session_of(request: Request) -> Session | Response:
+    """The session the URL names, once the viewer may read its ticket; else a 404."""
+    seen = await visible_ticket(request)
+    if not isinstance(seen, Seen):
+        return seen
+    params = request.path_params
+    run = find_run(
+        seen.record,
+        params["stage"],
+        params["iteration"],
+        params["attempt"],
+        params.get("phase"),
+    )
+    if run is None or run.job_key is None:
+        return not_found(request, seen.viewer)
+    return Session(seen, run, run.job_key)
+
+
+async def session_page(request: Request) -> Response:
+    found = await session_of(request)
+    if not isinstance(found, Session):
+        return found
+    state = watch_state(request)
+    record, run = found.seen.record, found.run
+    logs = logs_of(request)
+    finished = await logs.read(found.job_key) if logs is not None else None
+    steps: tuple[Step, ...] = ()
+    lines: list[tuple[str, str]] = []  # (stream, text)
+    last_id, live = "0-0", False
+    if finished is not None:
+        steps = finished.steps
+        lines = [("", text) for text in finished.log.decode("utf-8", "replace").splitlines()]
+    elif logs is not None:
+        tail, last_id, done = await _so_far(logs, found.job_key)
+        lines = [(line.stream, line.text) for line in tail]
+        live = not done
+    cut = max(0, len(lines) - PAGE_LINES)
+    artifacts = await state.artifacts.of(record.key)
+    report = next((a for a in artifacts if a.job_key == found.job_key), None)
+    return page(
+        state.templates,
+        request,
+        "session.html",
+        found.seen.viewer,
+        sign_in=state.config.sign_in,
+        record=record,
+        run=run,
+        name=run_name(run),
+        ticket=ticket_url(record.ticket.repo, record.ticket.number),
+        report=report.report if isinstance(report, Artifact) else None,
+        handoff=report.handoff if isinstance(report, Artifact) else None,
+        logs_kept=logs is not None,
+        steps=steps,
+        lines=lines[cut:],
+        cut=cut,
+        first=cut + 1,
+        live=live,
+        last_id=last_id,
+        base=request.url.path.rstrip("/"),
+    )
+
+
+async def raw_log(request: Request) -> Response:
+    found = await session_of(request)
+    if not isinstance(found, Session):
+        return found
+    logs = logs_of(request)
+    if logs is None:
+        return not_found(request, found.seen.viewer)
+    headers = {"Content-Disposition": f'attachment; filename="{_file_name(found.job_key)}"'}
+    raw = await logs.read_raw(found.job_key, decompress=True)
+    if raw is not None:
+        response: Response = StreamingResponse(
+            raw.chunks, media_type="text/plain; charset=utf-8", headers=headers
+        )
+    else:
+        tail, _, _ = await _so_far(logs, found.job_key)
+        text = "".join(f"{line.text}\n" for line in tail)
+        response = Response(text, media_type="text/plain; charset=utf-8", headers=headers)
+    return private_headers(response)
+
+
+async def _so_far(logs: SessionLogs, job_key: str) -> tuple[list[LogLine], str, bool]:
+    """The live tail's lines so far, the id to follow on from, and whether it ended."""
+    lines: list[LogLine] = []
+    after = "0-0"
+    while True:
+        chunk = await logs.live(job_key, after=after, count=READ_COUNT)
+        lines += chunk.lines
+        after = chunk.last_id
+        if chunk.finished or len(chunk.lines) < READ_COUNT:
+            return lines, after, chunk.finished
+
+
+def _file_name(job_key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", job_key).strip("-") + ".log"

@@ -1,0 +1,142 @@
+"""What the templates show of a record: rows, the pipeline diagram, the stage runs.
+
+Pure: a record in, plain values out. The diagram is the core's own flowchart
+(`core.render.flowchart`, the one the tracking comment draws with mermaid), read
+back into stages and arrows so a page can show it as a list anyone and any
+screen reader can follow, without mermaid's JavaScript.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from urllib.parse import quote
+
+from ballet.core.record import TERMINAL, Record, StageRun
+from ballet.core.render import flowchart
+from ballet.core.report import Usage
+from ballet.core.report_block import artifact_stage
+from ballet.core.routing import job_key
+
+_NODE = re.compile(r'^\s+(\w+)\["(.*)"\]$')
+_END = re.compile(r"^\s+(\w+)\(\((\w+)\)\)$")
+_EDGE = re.compile(r'^\s+(\w+) -- "(.*)" --> (\w+)$')
+_CURRENT = re.compile(r"^\s+class (\w+) current$")
+
+
+@dataclass(frozen=True)
+class Arrow:
+    outcome: str
+    to: str  # the target's label
+
+
+@dataclass
+class Node:
+    id: str
+    label: str
+    end: bool  # done, failed, question: where a ticket stops
+    current: bool = False
+    arrows: list[Arrow] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TicketRow:
+    key: str
+    url: str
+    title: str
+    status: str
+    stage: str
+    waiting: str
+    updated_at: datetime
+    live: bool
+
+
+@dataclass(frozen=True)
+class RunView:
+    name: str
+    iteration: int
+    attempt: int
+    start: datetime
+    end: datetime | None
+    outcome: str
+    usage: Usage
+    summary: str
+    url: str | None  # its session's page; None for a person's or the platform's step
+
+
+def ticket_url(repo: str, number: int) -> str:
+    return f"/tickets/{quote(repo)}/{number}"
+
+
+def session_url(rec: Record, run: StageRun) -> str | None:
+    if run.job_key is None:
+        return None  # no session ran: a person decided, or GitHub did
+    parts = [artifact_stage(run.stage, run.role), str(run.iteration), str(run.attempt)]
+    if run.phase:
+        parts.append(run.phase)
+    tail = "/".join(quote(p, safe="") for p in parts)
+    return f"{ticket_url(rec.ticket.repo, rec.ticket.number)}/sessions/{tail}"
+
+
+def find_run(
+    rec: Record, stage: str, iteration: int, attempt: int, phase: str | None
+) -> StageRun | None:
+    """The run whose session the URL's parts name (its job key, as the engine made it)."""
+    wanted = job_key(rec.key, stage, iteration, attempt, phase)
+    return next((run for run in reversed(rec.history) if run.job_key == wanted), None)
+
+
+def row(rec: Record) -> TicketRow:
+    waiting = rec.waiting.reason if rec.waiting is not None else ""
+    stage = rec.stage or "—"
+    if rec.phase:
+        stage += f" · {rec.phase}"
+    return TicketRow(
+        key=rec.key,
+        url=ticket_url(rec.ticket.repo, rec.ticket.number),
+        title=rec.ticket.title,
+        status=rec.status,
+        stage=stage,
+        waiting="paused" if rec.status == "paused" else waiting,
+        updated_at=rec.updated_at,
+        live=rec.status not in TERMINAL,
+    )
+
+
+def runs(rec: Record) -> list[RunView]:
+    return [
+        RunView(
+            name=run_name(run),
+            iteration=run.iteration,
+            attempt=run.attempt,
+            start=run.start,
+            end=run.end,
+            outcome=run.outcome or ("running" if run.end is None else "—"),
+            usage=run.usage,
+            summary=run.summary,
+            url=session_url(rec, run),
+        )
+        for run in rec.history
+    ]
+
+
+def run_name(run: StageRun) -> str:
+    name = run.stage + (f" · {run.phase}" if run.phase else "")
+    return name + (f" · sign-off {run.role}" if run.role else "")
+
+
+def diagram(rec: Record) -> list[Node]:
+    """The stages and ends of the ticket's pipeline, in order, with their arrows."""
+    nodes: dict[str, Node] = {}
+    for line in flowchart(rec).splitlines():
+        if found := _NODE.match(line):
+            nodes[found[1]] = Node(found[1], found[2], end=False)
+        elif found := _END.match(line):
+            nodes[found[1]] = Node(found[1], found[2], end=True)
+        elif (found := _EDGE.match(line)) and found[1] in nodes:
+            target = nodes.get(found[3])
+            nodes[found[1]].arrows.append(Arrow(found[2], target.label if target else found[3]))
+        elif (found := _CURRENT.match(line)) and found[1] in nodes:
+            nodes[found[1]].current = rec.status not in TERMINAL
+    return list(nodes.values())
