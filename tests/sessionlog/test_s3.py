@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,6 @@ from ballet.sessionlog.paths import log_paths
 from ballet.sessionlog.steps import Step
 from ballet.sessionlog.store import SessionLogs
 from ballet.settings import Settings
-from obstore import head_async
 from obstore.store import S3Store
 from sessionlog_kit import JOB_KEY, S3Server, lines
 
@@ -76,7 +75,7 @@ async def test_the_sweep_deletes_old_logs_from_the_bucket(
 ) -> None:
     old, young = "octo/widgets#1:implement:1:1", "octo/widgets#2:implement:1:1"
     await s3_logs.finish(old, b"old\n", [])
-    written = await last_modified(s3_logs, old)
+    written = last_modified(s3_server, prefix, old)
     # S3 keeps a modified time to the second: the young log is written a second later.
     await asyncio.sleep(1.6)
     await s3_logs.finish(young, b"young\n", [])
@@ -90,12 +89,14 @@ async def test_the_sweep_deletes_old_logs_from_the_bucket(
     assert await s3_logs.sweep(now) == 0
 
 
-async def last_modified(logs: SessionLogs, job_key: str) -> object:
-    """The newest modified time of the job's objects, as the store keeps it."""
+def last_modified(server: S3Server, prefix: str, job_key: str) -> datetime:
+    """The newest modified time of the job's objects, as the bucket keeps it."""
     paths = log_paths(job_key)
-    store = logs._objects  # the test reads the store the sweep reads
-    heads = [await head_async(store, p) for p in (paths.log, paths.steps, paths.meta)]
-    return max(h["last_modified"] for h in heads)
+    heads = [
+        server.client.head_object(Bucket=server.bucket, Key=f"{prefix}/{path}")
+        for path in (paths.log, paths.steps, paths.meta)
+    ]
+    return max(head["LastModified"] for head in heads).astimezone(UTC)
 
 
 async def test_options_name_the_endpoint_client_and_credentials(

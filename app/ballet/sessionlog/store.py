@@ -156,7 +156,11 @@ class SessionLogs:
 
     async def exists(self, job_key: str) -> bool:
         """Whether the finished log of the session is in the store."""
-        return await self.meta(job_key) is not None
+        try:
+            await obstore.head_async(self._objects, log_paths(job_key).meta)
+            return True
+        except FileNotFoundError:
+            return False
 
     async def meta(self, job_key: str) -> LogMeta | None:
         data = await self._get(log_paths(job_key).meta)
