@@ -231,3 +231,22 @@ def test_the_embedded_valkey_starts_under_a_relative_data_dir(tmp_path: Path) ->
     assert "True" in done.stdout.splitlines()
     # Durable in its append-only file alone, compacted rarely (docs/performance.md).
     assert "{'save': '', 'auto-aof-rewrite-min-size': '536870912'}" in done.stdout.splitlines()
+
+
+def test_a_worker_refuses_to_start_on_a_log_store_it_cannot_use(tmp_path: Path) -> None:
+    env = env_without_settings(
+        BALLET_WEBHOOK_SECRET=SECRET,
+        REDIS_URL="redis://127.0.0.1:1/0",
+        BALLET_DATA_DIR=str(tmp_path / "data"),
+        BALLET_SESSION_ISOLATION="none",
+        BALLET_LOG_STORE="ftp://logs.example/ballet",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ballet", "worker"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "BALLET_LOG_STORE" in done.stderr and "Traceback" not in done.stderr

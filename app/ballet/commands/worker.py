@@ -16,6 +16,7 @@ from ballet.commands.lifecycle import (
 )
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
+from ballet.sessionlog.objects import check_log_store
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import SettingsError
 from ballet.wiring import build_services
@@ -42,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         url = settings.require_redis_url()
         redis_settings(url)  # a malformed REDIS_URL is refused before anything starts
         require_session_sandbox(settings)
+        # Where session logs go is checked before any job runs (LogStoreConfigError
+        # is a ValueError saying what to set).
+        check_log_store(settings)
     except (SettingsError, ValueError, SandboxUnavailable) as exc:
         return fail(str(exc))
     if args.metrics_port is not None:

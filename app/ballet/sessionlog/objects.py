@@ -18,6 +18,8 @@ from typing import Any, cast
 from obstore.exceptions import BaseError
 from obstore.store import LocalStore, ObjectStore, from_url
 
+from ballet.settings import Settings
+
 # Keys of obstore's HTTP client (its ClientConfig) rather than of the store's own
 # config: obstore takes them apart, and refuses either kind in the other's place.
 CLIENT_KEYS = frozenset(
@@ -125,3 +127,15 @@ def _split(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
         # the choice; the client refuses HTTP unless told, so it is told here.
         client.setdefault("allow_http", "true")
     return config, client
+
+
+def check_log_store(settings: Settings) -> None:
+    """Raise LogStoreConfigError, saying what to set, when BALLET_LOG_STORE (and its
+    options) cannot make a store: a worker refuses to start rather than fail every
+    session's log later."""
+    options = settings.log_store_options
+    open_object_store(
+        settings.log_store,
+        settings.data_dir,
+        parse_options(options.get_secret_value() if options is not None else None),
+    )
