@@ -241,12 +241,13 @@ def test_a_worker_refuses_to_start_on_a_log_store_it_cannot_use(tmp_path: Path) 
         BALLET_SESSION_ISOLATION="none",
         BALLET_LOG_STORE="ftp://logs.example/ballet",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "ballet", "worker"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 2, done.stderr
-    assert "BALLET_LOG_STORE" in done.stderr and "Traceback" not in done.stderr
+    for command in ("worker", "serve"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ballet", command],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 2, done.stderr
+        assert "BALLET_LOG_STORE" in done.stderr and "Traceback" not in done.stderr

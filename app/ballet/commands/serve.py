@@ -32,6 +32,7 @@ from ballet.commands.local_secret import with_local_webhook_secret
 from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
+from ballet.sessionlog.objects import check_log_store
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import Settings, SettingsError, load_settings
 from ballet.setup.flow import SetupFlow
@@ -96,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         if settings.redis_url is not None:  # refused if malformed, before anything starts
             redis_settings(settings.redis_url.get_secret_value())
         require_session_sandbox(settings)
+        check_log_store(settings)
     except (SettingsError, ValueError, SandboxUnavailable) as exc:
         return fail(str(exc))
     try:
