@@ -128,13 +128,14 @@ SessionEnd = Literal[
     "invalid_report",
     "invalid_handoff",
     "push",
+    "secret",  # the commits carried a declared secret's value: nothing was pushed
     "error",  # Ballet itself raised while running it (a bug, a lost disk): see the log
 ]
 SESSIONS = Counter(
     "ballet_sessions_total",
     "Agent sessions that ended, by runtime adapter and result: reported, one of the"
     " failure reasons (timeout, exit_code, missing_report, invalid_report,"
-    " invalid_handoff, workspace, runtime, push) or error (Ballet raised).",
+    " invalid_handoff, workspace, runtime, push, secret) or error (Ballet raised).",
     ["adapter", "result"],
 )
 # Agent sessions take seconds (a scripted agent) to hours (a long implement stage).
