@@ -9,9 +9,9 @@ Every text a sink is given is already redacted: a sink never sees a secret.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from ballet.sessionlog.steps import Step
 
@@ -40,3 +40,56 @@ class NullSink:
 
     async def finish(self, job_key: str, log: bytes, steps: Sequence[Step]) -> None:
         return None
+
+
+Block = tuple[Stream, int, float, bytes, int]  # stream, first seq, arrival, lines, count
+
+
+class LogLines(Sequence[LogLine]):
+    """Redacted lines as a sink receives them: made into `LogLine`s only when read,
+    so a sink that keeps nothing (NullSink) costs nothing per line."""
+
+    def __init__(self, blocks: list[Block], view: slice | None = None) -> None:
+        self._blocks = blocks
+        self._view = view
+        self._lines: list[LogLine] | None = None
+        total = sum(block[4] for block in blocks)
+        self._len = len(range(total)[view]) if view is not None else total
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            if self._view is None:
+                return LogLines(self._blocks, index)
+            return self._all()[index]
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[LogLine]:
+        return iter(self._all())
+
+    def _all(self) -> list[LogLine]:
+        if self._lines is None:
+            lines: list[LogLine] = []
+            for stream, seq, at, data, count in self._blocks:
+                texts = data.decode("utf-8", "replace").split("\n")
+                lines.extend(LogLine(seq + i, stream, texts[i], at) for i in range(count))
+            self._lines = lines if self._view is None else lines[self._view]
+        return self._lines
+
+
+class LiveLines:
+    """Blocks of redacted lines waiting for the sink."""
+
+    def __init__(self) -> None:
+        self._blocks: list[Block] = []
+        self.count = 0
+
+    def add(self, stream: Stream, seq: int, at: float, data: bytes, count: int) -> None:
+        self._blocks.append((stream, seq, at, data, count))
+        self.count += count
+
+    def take(self) -> LogLines:
+        blocks, self._blocks, self.count = self._blocks, [], 0
+        return LogLines(blocks)

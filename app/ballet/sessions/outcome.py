@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from ballet.core.report import Handoff, Report, Usage
-from ballet.sessions.spec import FailureReason
+from ballet.sessions.process import ProcessOutcome
+from ballet.sessions.spec import FailureReason, RunnerSpec, SessionResult
 
 MAX_REPORT_BYTES = 1024 * 1024
 SUMMARY_TAIL_CHARS = 3_000
@@ -28,6 +30,7 @@ HEADLINES: dict[FailureReason, str] = {
     "invalid_report": "the session's report is invalid",
     "invalid_handoff": "the session's handoff is invalid",
     "push": "the ticket branch could not be pushed",
+    "secret": "the session's commits carry a secret, so nothing was pushed",
 }
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -124,3 +127,44 @@ def handoff_from_report(report: Report) -> Handoff:
 
 def _longest_backtick_run(text: str) -> int:
     return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def read_results(
+    spec: RunnerSpec, outcome: ProcessOutcome, report_path: Path, handoff_path: Path
+) -> tuple[Report, Handoff | None]:
+    """The report (and handoff) of a session whose process has ended, or why there is none."""
+    if outcome.timed_out:
+        raise SessionFailure(
+            "timeout",
+            f"it ran past its {spec.timeout_seconds:g} s timeout and its whole process "
+            "group was killed; its commits were not pushed",
+        )
+    try:
+        report = read_report(report_path)
+    except SessionFailure as failure:
+        if failure.reason == "missing_report" and outcome.exit_code != 0:
+            raise SessionFailure("exit_code", f"it exited with code {outcome.exit_code}") from None
+        raise
+    if spec.phase is None:
+        return report, None
+    return report, read_handoff(handoff_path) or handoff_from_report(report)
+
+
+def failed_result(
+    failure: SessionFailure,
+    usage: Usage | None,
+    tail: str | None,
+    head_sha: str | None,
+    started: float,
+) -> SessionResult:
+    """A `failed` result: `tail` is the end of the output (None: no process ran)."""
+    report = failed_report(failure.reason, failure.message, tail, usage)
+    return SessionResult(
+        report=report,
+        head_sha=head_sha,
+        usage=report.usage,
+        duration_seconds=time.monotonic() - started,
+        handoff=None,
+        output_tail=tail or "",
+        failure_reason=failure.reason,
+    )

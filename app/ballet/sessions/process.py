@@ -7,7 +7,9 @@ SIGKILL, so children an agent spawned (servers, watchers) never outlive it.
 Python 3.11's `Process.wait()` only returns once every pipe is closed, which a
 grandchild holding stdout can delay forever; a `SubprocessProtocol` tells us
 the moment the process itself exits, and hands us its output chunk by chunk
-so nothing but the bounded captures is kept.
+so nothing but the bounded captures is kept. With a `SessionLog`, each chunk
+also goes to it (redacted, capped, streamed: sessionlog/capture.py), and its
+line split feeds `on_stdout_line` too.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Protocol
 
 import structlog
 
+from ballet.sessionlog.capture import SessionLog
 from ballet.sessions.capture import BoundedCapture, LineSplitter
 
 log = structlog.get_logger(__name__)
@@ -65,20 +68,29 @@ class Supervisor(Protocol):
 
 
 class _Protocol(asyncio.SubprocessProtocol):
-    def __init__(self, on_stdout_line: Callable[[bytes], None] | None) -> None:
+    def __init__(
+        self, on_stdout_line: Callable[[bytes], None] | None, log: SessionLog | None
+    ) -> None:
         self.stdout = BoundedCapture()
         self.stderr = BoundedCapture()
-        self._lines = LineSplitter(on_stdout_line) if on_stdout_line else None
+        self._on_line = on_stdout_line
+        self._log = log
+        self._lines = LineSplitter(on_stdout_line) if on_stdout_line and not log else None
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
+        # Synchronous, in the event loop: the log only queues what its sink gets.
         if fd == 1:
             self.stdout.feed(data)
-            if self._lines:
+            if self._log:
+                self._log.feed("stdout", data, self._on_line)
+            elif self._lines:
                 self._lines.feed(data)
         else:
             self.stderr.feed(data)
+            if self._log:
+                self._log.feed("stderr", data)
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -86,6 +98,8 @@ class _Protocol(asyncio.SubprocessProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._lines:
             self._lines.close()
+        if self._log:
+            self._log.end_of_output()
         self.closed.set()
 
 
@@ -98,12 +112,14 @@ async def run_process(
     on_stdout_line: Callable[[bytes], None] | None = None,
     grace_seconds: float = 5.0,
     supervisor: Supervisor | None = None,
+    log: SessionLog | None = None,
 ) -> ProcessOutcome:
     """Run `argv` to completion or timeout. Raises OSError when it cannot start.
     With a `supervisor`, it is told at once when the process has started, and its
-    `ended()` is awaited once the group is gone, before this returns."""
+    `ended()` is awaited once the group is gone, before this returns. With a `log`,
+    the output also goes to it as it arrives."""
     loop = asyncio.get_running_loop()
-    protocol = _Protocol(on_stdout_line)
+    protocol = _Protocol(on_stdout_line, log)
     started = loop.time()
     transport, _ = await loop.subprocess_exec(
         lambda: protocol,

@@ -24,8 +24,10 @@ import os
 import re
 from pathlib import Path
 
+from ballet.sessionlog.redact import Redactor
 from ballet.sessions.git import GitError, run_git
 from ballet.sessions.git_auth import auth_environment
+from ballet.sessions.secrets_scan import find_secret
 from ballet.sessions.workspace import Workspace, Workspaces
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
@@ -35,10 +37,31 @@ class PushError(Exception):
     """The ticket branch was not pushed; the message says why and what to do."""
 
 
+class SecretInPush(PushError):
+    """The commits carry a declared secret's value: nothing was pushed."""
+
+    def __init__(self, variable: str, where: str) -> None:
+        self.variable = variable
+        self.where = where
+        super().__init__(
+            f"the session's commits carry the value of {variable} (in {where}), so Ballet"
+            " pushed nothing and the commits are discarded; a secret given to a session"
+            " must never be committed"
+        )
+
+
 async def push_ticket_branch(
-    workspaces: Workspaces, workspace: Workspace, *, url: str, base: str, token: str | None
+    workspaces: Workspaces,
+    workspace: Workspace,
+    *,
+    url: str,
+    base: str,
+    token: str | None,
+    redactor: Redactor | None = None,
 ) -> str:
-    """Push the clone's ticket branch if it moved; returns its head commit."""
+    """Push the clone's ticket branch if it moved; returns its head commit. With a
+    `redactor`, the commits new to the branch are searched for its secrets first
+    (secrets_scan.py) and a branch that carries one is not pushed (SecretInPush)."""
     branch = workspace.branch
     if branch == base:
         raise PushError(
@@ -55,6 +78,10 @@ async def push_ticket_branch(
     )
     if code != 0:
         raise PushError(f"the branch {branch!r} names {sha}, which is not a commit of the clone")
+    if redactor is not None:
+        found = await find_secret(mirror, env, workspace.start_sha, sha, redactor)
+        if found is not None:
+            raise SecretInPush(found.variable, found.where)
     try:
         await run_git(
             "push", "--quiet", "--no-verify", url, f"{sha}:refs/heads/{branch}",

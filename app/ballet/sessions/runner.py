@@ -8,7 +8,13 @@ never gets an exception for a session that merely went badly.
 
 A non-zero exit with a valid report keeps the report (docs/session-contract.md:
 "a non-zero exit *without a report*" fails). Commits of a session Ballet
-failed (timeout, no valid report) are not pushed.
+failed (timeout, no valid report) are not pushed, nor commits that carry a
+secret the session was given (push.py, secrets_scan.py).
+
+The session's whole output goes to a `SessionLog` (sessionlog/capture.py):
+redacted as it arrives, streamed to the `log_sink`, kept within its cap and
+rendered as steps, and handed to the sink when the session ends. Everything the
+session returns is redacted the same way (redaction.py) before it leaves here.
 """
 
 from __future__ import annotations
@@ -21,8 +27,11 @@ from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ballet.core.report import Handoff, Report, Usage
 from ballet.core.routing import job_key
+from ballet.sessionlog.capture import SessionLog
+from ballet.sessionlog.clis import renderer_for, transcript_renderer
+from ballet.sessionlog.redact import Redactor
+from ballet.sessionlog.sink import LogSink
 from ballet.sessions.confine import Isolation, SessionPaths, confined
 from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
@@ -31,21 +40,21 @@ from ballet.sessions.git import GitError
 from ballet.sessions.git_auth import GitAuth
 from ballet.sessions.outcome import (
     SessionFailure,
-    failed_report,
-    handoff_from_report,
-    read_handoff,
-    read_report,
+    failed_result,
+    read_results,
     with_usage,
 )
-from ballet.sessions.process import ProcessOutcome, run_process
+from ballet.sessions.process import run_process
 from ballet.sessions.prompt import render_prompt
-from ballet.sessions.push import PushError, push_ticket_branch
-from ballet.sessions.routing import route
+from ballet.sessions.push import PushError, SecretInPush, push_ticket_branch
+from ballet.sessions.redaction import GIT_TOKEN, redacted_result, session_redactor
+from ballet.sessions.routing import ModelChoice, route
 from ballet.sessions.runtimes import Invocation, RuntimeConfigError, adapter_for
-from ballet.sessions.spec import RunnerSpec, SessionResult
+from ballet.sessions.runtimes.base import read_session_file
+from ballet.sessions.spec import FailureReason, RunnerSpec, SessionResult
 from ballet.sessions.workspace import Workspace, WorkspaceError, Workspaces
 
-OUTPUT_TAIL_CHARS = 8_000  # per stream, in SessionResult.output_tail
+OUTPUT_TAIL_CHARS = 16_000  # of the redacted log, in SessionResult.output_tail
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,7 @@ async def run_session(
     parent_env: Mapping[str, str] | None = None,
     options: SessionOptions | None = None,
     prepared: Awaitable[Workspace] | None = None,
+    log_sink: LogSink | None = None,
 ) -> SessionResult:
     """Run one session. `parent_env` is the worker's environment (default: os.environ),
     from which only the allowlist reaches the session. A session that goes wrong
@@ -91,27 +101,88 @@ async def run_session(
     `prepared` is this session's workspace being opened already (`open_workspace`
     for this spec's repository, key, branch and base); the caller removes it when
     it is done (the session job: once the result is delivered). A workspace this
-    function opens itself, it removes before returning."""
+    function opens itself, it removes before returning. `log_sink` receives the
+    session's redacted log as it runs and when it ends (None: it is kept nowhere)."""
     started = time.monotonic()
     options = options or SessionOptions()
     env = os.environ if parent_env is None else parent_env
     key = job_key(spec.ticket.ref, spec.stage.id, spec.iteration, spec.attempt, spec.phase)
     owned = prepared is None
+    # The clone's token (when this function clones) and one of what the log redacts.
+    token = await git_auth(spec.ticket.repo)
+    redactor = session_redactor(env, spec.runtime.env, token)
+    renderer = renderer_for(spec.runtime.adapter)
+    session_log = SessionLog(key, redactor, sink=log_sink, renderer=renderer)
+    choice = _route(spec)
+    session_log.start()
     try:
-        if prepared is None:
-            prepared = open_workspace(
-                workspaces, repo=spec.ticket.repo, clone_url=spec.clone_url,
-                token=await git_auth(spec.ticket.repo), key=key, branch=spec.branch,
-                base=spec.base,
+        session_log.ballet(
+            f"session started ({spec.runtime.adapter}, model {choice.model or 'default'}"
+            f", effort {choice.effort or 'default'})"
+        )
+        try:
+            if prepared is None:
+                prepared = open_workspace(
+                    workspaces, repo=spec.ticket.repo, clone_url=spec.clone_url, token=token,
+                    key=key, branch=spec.branch, base=spec.base,
+                )  # fmt: skip
+            workspace = await prepared
+        except (WorkspaceError, GitError) as error:
+            failure = SessionFailure("workspace", str(error))
+            ran = _Ran(failed_result(failure, None, None, None, started), redactor)
+            return await _finished(ran, session_log)
+        renderer.cwd = str(workspace.clone)
+        try:
+            ran = await _run(
+                spec, key, workspace, workspaces, git_auth, env, options, started,
+                _Session(choice, redactor, session_log),
             )  # fmt: skip
-        workspace = await prepared
-    except (WorkspaceError, GitError) as error:
-        return _failed(SessionFailure("workspace", str(error)), None, None, None, started)
-    try:
-        return await _run(spec, key, workspace, workspaces, git_auth, env, options, started)
+        finally:
+            if owned:
+                await workspaces.remove(workspace)
+        return await _finished(ran, session_log)
     finally:
-        if owned:
-            await workspaces.remove(workspace)
+        await session_log.aclose()
+
+
+@dataclass(frozen=True)
+class _Session:
+    """What `_run` is handed besides the spec: the routed model, what to redact, the log."""
+
+    choice: ModelChoice
+    redactor: Redactor
+    log: SessionLog
+
+
+@dataclass(frozen=True)
+class _Ran:
+    result: SessionResult
+    redactor: Redactor  # with the push's token, when one was fetched
+    exit_code: int | None = None
+
+
+async def _finished(ran: _Ran, session_log: SessionLog) -> SessionResult:
+    """The result redacted, and the log ended with how the session ended."""
+    result = redacted_result(ran.result, ran.redactor)
+    how = result.failure_reason or f"reported {result.report.outcome}"
+    code = f"exit code {ran.exit_code}, " if ran.exit_code is not None else ""
+    report = result.report
+    body = "\n\n".join(part for part in (report.summary, report.details) if part)
+    await session_log.finish(
+        f"session ended ({code}{result.duration_seconds:.1f} s, {how})", (report.outcome, body)
+    )
+    return result
+
+
+def _route(spec: RunnerSpec) -> ModelChoice:
+    return route(
+        spec.runtime.adapter,
+        spec.phase,
+        stage_model=spec.model,
+        stage_effort=spec.effort,
+        runtime_model=spec.runtime.model,
+        runtime_effort=spec.runtime.effort,
+    )
 
 
 async def _run(
@@ -123,19 +194,13 @@ async def _run(
     parent_env: Mapping[str, str],
     options: SessionOptions,
     started: float,
-) -> SessionResult:
+    session: _Session,
+) -> _Ran:
     files = workspace.files
     report_path, handoff_path = files / "report.json", files / "handoff.json"
     phased = spec.phase is not None
     adapter = adapter_for(spec.runtime.adapter)
-    choice = route(
-        spec.runtime.adapter,
-        spec.phase,
-        stage_model=spec.model,
-        stage_effort=spec.effort,
-        runtime_model=spec.runtime.model,
-        runtime_effort=spec.runtime.effort,
-    )
+    choice, redactor, session_log = session.choice, session.redactor, session.log
     prompt = render_prompt(
         spec,
         report_path=report_path,
@@ -180,11 +245,20 @@ async def _run(
         )
         adapter.prepare(invocation)
     except RuntimeConfigError as error:
-        return _failed(SessionFailure("runtime", str(error)), None, None, None, started)
+        return _Ran(
+            failed_result(SessionFailure("runtime", str(error)), None, None, None, started),
+            redactor,
+        )
     meter = adapter.meter(invocation)
     if not _findable(argv[0], workspace.clone, env.get("PATH", "")):
         message = f"could not start {argv[0]!r}: not found; install the CLI on the worker's PATH"
-        return _failed(SessionFailure("runtime", message), None, None, None, started)
+        return _Ran(
+            failed_result(SessionFailure("runtime", message), None, None, None, started), redactor
+        )
+    if redactor.too_short:
+        session_log.ballet(
+            f"not redacted: {', '.join(redactor.too_short)} (values shorter than 8 characters)"
+        )
     paths = SessionPaths(
         workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root
     )
@@ -201,33 +275,41 @@ async def _run(
                 on_stdout_line=meter.feed_line,
                 grace_seconds=options.grace_seconds,
                 supervisor=sandbox,
+                log=session_log,
             )
     except OSError as error:
         program = options.isolation.bwrap if options.isolation.mode == "bwrap" else argv[0]
         message = f"could not start {program!r}: {error}; install it on the worker's PATH"
-        return _failed(SessionFailure("runtime", message), None, None, None, started)
+        return _Ran(
+            failed_result(SessionFailure("runtime", message), None, None, None, started), redactor
+        )
     adapter.after_exit(invocation)
-    tail = outcome.output_tail(OUTPUT_TAIL_CHARS) + _refusals(
-        sandbox.refused, sandbox.refused_count
-    )
+    session_log.end_of_output()
+    render = transcript_renderer(spec.runtime.adapter)
+    if adapter.transcript and render:
+        text = read_session_file(files / adapter.transcript)
+        if text:
+            session_log.transcript(text, render)
+    tail = session_log.tail(OUTPUT_TAIL_CHARS) + _refusals(sandbox.refused, sandbox.refused_count)
     egress = {"egress_allowed": sandbox.allowed, "egress_refused": sandbox.refused_count}
     usage = meter.usage()
+    code = outcome.exit_code
     try:
-        report, handoff = _read_results(spec, outcome, report_path, handoff_path)
+        report, handoff = read_results(spec, outcome, report_path, handoff_path)
         report = with_usage(report, usage)
-        head = (
-            await _push(spec, workspaces, workspace, git_auth)
-            if spec.branch is not None
-            else workspace.start_sha  # a pipeline without a branch pushes nothing
-        )
+        if spec.branch is None:
+            head = workspace.start_sha  # a pipeline without a branch pushes nothing
+        else:
+            head, redactor = await _push(spec, workspaces, workspace, git_auth, redactor)
     except SessionFailure as failure:
-        failed = _failed(failure, usage, tail, workspace.start_sha, started)
-        return failed.model_copy(update=egress)
+        failed = failed_result(failure, usage, tail, workspace.start_sha, started)
+        return _Ran(failed.model_copy(update=egress), redactor, code)
     except PushError as error:
-        push_failure = SessionFailure("push", str(error))
-        failed = _failed(push_failure, report.usage, tail, workspace.start_sha, started)
-        return failed.model_copy(update=egress)
-    return SessionResult(
+        reason: FailureReason = "secret" if isinstance(error, SecretInPush) else "push"
+        push_failure = SessionFailure(reason, str(error))
+        failed = failed_result(push_failure, report.usage, tail, workspace.start_sha, started)
+        return _Ran(failed.model_copy(update=egress), redactor, code)
+    result = SessionResult(
         report=report,
         head_sha=head,
         usage=report.usage,
@@ -236,56 +318,25 @@ async def _run(
         output_tail=tail,
         **egress,
     )
+    return _Ran(result, redactor, code)
 
 
 async def _push(
-    spec: RunnerSpec, workspaces: Workspaces, workspace: Workspace, git_auth: GitAuth
-) -> str:
+    spec: RunnerSpec,
+    workspaces: Workspaces,
+    workspace: Workspace,
+    git_auth: GitAuth,
+    redactor: Redactor,
+) -> tuple[str, Redactor]:
     # A fresh token: the one that refreshed the mirror may have expired while the
     # session ran (installation tokens last an hour, a stage may run as long).
     token = await git_auth(spec.ticket.repo)
-    return await push_ticket_branch(
-        workspaces, workspace, url=spec.clone_url, base=spec.base, token=token
+    if token:
+        redactor = redactor.adding({GIT_TOKEN: token})
+    head = await push_ticket_branch(
+        workspaces, workspace, url=spec.clone_url, base=spec.base, token=token, redactor=redactor
     )
-
-
-def _read_results(
-    spec: RunnerSpec, outcome: ProcessOutcome, report_path: Path, handoff_path: Path
-) -> tuple[Report, Handoff | None]:
-    if outcome.timed_out:
-        raise SessionFailure(
-            "timeout",
-            f"it ran past its {spec.timeout_seconds:g} s timeout and its whole process "
-            "group was killed; its commits were not pushed",
-        )
-    try:
-        report = read_report(report_path)
-    except SessionFailure as failure:
-        if failure.reason == "missing_report" and outcome.exit_code != 0:
-            raise SessionFailure("exit_code", f"it exited with code {outcome.exit_code}") from None
-        raise
-    if spec.phase is None:
-        return report, None
-    return report, read_handoff(handoff_path) or handoff_from_report(report)
-
-
-def _failed(
-    failure: SessionFailure,
-    usage: Usage | None,
-    tail: str | None,
-    head_sha: str | None,
-    started: float,
-) -> SessionResult:
-    report = failed_report(failure.reason, failure.message, tail, usage)
-    return SessionResult(
-        report=report,
-        head_sha=head_sha,
-        usage=report.usage,
-        duration_seconds=time.monotonic() - started,
-        handoff=None,
-        output_tail=tail or "",
-        failure_reason=failure.reason,
-    )
+    return head, redactor
 
 
 def _findable(program: str, clone: Path, path: str) -> bool:

@@ -31,6 +31,7 @@ FailureReason = Literal[
     "invalid_report",
     "invalid_handoff",
     "push",  # the ticket branch could not be pushed
+    "secret",  # the commits carry a declared secret's value: nothing was pushed
 ]
 
 

@@ -94,6 +94,7 @@ class AiderAdapter(RuntimeAdapter):
     name = "aider"
     executable = "aider"
     git_excludes = (".aider*",)
+    transcript = CHAT_HISTORY
     report_in_reply = True
 
     def arguments(self, invocation: Invocation) -> list[str]:

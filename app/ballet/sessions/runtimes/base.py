@@ -95,6 +95,9 @@ class RuntimeAdapter:
     report_in_reply = False
     # Files the CLI leaves in the clone that must never be committed.
     git_excludes: tuple[str, ...] = ()
+    # A file in the session's directory where the CLI keeps its own transcript, which
+    # the session's steps are rendered from instead of its output (sessionlog/steps.py).
+    transcript: str | None = None
 
     def argv(self, runtime: Runtime, invocation: Invocation) -> list[str]:
         return [*self.program(runtime), *self.arguments(invocation)]

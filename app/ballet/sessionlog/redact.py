@@ -1,0 +1,220 @@
+"""Redaction: the secrets a session must never show, replaced before any text leaves it.
+
+A `Redactor` knows two kinds of secret:
+
+- **declared values**: the values of the variables the session's runtime declares
+  (`env:` in `.ballet.yml`, as the worker hands them over), Ballet's own git
+  token, and whatever else the caller names. Each is replaced by
+  `[redacted:<NAME>]` wherever it occurs, also JSON-escaped, URL-encoded and
+  base64-encoded (in any of the three alignments a longer base64 text can give
+  it), and line by line for a value of several lines (a PEM key in a variable);
+- **token-shaped strings** of any origin: GitHub tokens, OpenAI and Anthropic
+  keys, Google API keys, AWS access key ids, Slack tokens and private-key PEM
+  blocks, replaced by `[redacted:<kind>]`.
+
+A declared value shorter than `MIN_SECRET_CHARS` (8) is **not** redacted by
+value: replacing every `abc` or `1` of a log would mangle it and still hide
+nothing (a value that short is no credential). It is not refused either (a
+runtime may declare a harmless setting): `too_short` names such variables so
+the session's log can say they are shown as they are.
+
+Text is redacted a block of whole lines at a time (`LineRedactor`): a value
+split across two of the process's writes is whole again once its line is. A
+private-key block spans lines, so a `LineRedactor` remembers that it is inside
+one until its END line (at most `PEM_MAX_LINES` lines).
+
+The work is bytes in, bytes out, and cheap when nothing is found: every needle
+and pattern starts with a literal, which `bytes.__contains__` and the regex
+engine's prefix search find far faster than a character-by-character scan.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import quote
+
+MIN_SECRET_CHARS = 8
+# A private key's PEM block: a 4096-bit RSA key is ~50 lines. A BEGIN without
+# its END stops hiding lines after this many, so one stray header cannot blank
+# the rest of a log.
+PEM_MAX_LINES = 200
+_TOKEN = rb"[A-Za-z0-9_-]"
+# Kind, pattern. Each starts with a literal (the regex engine's fast prefix search).
+TOKEN_PATTERNS: tuple[tuple[str, bytes], ...] = (
+    ("github-token", rb"gh[pousr]_[A-Za-z0-9]{36,}"),
+    ("github-token", rb"github_pat_[A-Za-z0-9_]{22,}"),
+    # OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-) and Anthropic (sk-ant-): a
+    # digit and a capital in 32+ characters, so `task-list-for-the-new-view` is text.
+    ("sk", rb"sk-(ant-)?(?=" + _TOKEN + rb"*[0-9])(?=" + _TOKEN + rb"*[A-Z])" + _TOKEN + rb"{32,}"),
+    ("google-api-key", rb"AIza[0-9A-Za-z_-]{35}"),
+    ("aws-access-key", rb"AKIA[0-9A-Z]{16}"),
+    ("aws-access-key", rb"ASIA[0-9A-Z]{16}"),
+    ("slack-token", rb"xox[abpr]-[0-9A-Za-z-]{10,}"),
+)
+PEM_BEGIN = b"-----BEGIN"
+_PEM = re.compile(
+    rb"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(-----END[A-Z0-9 ]*PRIVATE KEY-----|$)", re.M
+)
+_PEM_END = re.compile(rb"^.*?-----END[A-Z0-9 ]*PRIVATE KEY-----")
+PRIVATE_KEY = b"[redacted:private-key]"
+
+
+def marker(name: str) -> bytes:
+    return f"[redacted:{name}]".encode()
+
+
+@dataclass(frozen=True)
+class _Needle:
+    data: bytes
+    name: str
+
+
+class Redactor:
+    """Built once per session from its secrets: `{name: value}` or (name, value) pairs
+    (one name may have several values, e.g. the git token before and after a refresh)."""
+
+    def __init__(
+        self, secrets: Mapping[str, str] | Iterable[tuple[str, str]] = (), *, tokens: bool = True
+    ) -> None:
+        pairs = list(secrets.items() if isinstance(secrets, Mapping) else secrets)
+        self._pairs = tuple(pairs)
+        self._tokens = tokens
+        needles: dict[bytes, str] = {}
+        short: list[str] = []
+        for name, value in pairs:
+            parts = [p.strip() for p in value.splitlines() if len(p.strip()) >= MIN_SECRET_CHARS]
+            if not parts:
+                if value.strip():
+                    short.append(name)
+                continue
+            for part in parts:
+                for form in encoded_forms(part):
+                    needles.setdefault(form, name)
+        # Longest first: a value that contains another is replaced whole.
+        self._needles = tuple(
+            _Needle(data, name) for data, name in sorted(needles.items(), key=lambda i: -len(i[0]))
+        )
+        self.too_short: tuple[str, ...] = tuple(dict.fromkeys(short))
+        self._patterns = (
+            tuple((re.compile(p), _replacement(kind)) for kind, p in TOKEN_PATTERNS)
+            if tokens
+            else ()
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The variables redacted by value."""
+        return tuple(dict.fromkeys(n.name for n in self._needles))
+
+    @property
+    def longest(self) -> int:
+        """The longest needle: how far a value may reach past a cut."""
+        return max((len(n.data) for n in self._needles), default=0)
+
+    def adding(self, secrets: Mapping[str, str]) -> Redactor:
+        """This redactor with more values (a token fetched later)."""
+        return Redactor([*self._pairs, *secrets.items()], tokens=self._tokens)
+
+    def redact(self, text: str) -> str:
+        """Any text (a report's field, a message): every secret replaced."""
+        if not text:
+            return text
+        data = text.encode("utf-8", "surrogatepass")
+        return self.lines().block(data).decode("utf-8", "surrogatepass")
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        return self.lines().block(data) if data else data
+
+    def lines(self) -> LineRedactor:
+        """A redactor for one stream of lines (it remembers an open PEM block)."""
+        return LineRedactor(self._needles, self._patterns)
+
+    def contains_secret(self, data: bytes) -> str | None:
+        """The name of a declared variable whose value (in any form) occurs in `data`."""
+        for needle in self._needles:
+            if needle.data in data:
+                return needle.name
+        return None
+
+
+class LineRedactor:
+    """Redacts one stream a block of whole lines at a time (see the module's note)."""
+
+    def __init__(
+        self,
+        needles: tuple[_Needle, ...],
+        patterns: tuple[tuple[re.Pattern[bytes], Callable[[re.Match[bytes]], bytes]], ...],
+    ) -> None:
+        self._needles = needles
+        self._patterns = patterns
+        self._pem_lines = 0  # > 0: inside a private key's block, this many lines so far
+
+    def block(self, data: bytes) -> bytes:
+        """`data`: whole lines (the last may lack its newline at the stream's end)."""
+        for needle in self._needles:
+            if needle.data in data:
+                data = data.replace(needle.data, marker(needle.name))
+        if self._patterns and (self._pem_lines or PEM_BEGIN in data):
+            data = self._pem(data)
+        for pattern, replace in self._patterns:
+            if pattern.search(data):
+                data = pattern.sub(replace, data)
+        return data
+
+    def _pem(self, data: bytes) -> bytes:
+        """Private-key blocks: on one line (JSON-escaped) or over many."""
+        out = []
+        for line in data.splitlines(keepends=True):
+            body = line.rstrip(b"\r\n")
+            end = line[len(body) :]
+            if self._pem_lines:
+                self._pem_lines += 1
+                closing = _PEM_END.match(body)
+                if closing is None and self._pem_lines <= PEM_MAX_LINES:
+                    out.append(PRIVATE_KEY + end)
+                    continue
+                self._pem_lines = 0
+                if closing is None:
+                    out.append(line)
+                    continue
+                body = PRIVATE_KEY + body[closing.end() :]
+            if PEM_BEGIN in body:
+                body = _PEM.sub(self._opened, body)
+            out.append(body + end)
+        return b"".join(out)
+
+    def _opened(self, match: re.Match[bytes]) -> bytes:
+        if not match.group(1):  # no END on this line: the key goes on below
+            self._pem_lines = 1
+        return PRIVATE_KEY
+
+
+def _replacement(kind: str) -> Callable[[re.Match[bytes]], bytes]:
+    if kind != "sk":
+        fixed = marker(kind)
+        return lambda match: fixed
+    anthropic, openai = marker("anthropic-key"), marker("openai-key")
+    return lambda match: anthropic if match.group(1) else openai
+
+
+def encoded_forms(value: str) -> list[bytes]:
+    """`value` as it may appear in output: itself, JSON-escaped, URL-encoded, and the
+    part of its base64 (standard and URL-safe) that any surrounding bytes leave alone."""
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = [raw]
+    for text in (json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]):
+        forms.append(text.encode("utf-8", "surrogatepass"))
+    forms.append(quote(value, safe="").encode())
+    for offset in range(3):
+        # Preceded by `offset` bytes, the value's first group mixes with them and
+        # its last with what follows: only the groups in between are its own.
+        encoded = base64.b64encode(bytes(offset) + raw)
+        start = 4 if offset else 0
+        stop = len(encoded) - (4 if (offset + len(raw)) % 3 else 0)
+        core = encoded[start:stop]
+        forms += [core, core.replace(b"+", b"-").replace(b"/", b"_")]
+    return [form for form in dict.fromkeys(forms) if len(form) >= MIN_SECRET_CHARS]
