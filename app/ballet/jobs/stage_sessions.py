@@ -320,6 +320,7 @@ async def run_counted(
                 parent_env=jobs.parent_env,
                 options=jobs.options,
                 prepared=workspace,
+                log_sink=jobs.logs,
             )
     except Exception:
         metrics.SESSIONS.labels(adapter, "error").inc()
