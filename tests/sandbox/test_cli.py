@@ -48,6 +48,20 @@ def test_serve_prints_its_url_and_env_file(tmp_path: Path) -> None:
         assert app.status_code == 200
         assert app.json()["id"] == 77
         assert len(env["BALLET_WEBHOOK_SECRET"]) >= 20
+
+        # Sign-in with GitHub: the App's OAuth client, GitHub's web side (the sandbox
+        # itself) and Ballet's public URL, whose /oauth/callback is the App's callback.
+        assert env["BALLET_PUBLIC_URL"] == "http://127.0.0.1:9"
+        assert env["BALLET_GITHUB_WEB_URL"] == ready["api_url"]
+        assert env["BALLET_GITHUB_CLIENT_ID"].startswith("Iv23li")
+        assert len(env["BALLET_GITHUB_CLIENT_SECRET"]) == 40
+        back = httpx.get(
+            f"{env['BALLET_GITHUB_WEB_URL']}/login/oauth/authorize",
+            params={"client_id": env["BALLET_GITHUB_CLIENT_ID"], "state": "s"},
+            headers={"Authorization": "token sandbox-user:mona"},
+        )
+        assert back.status_code == 302
+        assert back.headers["location"].startswith("http://127.0.0.1:9/oauth/callback?code=")
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10)
