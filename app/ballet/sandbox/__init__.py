@@ -13,7 +13,13 @@ What it offers, and who may do what:
   `/app/...`; installation tokens (`token ghs_...`) that expire. The App is
   installed on every repository, one installation per owner.
 - People: `Authorization: token sandbox-user:<login>`, limited by the
-  repository's collaborators (anyone else may read, open issues and comment).
+  repository's collaborators (anyone else may read, open issues and comment a public
+  repository; a private one is a 404 to them, as on GitHub).
+- "Sign in with GitHub": the App's OAuth web flow at `/login/oauth/authorize` and
+  `/login/oauth/access_token` (oauth.py), the signed-in person being the request's
+  `sandbox-user:<login>` token, so tests need no browser; the user access tokens
+  (`ghu_…`) act as the person through the App, on `/user`, `/user/installations`,
+  `/user/installations/{id}/repositories` (rest_user.py) and every repository path.
 - Git over smart HTTP at `/<owner>/<name>.git` with Basic auth, the token as password.
 - Merge settings as on GitHub: `PATCH /repos/{owner}/{repo}` with `allow_merge_commit`,
   `allow_squash_merge`, `allow_rebase_merge`, `delete_branch_on_merge` (admins).
@@ -39,7 +45,10 @@ The admin API under `/_sandbox/` (no authentication; it is how tests set the sta
 - `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),
   `POST /_sandbox/deliveries/{id}/redeliver` (same `X-GitHub-Delivery`).
 - `GET /_sandbox/requests`: every request the App made (method, path, status, time).
-- `PUT /_sandbox/webhook` `{"url"}`: move deliveries (e.g. once Ballet's web app is up).
+- `PUT /_sandbox/webhook` `{"url"}`: move deliveries (e.g. once Ballet's web app is up);
+  the App's OAuth callback, `<scheme and host of that URL>/oauth/callback`, moves with
+  it unless `PUT /_sandbox/app/callback_urls` `{"urls"}` registered others.
+- `PUT /_sandbox/users/{login}` `{"name"}`: a person's display name.
 - `POST /_sandbox/settle`: returns once CI runs have finished and every queued
   delivery has been posted.
 """
