@@ -89,7 +89,5 @@ def buttons(record: Record) -> list[str]:
 
 def _github_links(web_url: str, record: Record) -> dict[str, str]:
     repo = record.ticket.repo
-    links = {"issue": f"{web_url}/{repo}/issues/{record.ticket.number}"}
-    if record.pr_number is not None:
-        links["pull"] = f"{web_url}/{repo}/pull/{record.pr_number}"
-    return links
+    pull = f"{web_url}/{repo}/pull/{record.pr_number}" if record.pr_number else ""
+    return {"issue": f"{web_url}/{repo}/issues/{record.ticket.number}", "pull": pull}
