@@ -41,6 +41,7 @@ from ballet.jobs.services import (
 )
 from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import DeliveryQueue
+from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.sessions.confine import Isolation
@@ -50,6 +51,7 @@ from ballet.tickets.interpret import SessionLauncher
 from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
+from ballet.tickets.page_links import PageLinks
 from ballet.tickets.report_comments import ReportComments
 from ballet.tickets.return_reads import ReturnReads
 from ballet.tickets.service import TicketService
@@ -177,8 +179,21 @@ async def build_edge(
         clock=lambda: datetime.now(UTC),
         live_tickets=LiveTickets(redis),
         find_installation=github.installation_of,
+        pages=page_links(settings, redis),
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
+
+
+def page_links(settings: Settings, redis: Redis) -> PageLinks | None:
+    """Ballet's pages as GitHub links them, where it has a public address; the log
+    store is read for a check run's text (None: the check runs carry no log)."""
+    if settings.public_url is None:
+        return None
+    try:
+        logs = SessionLogs.from_settings(settings, redis)
+    except LogStoreConfigError:
+        logs = None  # the worker refuses such settings at start; a test may not
+    return PageLinks(settings.public_url, logs)
 
 
 def session_jobs_for(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ballet.core.effects import CheckRunConclusion as Conclusion
 from ballet.core.effects import SetCheckRun
+from ballet.core.pages import run_path
 from ballet.core.record import Record, StageRun
 
 SUCCESS = frozenset({"pass", "passed", "approve", "approved", "done", "signed_off", "merged"})
@@ -76,7 +77,10 @@ def check_run_effects(before: Record | None, after: Record) -> list[SetCheckRun]
         elif run.end is None and (was is None or head_moved) and not (opening and i == 0):
             made.append(_in_progress(after, run, head))
         key = _run_key(after, i)
-        effects.extend(e.model_copy(update={"run_key": key}) if key else e for e in made)
+        links = {"page": run_path(after, run), "job_key": run.job_key}
+        if key:
+            links["run_key"] = key
+        effects.extend(e.model_copy(update=links) for e in made)
     return effects
 
 

@@ -126,6 +126,10 @@ class SetCheckRun(Effect):
     run_key: str = ""
     # The ticket ("owner/repo#n") whose memo ledger may vouch that the run was never made.
     ticket: str = ""
+    # Ballet's page of the run (a path: the edge adds the public URL), and the
+    # session whose log's end the completed check shows.
+    page: str = ""
+    job_key: str | None = None
 
 
 class SessionSpec(Frozen):

@@ -101,6 +101,11 @@ async def running_stack(
             private_key=app_state.private_key_pem.decode(),
             webhook_secret=app_state.webhook_secret,
             github_api_url=sandbox.api_url,
+            # Ballet's pages, signed in to through the sandbox's OAuth as any of its users.
+            public_url=web_url,
+            github_web_url=sandbox.api_url,
+            github_client_id=app_state.client_id,
+            github_client_secret=app_state.client_secret,
             redis_url=url,
             data_dir=data_dir / "ballet",
             session_slots=session_slots,

@@ -45,7 +45,8 @@ from ballet.core.effects import (
     UpsertTrackingComment,
 )
 from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
-from ballet.core.record import ticket_key
+from ballet.core.pages import ticket_path
+from ballet.core.record import split_key, ticket_key
 from ballet.core.render import REPORT_LINK_SCHEME, marker_for, with_marker
 from ballet.github.forge import (
     CheckRunSpec,
@@ -58,6 +59,7 @@ from ballet.github.forge import (
 )
 from ballet.tickets.checks import read_checks
 from ballet.tickets.memo import Memo
+from ballet.tickets.page_links import PageLinks, with_ticket_link
 
 log = structlog.get_logger("ballet.tickets.interpret")
 
@@ -84,6 +86,7 @@ class Interpreter:
         clock: Callable[[], datetime],
         own_app_id: int | None = None,
         own_login: str | None = None,
+        pages: PageLinks | None = None,
     ) -> None:
         self._forge = forge
         self._memo = memo
@@ -94,6 +97,8 @@ class Interpreter:
         # Only the App's own comment is edited in place: a copy of its marker posted
         # by someone else would otherwise be found first (and be refused the edit).
         self._own_login = own_login
+        # Ballet's pages (BALLET_PUBLIC_URL): check runs link them, and show a log's end.
+        self._pages = pages
 
     async def apply(self, effect: AnyEffect) -> AnyEvent | None:
         """Carry out one effect; the event the engine must hear about it, if any."""
@@ -102,6 +107,10 @@ class Interpreter:
                 return await self._open_pr(effect)
             case UpsertTrackingComment():
                 body = await self._link_reports(effect.repo, effect.number, effect.body)
+                if self._pages is not None:
+                    _, number = split_key(effect.marker.ticket)
+                    page = self._pages.url(ticket_path(effect.repo, number))
+                    body = with_ticket_link(body, page)
                 await self.upsert_comment(
                     effect.repo, effect.number, effect.marker.render(), body, effect.marker.ticket
                 )
@@ -238,6 +247,9 @@ class Interpreter:
         )
 
     async def _check_run(self, effect: SetCheckRun, ticket: str) -> None:
+        pages, text = self._pages, ""
+        if pages is not None and effect.status == "completed" and effect.job_key:
+            text = await pages.log_end(effect.job_key)
         spec = CheckRunSpec(
             name=effect.name,
             head_sha=effect.head_sha,
@@ -245,7 +257,9 @@ class Interpreter:
             conclusion=effect.conclusion,
             title=effect.name,
             summary=effect.summary,
+            text=text,
             external_id=f"ballet:{effect.run_key}" if effect.run_key else "ballet",
+            details_url=pages.url(effect.page) if pages is not None and effect.page else None,
         )
         # One check run per (name, head), or per attempt after a crash (`run_key`).
         name = f"{effect.name}@{effect.run_key}" if effect.run_key else effect.name

@@ -16,6 +16,7 @@ import yaml
 from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
 from ballet.core.validate import ConfigError, parse_config
 from ballet.github.forge import Annotation, CheckRunSpec, Forge
+from ballet.tickets.memo import Memo
 
 CONFIG_PATH = ".ballet.yml"
 SKILLS_DIR = ".ballet/skills"
@@ -140,3 +141,17 @@ def _check(
         summary=summary,
         annotations=annotations,
     )
+
+
+async def check_config_in_pr(forge: Forge, memo: Memo, repo: str, pr: int, head_sha: str) -> None:
+    """A pull request that edits `.ballet.yml` gets a check run saying whether the
+    new file is valid (one per head: created once, then updated)."""
+    spec = await config_check(forge, repo, pr, head_sha)
+    if spec is None:
+        return
+    known = await memo.check_run_id(repo, spec.name, spec.head_sha)
+    if known is not None:
+        await forge.update_check_run(repo, known, spec)
+        return
+    run_id = await forge.create_check_run(repo, spec)
+    await memo.remember_check_run(repo, spec.name, spec.head_sha, run_id)

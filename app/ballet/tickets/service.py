@@ -60,6 +60,7 @@ from ballet.tickets import repo_config
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
+from ballet.tickets.page_links import PageLinks
 from ballet.tickets.start import Refusal, request_ticket
 from ballet.tickets.store import OutboxEntry, RecordStore
 
@@ -100,6 +101,7 @@ class TicketService:
         clock: Callable[[], datetime],
         live_tickets: LiveTickets,
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
+        pages: PageLinks | None = None,
     ) -> None:
         self._forges = forges
         self._find_installation = find_installation
@@ -110,6 +112,7 @@ class TicketService:
         self._app = app
         self._default_runtime = default_runtime
         self._clock = clock
+        self._pages = pages
 
     def _ctx(self, installation_id: int) -> _Ctx:
         forge = self._forges(installation_id)
@@ -122,6 +125,7 @@ class TicketService:
                 clock=self._clock,
                 own_app_id=self._app.app_id,
                 own_login=self._app.bot_login,
+                pages=self._pages,
             ),
             installation_id,
         )
@@ -371,16 +375,10 @@ class TicketService:
             )
 
     async def _check_config(self, intent: ValidateConfigInPR) -> None:
-        ctx = self._ctx(intent.installation_id)
-        spec = await repo_config.config_check(ctx.forge, intent.repo, intent.pr, intent.head_sha)
-        if spec is None:
-            return
-        known = await self._memo.check_run_id(intent.repo, spec.name, spec.head_sha)
-        if known is not None:
-            await ctx.forge.update_check_run(intent.repo, known, spec)
-            return
-        run_id = await ctx.forge.create_check_run(intent.repo, spec)
-        await self._memo.remember_check_run(intent.repo, spec.name, spec.head_sha, run_id)
+        forge = self._forges(intent.installation_id)
+        await repo_config.check_config_in_pr(
+            forge, self._memo, intent.repo, intent.pr, intent.head_sha
+        )
 
     async def _installation(self, intent: InstallationChanged) -> None:
         gone = intent.action in ("deleted", "suspend")
