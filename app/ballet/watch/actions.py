@@ -20,6 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ballet.core.commands import Command
 from ballet.core.events import CommandIssued
+from ballet.core.pages import ticket_path
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.watch.access import may_write
 from ballet.watch.forms import csrf_refusal, form_of
@@ -27,7 +28,6 @@ from ballet.watch.lookup import Seen, not_found, visible_ticket
 from ballet.watch.pages import BUTTONS
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
-from ballet.watch.views import ticket_url
 
 log = structlog.get_logger("ballet.watch")
 
@@ -61,7 +61,7 @@ async def command(request: Request) -> Response:
     )
     await send_ticket_event(state.redis, record.key, event, event_id=f"web:{uuid.uuid4().hex}")
     log.info("command from the web", ticket=record.key, verb=verb, author=viewer.login)
-    target = ticket_url(record.ticket.repo, record.ticket.number)
+    target = ticket_path(record.ticket.repo, record.ticket.number)
     return RedirectResponse(f"{target}?sent={verb}", status_code=303)
 
 

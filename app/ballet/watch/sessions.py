@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from ballet.core.pages import ticket_path
 from ballet.core.record import StageRun
 from ballet.jobs.artifacts import Artifact
 from ballet.sessionlog.sink import LogLine
@@ -21,7 +22,7 @@ from ballet.sessionlog.store import SessionLogs
 from ballet.watch.lookup import Seen, not_found, visible_ticket
 from ballet.watch.render import page, private_headers
 from ballet.watch.state import logs_of, watch_state
-from ballet.watch.views import find_run, run_name, ticket_url
+from ballet.watch.views import find_run, run_name
 
 # A page holds at most this many of a log's lines (its end); the download has all.
 PAGE_LINES = 20_000
@@ -83,7 +84,7 @@ async def session_page(request: Request) -> Response:
         record=record,
         run=run,
         name=run_name(run),
-        ticket=ticket_url(record.ticket.repo, record.ticket.number),
+        ticket=ticket_path(record.ticket.repo, record.ticket.number),
         report=report.report if isinstance(report, Artifact) else None,
         handoff=report.handoff if isinstance(report, Artifact) else None,
         logs_kept=logs is not None,

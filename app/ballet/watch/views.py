@@ -11,12 +11,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from urllib.parse import quote
 
+from ballet.core.pages import session_path, ticket_path
 from ballet.core.record import TERMINAL, Record, StageRun
 from ballet.core.render import flowchart
 from ballet.core.report import Usage
-from ballet.core.report_block import artifact_stage
 from ballet.core.routing import job_key
 
 _NODE = re.compile(r'^\s+(\w+)\["(.*)"\]$')
@@ -65,20 +64,6 @@ class RunView:
     url: str | None  # its session's page; None for a person's or the platform's step
 
 
-def ticket_url(repo: str, number: int) -> str:
-    return f"/tickets/{quote(repo)}/{number}"
-
-
-def session_url(rec: Record, run: StageRun) -> str | None:
-    if run.job_key is None:
-        return None  # no session ran: a person decided, or GitHub did
-    parts = [artifact_stage(run.stage, run.role), str(run.iteration), str(run.attempt)]
-    if run.phase:
-        parts.append(run.phase)
-    tail = "/".join(quote(p, safe="") for p in parts)
-    return f"{ticket_url(rec.ticket.repo, rec.ticket.number)}/sessions/{tail}"
-
-
 def find_run(
     rec: Record, stage: str, iteration: int, attempt: int, phase: str | None
 ) -> StageRun | None:
@@ -94,7 +79,7 @@ def row(rec: Record) -> TicketRow:
         stage += f" · {rec.phase}"
     return TicketRow(
         key=rec.key,
-        url=ticket_url(rec.ticket.repo, rec.ticket.number),
+        url=ticket_path(rec.ticket.repo, rec.ticket.number),
         title=rec.ticket.title,
         status=rec.status,
         stage=stage,
@@ -115,7 +100,7 @@ def runs(rec: Record) -> list[RunView]:
             outcome=run.outcome or ("running" if run.end is None else "—"),
             usage=run.usage,
             summary=run.summary,
-            url=session_url(rec, run),
+            url=session_path(rec, run),
         )
         for run in rec.history
     ]
