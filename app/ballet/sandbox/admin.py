@@ -238,6 +238,7 @@ async def repo_state(request: Request) -> JSONResponse:
                     "conclusion": r.conclusion,
                     "output": r.output,
                     "annotations": r.annotations,
+                    "details_url": r.details_url,
                 }
                 for r in repo.runs.values()
             ],
