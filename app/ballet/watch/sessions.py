@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import structlog
+from obstore.exceptions import BaseError as ObjectStoreError
+from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -24,6 +27,10 @@ from ballet.watch.render import page, private_headers
 from ballet.watch.state import logs_of, watch_state
 from ballet.watch.views import find_run, run_name
 
+log = structlog.get_logger("ballet.watch")
+
+# What the log store raises when it cannot be read (Redis, the object store).
+LOG_STORE_ERRORS = (RedisError, OSError, ObjectStoreError)
 # A page holds at most this many of a log's lines (its end); the download has all.
 PAGE_LINES = 20_000
 READ_COUNT = 1000
@@ -61,17 +68,23 @@ async def session_page(request: Request) -> Response:
     state = watch_state(request)
     record, run = found.seen.record, found.run
     logs = logs_of(request)
-    finished = await logs.read(found.job_key) if logs is not None else None
     steps: tuple[Step, ...] = ()
     lines: list[tuple[str, str]] = []  # (stream, text)
-    last_id, live = "0-0", False
-    if finished is not None:
-        steps = finished.steps
-        lines = [("", text) for text in finished.log.decode("utf-8", "replace").splitlines()]
-    elif logs is not None:
-        tail, last_id, done = await _so_far(logs, found.job_key)
-        lines = [(line.stream, line.text) for line in tail]
-        live = not done
+    last_id, live, unreadable = "0-0", False, False
+    try:
+        finished = await logs.read(found.job_key) if logs is not None else None
+        if finished is not None:
+            steps = finished.steps
+            text = finished.log.decode("utf-8", "replace")
+            lines = [("", line) for line in text.splitlines()]
+        elif logs is not None:
+            tail, last_id, done = await _so_far(logs, found.job_key)
+            lines = [(line.stream, line.text) for line in tail]
+            live = not done
+    except LOG_STORE_ERRORS as exc:
+        # The run and its report are worth showing while the log store is down.
+        log.warning("session log unreadable", job_key=found.job_key, error=str(exc))
+        unreadable = True
     cut = max(0, len(lines) - PAGE_LINES)
     artifacts = await state.artifacts.of(record.key)
     report = next((a for a in artifacts if a.job_key == found.job_key), None)
@@ -88,6 +101,7 @@ async def session_page(request: Request) -> Response:
         report=report.report if isinstance(report, Artifact) else None,
         handoff=report.handoff if isinstance(report, Artifact) else None,
         logs_kept=logs is not None,
+        unreadable=unreadable,
         steps=steps,
         lines=lines[cut:],
         cut=cut,

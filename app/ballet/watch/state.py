@@ -51,9 +51,15 @@ class _Installations:
     github: GitHubApp
 
     async def of(self, repo: str) -> int | None:
-        """The App's installation on `repo`: as the worker remembered it, else GitHub's."""
+        """The App's installation on `repo`: as the worker remembered it, else GitHub's
+        (remembered then, as the ticket service does, so the next page asks Redis)."""
         known = await self.store.installation_of(repo)
-        return known if known is not None else await self.github.installation_of(repo)
+        if known is not None:
+            return known
+        found = await self.github.installation_of(repo)
+        if found is not None:
+            await self.store.remember_installation(repo, found)
+        return found
 
     def forge(self, installation_id: int) -> Forge:
         return self.github.for_installation(installation_id)
