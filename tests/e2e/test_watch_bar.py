@@ -9,15 +9,18 @@ collaborator who may only read.
 
 from __future__ import annotations
 
+import gzip
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack, running_stack
 from ballet.demo.watch import View
+from ballet.queue import connect
 from scenarios import e2e_redis, merged, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -35,9 +38,7 @@ YML = demo.BALLET_YML.replace(
     "runtimes:\n",
     "runtimes:\n"
     "  loud: {adapter: command, command: [python3, .ballet/loud_agent.py], env: [PLANTED_KEY]}\n",
-).replace(
-    "- {id: implement, kind: agent,", "- {id: implement, kind: agent, runtime: loud,"
-)
+).replace("- {id: implement, kind: agent,", "- {id: implement, kind: agent, runtime: loud,")
 
 
 @pytest.fixture
@@ -48,6 +49,20 @@ async def planted_stack(
     monkeypatch.setenv("PLANTED_KEY", SECRET)
     async with running_stack(tmp_path, redis_url=await e2e_redis(redis_url)) as running:
         yield running
+
+
+async def value_of(pool: Any, key: bytes) -> bytes:
+    """A key's whole value, read by its type (DUMP may compress it)."""
+    kind = (await pool.type(key)).decode()
+    reads = {
+        "string": lambda: pool.get(key),
+        "list": lambda: pool.lrange(key, 0, -1),
+        "hash": lambda: pool.hgetall(key),
+        "set": lambda: pool.smembers(key),
+        "zset": lambda: pool.zrange(key, 0, -1),
+        "stream": lambda: pool.xrange(key),
+    }
+    return repr(await reads[kind]()).encode() if kind in reads else b""
 
 
 async def sign_in(stack: Stack, login: str, path: str) -> httpx.AsyncClient:
@@ -109,3 +124,68 @@ async def test_a_private_sessions_log_reaches_only_those_who_may_read_it(
     assert page.status_code == 200 and MARKER in page.text and SECRET not in page.text
     assert raw.status_code == 200 and MARKER in raw.text and SECRET not in raw.text
     assert "Cancel" not in page.text  # a reader gets no buttons
+
+
+PLANTER = f"""\
+import json, os, subprocess, sys
+
+key = os.environ["PLANTED_KEY"]
+print("{MARKER} printing", key, flush=True)
+with open("config.py", "w") as f:  # a commit that carries it
+    f.write(f"API_KEY = {{key!r}}\\n")
+subprocess.run(["git", "add", "config.py"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "add config " + key], check=True)
+with open(os.environ["BALLET_REPORT"], "w") as f:  # and a report that names it
+    json.dump({{"outcome": "done", "summary": "the key is " + key, "details": key}}, f)
+"""
+
+
+async def test_a_planted_secret_is_in_no_store_page_comment_check_or_branch(
+    planted_stack: Stack, redis_url: str
+) -> None:
+    stack = planted_stack
+    yml = YML.replace(".ballet/loud_agent.py", ".ballet/planter.py")
+    request = demo.new_repo_request("planted", ballet_yml=yml)
+    request["private"] = True
+    files = request["files"]
+    assert isinstance(files, dict)
+    files[".ballet/planter.py"] = PLANTER
+    created = await stack.create_repo(request)
+    repo = created["full_name"]
+    number = await ticket(stack, repo)
+
+    def asked(v: View) -> bool:
+        return v.record is not None and v.record.status == "waiting"
+
+    view = await wait_until(stack, repo, number, asked, timeout=120)
+    assert view.record is not None
+    (run,) = view.record.history
+    assert run.outcome == "failed" and "PLANTED_KEY" in run.summary
+    # The push was refused: the branch is still on the commit Ballet opened it on.
+    assert view.state["branches"][view.record.branch or ""] == view.record.seed_sha
+    assert SECRET not in repr(view.state)  # comments, check runs, labels, the PR
+    # Redis (records, artifacts, the live tail) and the log store hold none of it.
+    url = stack.settings.redis_url
+    assert url is not None
+    pool = await connect(url.get_secret_value())
+    try:
+        for key in await pool.keys("*"):
+            assert SECRET.encode() not in await value_of(pool, key), key
+    finally:
+        await pool.aclose()
+    stored = [p for p in (stack.settings.data_dir / "logs").rglob("*") if p.is_file()]
+    assert stored
+    for path in stored:
+        data = path.read_bytes()
+        plain = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+        assert SECRET.encode() not in plain, path
+    reader = await sign_in(stack, demo.AUTHOR, f"/tickets/{repo}/{number}")
+    for page_path in (
+        f"/tickets/{repo}/{number}",
+        f"/tickets/{repo}/{number}/sessions/implement/1/1",
+        f"/tickets/{repo}/{number}/sessions/implement/1/1/log.txt",
+    ):
+        page = await reader.get(page_path)
+        assert page.status_code == 200 and SECRET not in page.text, page_path
+    assert MARKER in page.text
+    await reader.aclose()
