@@ -104,3 +104,26 @@ async def test_lines_written_after_connecting_stream_live_then_end(site: Site) -
         # Now the page holds the finished log and follows nothing.
         page = await browser.get(session)
         assert "while away" in page.text and "data-live" not in page.text
+
+
+async def readers(site: Site) -> int:
+    """Connections blocked reading a live tail right now (the pages' XREAD BLOCK)."""
+    clients = await site.redis.client_list()
+    return sum(1 for c in clients if c.get("cmd") == "xread")
+
+
+async def test_a_closed_page_stops_its_stream(site: Site) -> None:
+    await site.create_repo("acme", "open", private=False, collaborators={})
+    await new_ticket(site, "acme/open", 6, "Closed early")
+    session = "/tickets/acme/open/6/sessions/implement/1/1"
+    async with site.browser() as browser:
+        async with browser.stream("GET", f"{session}/live") as response:
+            assert await Events(response).next() == {"retry": "3000"}
+            async with asyncio.timeout(10):
+                while await readers(site) == 0:
+                    await asyncio.sleep(0.1)
+        # The browser went away: the web app stops reading the tail for it within a
+        # read's wait (4 s), not at its next keep-alive.
+        async with asyncio.timeout(8):
+            while await readers(site) > 0:
+                await asyncio.sleep(0.2)
