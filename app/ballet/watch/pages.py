@@ -77,9 +77,16 @@ async def ticket(request: Request) -> Response:
         mermaid=flowchart(record),
         runs=runs(record),
         buttons=buttons(record) if seen.viewer and may_write(seen.permission) else [],
-        sent=request.query_params.get("sent", "") if seen.viewer else "",
+        sent=_sent(request) if seen.viewer else "",
         github=_github_links(state.config.github_web_url, record),
     )
+
+
+def _sent(request: Request) -> str:
+    """The command the viewer just gave here (the redirect after a button says which);
+    only a button's name, so a link cannot put words of its own on the page."""
+    sent = request.query_params.get("sent", "")
+    return sent if sent in BUTTONS else ""
 
 
 def buttons(record: Record) -> list[str]:
