@@ -1,6 +1,6 @@
 """The signed cookies: who is signed in, and the state of a sign-in under way.
 
-Both are signed with itsdangerous (HMAC-SHA1 over a timestamped payload) under
+Both are signed with itsdangerous (HMAC-SHA256 over a timestamped payload) under
 the session key, each with a salt of its own, so one can never stand in for
 the other. A cookie whose signature does not verify, or that is older than its
 lifetime, reads as absent: a forged or stale session is simply signed out.
@@ -11,6 +11,7 @@ GitHub token: access is asked of GitHub with the App's installation.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -45,8 +46,11 @@ class SignIn:
 
 class Cookies:
     def __init__(self, key: bytes, *, secure: bool) -> None:
-        self._session = URLSafeTimedSerializer(key, salt="ballet.watch.session")
-        self._signin = URLSafeTimedSerializer(key, salt="ballet.watch.signin")
+        sha256 = {"digest_method": hashlib.sha256}  # itsdangerous' default is SHA-1
+        self._session = URLSafeTimedSerializer(
+            key, salt="ballet.watch.session", signer_kwargs=sha256
+        )
+        self._signin = URLSafeTimedSerializer(key, salt="ballet.watch.signin", signer_kwargs=sha256)
         self.secure = secure
 
     # -- the session -------------------------------------------------------------------
