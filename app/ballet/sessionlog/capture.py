@@ -49,7 +49,7 @@ MAX_HELD_BYTES = 1024 * 1024
 CUT_MARGIN = 4096
 MAX_PENDING_LINES = 100_000
 SINK_FINISH_SECONDS = 120.0
-SINK_DRAIN_SECONDS = 30.0
+SINK_DRAIN_SECONDS = 10.0
 BALLET_PREFIX = b"[ballet] "
 
 
@@ -78,6 +78,7 @@ class SessionLog:
         cap_bytes: int = DEFAULT_CAP_BYTES,
         flush_seconds: float = 0.1,
         flush_lines: int = 500,
+        max_pending_lines: int = MAX_PENDING_LINES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.job_key = job_key
@@ -103,6 +104,8 @@ class SessionLog:
         # For the sink: blocks of lines not handed over yet.
         self._live = LiveLines()
         self._skipped_live = 0
+        self._skipped_from = 0
+        self._max_pending = max_pending_lines
         self._wake = asyncio.Event()
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -209,9 +212,12 @@ class SessionLog:
         self._seq += count
         self._keep(data, count)
         if self._sink is not None and not self._sink_failed:
-            if self._live.count + count > MAX_PENDING_LINES:
+            if stream != "ballet" and self._live.count + count > self._max_pending:
+                if not self._skipped_live:
+                    self._skipped_from = seq
                 self._skipped_live += count
             else:
+                self._note_skipped()
                 self._live.add(stream, seq, self._clock(), live or data, count)
                 if self._live.count >= self._flush_lines:
                     self._wake.set()
@@ -304,15 +310,20 @@ class SessionLog:
             if self._closing:
                 return
 
+    def _note_skipped(self) -> None:
+        """Where lines skipped the live stream, a line saying so, in the seq of the first
+        skipped (no line the sink gets has it: the seqs it sees stay in order)."""
+        if self._skipped_live:
+            note = (
+                f"[… {self._skipped_live} lines not streamed live: the sink fell behind;"
+                " the finished log has them …]\n"
+            )
+            self._live.add("ballet", self._skipped_from, self._clock(), note.encode(), 1)
+            self._skipped_live = 0
+
     async def _send(self) -> None:
         assert self._sink is not None
-        if self._skipped_live and not self._sink_failed:
-            skipped, self._skipped_live = self._skipped_live, 0
-            note = (
-                f"[… {skipped} lines not streamed live: the sink fell behind; the log has them …]"
-            )
-            self._live.add("ballet", self._seq, self._clock(), note.encode() + b"\n", 1)
-            self._seq += 1
+        self._note_skipped()
         batch = self._live.take()
         for start in range(0, len(batch), self._flush_lines):
             try:

@@ -49,34 +49,51 @@ class LogLines(Sequence[LogLine]):
     """Redacted lines as a sink receives them: made into `LogLine`s only when read,
     so a sink that keeps nothing (NullSink) costs nothing per line."""
 
-    def __init__(self, blocks: list[Block], view: slice | None = None) -> None:
+    def __init__(self, blocks: list[Block]) -> None:
         self._blocks = blocks
-        self._view = view
         self._lines: list[LogLine] | None = None
-        total = sum(block[4] for block in blocks)
-        self._len = len(range(total)[view]) if view is not None else total
+        self._len = sum(block[4] for block in blocks)
 
     def __len__(self) -> int:
         return self._len
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            if self._view is None:
-                return LogLines(self._blocks, index)
-            return self._all()[index]
-        return self._all()[index]
+            return _Slice(self, range(self._len)[index])
+        return self.all()[index]
 
     def __iter__(self) -> Iterator[LogLine]:
-        return iter(self._all())
+        return iter(self.all())
 
-    def _all(self) -> list[LogLine]:
+    def all(self) -> list[LogLine]:
         if self._lines is None:
             lines: list[LogLine] = []
             for stream, seq, at, data, count in self._blocks:
                 texts = data.decode("utf-8", "replace").split("\n")
                 lines.extend(LogLine(seq + i, stream, texts[i], at) for i in range(count))
-            self._lines = lines if self._view is None else lines[self._view]
+            self._lines = lines
         return self._lines
+
+
+class _Slice(Sequence[LogLine]):
+    """Part of a `LogLines` (one append's worth), made from the whole when read."""
+
+    def __init__(self, whole: LogLines, indices: range) -> None:
+        self._whole = whole
+        self._indices = indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        lines = self._whole.all()
+        if isinstance(index, slice):
+            return [lines[i] for i in self._indices[index]]
+        return lines[self._indices[index]]
+
+    def __iter__(self) -> Iterator[LogLine]:
+        lines = self._whole.all()
+        return (lines[i] for i in self._indices)
 
 
 class LiveLines:

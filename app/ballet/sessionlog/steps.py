@@ -116,19 +116,19 @@ class StepRenderer:
         if stream != "stdout" or not self.reads_events:
             self.output(stream, seq, lines)
             return
-        start = 0
+        start = 0  # the first line not rendered yet
         for index, line in enumerate(lines):
             if self.full:
-                self.output(stream, seq + start, lines[start:])
-                return
+                break
             event = _event(line)
-            if event is not None and self.event(event, seq + index):
-                if index > start:
-                    self.output(stream, seq + start, lines[start:index])
-                start = index + 1
-                self._open_output = None
-        if start < len(lines):
-            self.output(stream, seq + start, lines[start:])
+            if event is None:
+                continue
+            self.output(stream, seq + start, lines[start:index])  # what came before it
+            self._open_output = None
+            if not self.event(event, seq + index):
+                self.output(stream, seq + index, [line])
+            start = index + 1
+        self.output(stream, seq + start, lines[start:])
 
     reads_events = False
 
@@ -141,17 +141,20 @@ class StepRenderer:
             return
         draft = self._open_output
         if draft is None or draft.stream != stream:
+            if self.full:
+                self._dropped += len(lines)
+                return
             first = next((line for line in lines if line.strip()), lines[0])
             draft = self.draft("output", first.strip() or stream, seq, stream=stream)
             self._open_output = draft
-            if draft is None:
-                return
-        draft.add("\n".join(lines) + "\n")
+        if draft is not None:
+            draft.add("\n".join(lines) + "\n")
 
     def draft(
         self, kind: StepKind, heading: str, seq: int, stream: StepStream = "stdout"
     ) -> Draft | None:
-        """A new step, or None once there are MAX_STEPS (counted, and said at the end)."""
+        """A new step, or None once there are MAX_STEPS (its line counted, and said at
+        the end)."""
         if self.full:
             self._dropped += 1
             return None
@@ -181,7 +184,7 @@ class StepRenderer:
             steps.append(
                 Step(
                     kind="note",
-                    title=f"{self._dropped} more steps not shown; the log has them",
+                    title=f"{self._dropped} more lines not rendered as steps; the log has them",
                     stream="ballet",
                     seq=steps[-1].seq if steps else 0,
                 )

@@ -44,9 +44,9 @@ class SecretInPush(PushError):
         self.variable = variable
         self.where = where
         super().__init__(
-            f"the session's commits carry the value of {variable} (in {where}), so Ballet"
-            " pushed nothing and the commits are discarded; a secret given to a session"
-            " must never be committed"
+            f"the value of {variable} is in {where}; Ballet pushed nothing and the"
+            " session's commits are discarded (a secret given to a session must never be"
+            " committed)"
         )
 
 
