@@ -9,12 +9,13 @@ no cache keeps them and no other site may frame them.
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 
 from ballet.watch.cookies import Viewer
 
@@ -87,3 +88,38 @@ def duration(start: datetime | None, end: datetime | None = None) -> str:
         return f"{minutes}m {seconds:02d}s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m"
+
+
+def streamed_page(
+    env: Environment,
+    request: Request,
+    template: str,
+    viewer: Viewer | None,
+    slot: Callable[[str], Awaitable[str]],
+    *,
+    sign_in: bool = True,
+    **context: Any,
+) -> StreamingResponse:
+    """A page whose costly part (a finished log, megabytes) is read and rendered only
+    after the rest has been sent: the browser shows the run and its report at once.
+    `slot(nonce)` gives that part's HTML; the template places `log_slot`."""
+    nonce = secrets.token_urlsafe(16)
+    marker = f"ballet-slot-{secrets.token_hex(8)}"
+    body = env.get_template(template).render(
+        viewer=viewer,
+        sign_in=sign_in,
+        nonce=nonce,
+        here=request.url.path,
+        log_slot=marker,
+        **context,
+    )
+    head, _, tail = body.partition(marker)
+
+    async def chunks() -> AsyncIterator[str]:
+        yield head
+        yield await slot(nonce)
+        yield tail
+
+    response = StreamingResponse(chunks(), media_type="text/html; charset=utf-8")
+    private_headers(response, nonce)
+    return response

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import structlog
 from obstore.exceptions import BaseError as ObjectStoreError
@@ -20,10 +21,9 @@ from ballet.core.pages import ticket_path
 from ballet.core.record import StageRun
 from ballet.jobs.artifacts import Artifact
 from ballet.sessionlog.sink import LogLine
-from ballet.sessionlog.steps import Step
 from ballet.sessionlog.store import SessionLogs
 from ballet.watch.lookup import Seen, not_found, visible_ticket
-from ballet.watch.render import page, private_headers
+from ballet.watch.render import page, private_headers, streamed_page
 from ballet.watch.state import logs_of, watch_state
 from ballet.watch.views import find_run, run_name
 
@@ -66,18 +66,13 @@ async def session_page(request: Request) -> Response:
     if not isinstance(found, Session):
         return found
     state = watch_state(request)
-    record, run = found.seen.record, found.run
     logs = logs_of(request)
-    steps: tuple[Step, ...] = ()
     lines: list[tuple[str, str]] = []  # (stream, text)
     last_id, live, unreadable = "0-0", False, False
     try:
-        finished = await logs.read(found.job_key) if logs is not None else None
-        if finished is not None:
-            steps = finished.steps
-            text = finished.log.decode("utf-8", "replace")
-            lines = [("", line) for line in text.splitlines()]
-        elif logs is not None:
+        if logs is not None and await logs.meta(found.job_key) is not None:
+            return await _finished_page(request, found, logs)
+        if logs is not None:
             tail, last_id, done = await _so_far(logs, found.job_key)
             lines = [(line.stream, line.text) for line in tail]
             live = not done
@@ -86,29 +81,78 @@ async def session_page(request: Request) -> Response:
         log.warning("session log unreadable", job_key=found.job_key, error=str(exc))
         unreadable = True
     cut = max(0, len(lines) - PAGE_LINES)
-    artifacts = await state.artifacts.of(record.key)
-    report = next((a for a in artifacts if a.job_key == found.job_key), None)
     return page(
         state.templates,
         request,
         "session.html",
         found.seen.viewer,
-        sign_in=state.config.sign_in,
-        record=record,
-        run=run,
-        name=run_name(run),
-        ticket=ticket_path(record.ticket.repo, record.ticket.number),
-        report=report.report if isinstance(report, Artifact) else None,
-        handoff=report.handoff if isinstance(report, Artifact) else None,
-        logs_kept=logs is not None,
-        unreadable=unreadable,
-        steps=steps,
+        **await _context(request, found, logs_kept=logs is not None, unreadable=unreadable),
+        steps=(),
         lines=lines[cut:],
         cut=cut,
         first=cut + 1,
         live=live,
         last_id=last_id,
-        base=request.url.path.rstrip("/"),
+    )
+
+
+async def _context(
+    request: Request, found: Session, *, logs_kept: bool, unreadable: bool
+) -> dict[str, Any]:
+    """What a session's page shows besides its log's lines."""
+    state = watch_state(request)
+    record, run = found.seen.record, found.run
+    artifacts = await state.artifacts.of(record.key)
+    report = next((a for a in artifacts if a.job_key == found.job_key), None)
+    return {
+        "sign_in": state.config.sign_in,
+        "record": record,
+        "run": run,
+        "name": run_name(run),
+        "ticket": ticket_path(record.ticket.repo, record.ticket.number),
+        "report": report.report if isinstance(report, Artifact) else None,
+        "handoff": report.handoff if isinstance(report, Artifact) else None,
+        "logs_kept": logs_kept,
+        "unreadable": unreadable,
+        "base": request.url.path.rstrip("/"),
+    }
+
+
+async def _finished_page(request: Request, found: Session, logs: SessionLogs) -> Response:
+    """A finished session's page, its log streamed in after the rest (a 20 MB log takes
+    a while to read and render; the run and its report need not wait for it)."""
+    state = watch_state(request)
+
+    async def log_part(nonce: str) -> str:
+        try:
+            finished = await logs.read(found.job_key)
+        except LOG_STORE_ERRORS as exc:
+            log.warning("session log unreadable", job_key=found.job_key, error=str(exc))
+            finished = None
+        if finished is None:
+            return '<p class="flash">The log store did not answer: reload the page in a minute.</p>'
+        lines = finished.log.decode("utf-8", "replace").splitlines()
+        cut = max(0, len(lines) - PAGE_LINES)
+        return state.templates.get_template("session_log.html").render(
+            steps=finished.steps,
+            lines=[("", line) for line in lines[cut:]],
+            cut=cut,
+            first=cut + 1,
+            live=False,
+            last_id="0-0",
+            base=request.url.path.rstrip("/"),
+            nonce=nonce,
+        )
+
+    return streamed_page(
+        state.templates,
+        request,
+        "session.html",
+        found.seen.viewer,
+        log_part,
+        **await _context(request, found, logs_kept=True, unreadable=False),
+        live=False,
+        last_id="0-0",
     )
 
 
