@@ -128,6 +128,16 @@ pipelines:
   settings and `/ballet retry`, or merge the pull request by hand. A repository
   that deletes head branches itself (`delete_branch_on_merge`) deletes the branch
   whatever `delete_branch` says.
+- `pool` (on a runtime, or on an agent stage, whose own wins; a sign-off role
+  takes its runtime's) names the agent pool whose workers run the sessions,
+  e.g. `pool: gpu` for a runtime that needs a GPU or a private network: only
+  workers started with `ballet worker --pool gpu` take them (docs/deploy.md,
+  "Agent pools"). Unnamed: `default`. A pool name is a lowercase letter, then up
+  to 31 lowercase letters, digits or `-`. The deployment may keep a pool for
+  some repositories (`BALLET_POOLS`): a repository naming one it may not use gets
+  a config error at that `pool:` (on the issue, and in a pull request's
+  `ballet/config` check). A session whose pool has no worker running waits,
+  and the tracking comment says so; past the stage's timeout Ballet asks.
 
 ## What every stage is told besides the ticket
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from ballet.core.egress import parse_rule
+from ballet.core.pools import POOL_PATTERN
 
 StageKind = Literal["agent", "human", "platform"]
 Adapter = Literal["command", "claude-code", "codex", "aider", "gemini", "opencode"]
@@ -78,6 +79,9 @@ class Runtime(Strict):
     """Public hosts (`host` or `host:port`, default port 443, `*.domain` for subdomains) the
     session may reach through Ballet's egress proxy besides its provider's API, e.g. a
     package index. Loopback, private and link-local destinations are refused."""
+    pool: str | None = Field(default=None, pattern=POOL_PATTERN)
+    """The agent pool whose workers run this runtime's sessions (`ballet worker --pool
+    NAME`), e.g. one with GPUs or a private network; default: `default`."""
 
     @model_validator(mode="after")
     def _base_url_needs_an_llm_cli(self) -> Runtime:
@@ -154,6 +158,8 @@ class Stage(Strict):
     """Agent stages: overrides the runtime's and the phase's model."""
     effort: str | None = None
     """Agent stages: overrides the runtime's and the phase's effort."""
+    pool: str | None = Field(default=None, pattern=POOL_PATTERN)
+    """Agent stages: the agent pool whose workers run its sessions; overrides the runtime's."""
     skills: tuple[str, ...] = ()
     """Built-in skills (implementer, reviewer, verifier, integrator) or `.ballet/skills` names."""
     instructions: str = ""
@@ -237,6 +243,7 @@ class ResolvedStage(Strict):
     runtime_config: Runtime | None = None
     model: str | None = None
     effort: str | None = None
+    pool: str | None = None  # agent stages: its own or its runtime's; None is `default`
     skills: tuple[str, ...] = ()
     instructions: str = ""
     phases: tuple[Phase, ...] = ()

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.config import Runtime
+from ballet.core.pools import DEFAULT_POOL
 from ballet.core.record import SignOff
 from ballet.core.report import Handoff
 from ballet.core.returns import ReturnCause, SignoffChange
@@ -148,6 +149,8 @@ class SessionSpec(Frozen):
     phase: str | None = None
     runtime: str
     runtime_config: Runtime
+    # The agent pool whose workers run it; a default, so sessions queued before pools load.
+    pool: str = DEFAULT_POOL
     model: str | None = None
     effort: str | None = None
     skills: tuple[str, ...] = ()

@@ -76,6 +76,23 @@ class SessionCrashed(Event):
     retries_allowed: int = Field(default=2, ge=0)  # the deployment's setting
 
 
+class WorkerAwaited(Event):
+    """The session was queued on a pool with no live worker: it starts when one
+    of that pool's workers comes up, and the stage's timeout still counts."""
+
+    kind: Literal["worker_awaited"] = "worker_awaited"
+    job_key: str
+    pool: str
+
+
+class SessionStarted(Event):
+    """A worker took a session that had waited for a worker of its pool."""
+
+    kind: Literal["session_started"] = "session_started"
+    job_key: str
+    worker: str = ""
+
+
 class CommandIssued(Event):
     kind: Literal["command_issued"] = "command_issued"
     command: ParsedCommand  # a CommandError gets the help text as a reply
@@ -161,6 +178,8 @@ AnyEvent = Annotated[
     TicketRequested
     | SessionFinished
     | SessionCrashed
+    | WorkerAwaited
+    | SessionStarted
     | CommandIssued
     | ReviewSubmitted
     | ChecksStarted

@@ -20,7 +20,9 @@ from ballet.core.events import (
     ReconcileTick,
     SessionCrashed,
     SessionFinished,
+    SessionStarted,
     TicketRequested,
+    WorkerAwaited,
 )
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
 from ballet.core.record import Record, SignOff, TicketRef
@@ -137,6 +139,31 @@ def session_crashed(tx: Tx, ev: SessionCrashed) -> None:
     steps.post_report(tx, key, done, Report(outcome=CRASHED, summary=summary), None, next_step)
 
 
+def worker_awaited(tx: Tx, ev: WorkerAwaited) -> None:
+    """The session waits, queued, for a worker of its pool: the tracking comment says
+    so (render.worker_line); the ticket stays running and the timeout still counts."""
+    run = tx.rec.open_run
+    if run is None or run.job_key != ev.job_key:
+        raise IllegalEvent(f"stale pool notice {ev.job_key}: the ticket has moved on")
+    if run.awaits_pool == ev.pool:
+        raise IllegalEvent(f"already noted: the session waits for a worker of pool {ev.pool}")
+    _update_open_run(tx, awaits_pool=ev.pool)
+
+
+def session_started(tx: Tx, ev: SessionStarted) -> None:
+    """A worker of the pool took the waiting session: the note goes."""
+    run = tx.rec.open_run
+    if run is None or run.job_key != ev.job_key or run.awaits_pool is None:
+        raise IllegalEvent(f"nothing to note: {ev.job_key} was not waiting for a worker")
+    _update_open_run(tx, awaits_pool=None)
+
+
+def _update_open_run(tx: Tx, **changes: object) -> None:
+    run = tx.rec.open_run
+    assert run is not None
+    tx.set(history=(*tx.rec.history[:-1], run.model_copy(update=changes)))
+
+
 def add_required_roles(tx: Tx, rep: Report) -> None:
     rec = tx.rec
     new = [
@@ -214,6 +241,16 @@ def session_timeout(tx: Tx, ev: ReconcileTick) -> None:
     if ev.now < run.start + timedelta(minutes=minutes):
         raise IllegalEvent("nothing to settle: the session is within its timeout")
     tx.emit(CancelSession(repo=rec.ticket.repo, job_key=run.job_key))
+    if run.awaits_pool is not None:
+        # It never started: the agent is not to blame, the missing worker is.
+        reason = (
+            f"no worker of pool `{run.awaits_pool}` was up to run the `{run.stage}` session "
+            f"within its {minutes}-minute timeout; start one (`ballet worker --pool "
+            f"{run.awaits_pool}`) or change the stage's `pool:`, then `/ballet retry`"
+        )
+        steps.close_run(tx, "timed_out", f"no worker of pool {run.awaits_pool} in {minutes} min")
+        steps.ask(tx, reason)
+        return
     steps.close_run(tx, "timed_out", f"no result after {minutes} minutes")
     steps.ask(tx, f"the `{run.stage}` session ran past its {minutes}-minute timeout")
 

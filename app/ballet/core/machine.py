@@ -62,6 +62,13 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # A session whose worker died runs again as a new attempt; past the retries, a question.
     ("running", "session_crashed"): Rule(h.session_crashed, ("running", "waiting"),
                                          "re-run a crashed session, or ask"),
+    # A session queued on a pool with no live worker: the ticket keeps running and
+    # its tracking comment names the pool, until a worker takes the session (the
+    # edge says so) or the stage's timeout asks a person (below).
+    ("running", "worker_awaited"): Rule(h.worker_awaited, ("running",),
+                                        "note: the session waits for a worker of its pool"),
+    ("running", "session_started"): Rule(h.session_started, ("running",),
+                                         "a worker of the pool took the session"),
     # The reconciler settles a session past its stage's timeout with a question.
     ("running", "reconcile_tick"): Rule(h.session_timeout, ("waiting",), "session timed out"),
     # ...and a forge wait past its timeout, or checks that never started.

@@ -94,6 +94,8 @@ class StageRun(Frozen):
     report_ref: str | None = None  # marker key of the report comment
     job_key: str | None = None  # the session's job, for agent and sign-off runs
     usage: Usage = Usage()
+    # Set while the run's session waits, queued, for a worker of this pool (none is up).
+    awaits_pool: str | None = None
 
 
 class QA(Frozen):

@@ -146,12 +146,26 @@ def tracking_text(rec: Record) -> str:
         f"{rec.iteration}/{rec.pipeline.iteration_limit} · pipeline `{rec.pipeline.name}` "
         f"v{rec.pipeline.version}",
         waiting_line(rec),
+        worker_line(rec),
         returned_line(rec),
         signoffs_line(rec),
         flowchart(rec),
         runs_table(rec),
     ]
     return "\n\n".join(p for p in parts if p)
+
+
+def worker_line(rec: Record) -> str:
+    """A running session that no worker has taken: which pool it waits for."""
+    run = rec.open_run
+    if rec.status != "running" or run is None or run.awaits_pool is None:
+        return ""
+    pool = text(run.awaits_pool)
+    return (
+        f"**Waiting for a worker** of pool `{pool}`: none is running, so the "
+        f"`{text(run.stage)}` session stays queued until one starts (`ballet worker --pool "
+        f"{pool}`); past the stage's timeout Ballet asks a person."
+    )
 
 
 def returned_line(rec: Record) -> str:
@@ -263,6 +277,7 @@ def status(rec: Record) -> str:
         f"Status: {_STATUS_WORDS[rec.status]}, stage `{rec.stage or '-'}`, iteration "
         f"{rec.iteration}, attempt {rec.attempt}.",
         waiting_line(rec),
+        worker_line(rec),
         signoffs_line(rec),
     ]
     return "\n\n".join(p for p in parts if p)

@@ -201,6 +201,8 @@ def _resolve_stage(
     runtime_config: Runtime | None = None
     if stage.kind == "agent":
         runtime, runtime_config = _runtime(config, stage.runtime, fallback, f"stage `{stage.id}`")
+    # A stage's own pool wins over its runtime's (roles take their runtime's).
+    pool = stage.pool or (runtime_config.pool if runtime_config is not None else None)
     return ResolvedStage(
         id=stage.id,
         kind=stage.kind,
@@ -209,6 +211,7 @@ def _resolve_stage(
         runtime_config=runtime_config,
         model=stage.model,
         effort=stage.effort,
+        pool=pool,
         skills=stage.skills,
         instructions=stage.instructions,
         phases=stage.phases,

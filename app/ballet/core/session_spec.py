@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ballet.core import routing
 from ballet.core.effects import SessionSpec
+from ballet.core.pools import DEFAULT_POOL
 from ballet.core.record import Record
 from ballet.core.returns import SignoffChange
 
@@ -18,12 +19,13 @@ def session_spec(
     if role is not None:
         r = rec.pipeline.roles[role]
         run_stage, runtime, config = f"signoff-{role}", r.runtime, r.runtime_config
+        pool = r.runtime_config.pool  # a role runs where its runtime does
         model, effort = None, None  # a role has no overrides: its runtime's defaults apply
         skills, instructions, timeout = r.skills, r.instructions, SIGNOFF_TIMEOUT_MINUTES
     else:
         s = rec.pipeline.stage(stage_id)
         assert s.runtime is not None and s.runtime_config is not None, "agent stages have one"
-        run_stage, runtime, config = stage_id, s.runtime, s.runtime_config
+        run_stage, runtime, config, pool = stage_id, s.runtime, s.runtime_config, s.pool
         # Only the stage's own overrides: the session side routes per phase and
         # adapter (`ballet.sessions.routing`), which only it knows how to name.
         model, effort = s.model, s.effort
@@ -43,6 +45,7 @@ def session_spec(
         phase=phase,
         runtime=runtime,
         runtime_config=config,
+        pool=pool or DEFAULT_POOL,
         model=model,
         effort=effort,
         skills=skills,

@@ -24,6 +24,8 @@ from ballet.core.config import (
     BalletConfig,
 )
 from ballet.core.config_rules import Path, check_config
+from ballet.core.pool_rules import MayUse, pool_refusals
+from ballet.core.pools import POOL_PATTERN
 from ballet.core.yaml_positions import Document, YamlProblem, load
 
 MAX_FILE_BYTES = 256 * 1024
@@ -41,12 +43,17 @@ class ConfigError:
 
 
 def parse_config(
-    text: str, *, file: str = ".ballet.yml", skills: Collection[str] = BUILTIN_SKILL_NAMES
+    text: str,
+    *,
+    file: str = ".ballet.yml",
+    skills: Collection[str] = BUILTIN_SKILL_NAMES,
+    may_use_pool: MayUse | None = None,
 ) -> BalletConfig | list[ConfigError]:
     """Parse and check `text`.
 
     `skills` are the skill names stages and roles may use; the built-in ones are
     always available, so a caller may pass only the repository's own.
+    `may_use_pool`: whether the repository may use a pool (None: every pool).
     """
     size = len(text.encode("utf-8"))
     if size > MAX_FILE_BYTES:
@@ -74,6 +81,8 @@ def parse_config(
     except ValidationError as invalid:
         return _sorted(_from_pydantic(file, document, error) for error in invalid.errors())
     problems = check_config(config, BUILTIN_SKILL_NAMES.union(skills))
+    if may_use_pool is not None:
+        problems += pool_refusals(config, may_use_pool)
     if not problems:
         return config
     return _sorted(
@@ -143,6 +152,8 @@ _PATTERN_HINTS = {  # by the field's pattern (config.py)
     ENV_NAME_PATTERN: (
         "write an environment variable name: letters, digits and `_`, not starting with a digit"
     ),
+    POOL_PATTERN: "write a pool name: a lowercase letter, then up to 31 lowercase letters, "
+    "digits or `-`",
 }
 # Range errors name the bound to write within, e.g. "write a number of at most 20".
 _BOUNDS = {
