@@ -47,7 +47,9 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_HELD_BYTES = 1024 * 1024
 # How far past a line's cut it is redacted before the cut (a token, a key block).
 CUT_MARGIN = 4096
-MAX_PENDING_LINES = 100_000
+# Lines waiting for a sink that fell behind; past this, newer lines skip the live stream
+# (a line says how many): the live tail keeps about this many anyway (sessionlog/live.py).
+MAX_PENDING_LINES = 20_000
 SINK_FINISH_SECONDS = 120.0
 SINK_DRAIN_SECONDS = 10.0
 BALLET_PREFIX = b"[ballet] "

@@ -43,7 +43,8 @@ MIN_SECRET_CHARS = 8
 # the rest of a log.
 PEM_MAX_LINES = 200
 _TOKEN = rb"[A-Za-z0-9_-]"
-# Kind, pattern. Each starts with a literal (the regex engine's fast prefix search).
+# Kind, pattern. Each starts with a literal (the regex engine's fast prefix search),
+# and each is one more pass over every byte: patterns share a pass where they can.
 TOKEN_PATTERNS: tuple[tuple[str, bytes], ...] = (
     ("github-token", rb"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("github-token", rb"github_pat_[A-Za-z0-9_]{22,}"),
@@ -51,8 +52,7 @@ TOKEN_PATTERNS: tuple[tuple[str, bytes], ...] = (
     # digit and a capital in 32+ characters, so `task-list-for-the-new-view` is text.
     ("sk", rb"sk-(ant-)?(?=" + _TOKEN + rb"*[0-9])(?=" + _TOKEN + rb"*[A-Z])" + _TOKEN + rb"{32,}"),
     ("google-api-key", rb"AIza[0-9A-Za-z_-]{35}"),
-    ("aws-access-key", rb"AKIA[0-9A-Z]{16}"),
-    ("aws-access-key", rb"ASIA[0-9A-Z]{16}"),
+    ("aws-access-key", rb"A[KS]IA[0-9A-Z]{16}"),
     ("slack-token", rb"xox[abpr]-[0-9A-Za-z-]{10,}"),
 )
 PEM_BEGIN = b"-----BEGIN"

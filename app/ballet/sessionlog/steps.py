@@ -109,6 +109,9 @@ class StepRenderer:
         if plain and draft is not None and draft.stream == stream and draft.size >= MAX_BODY:
             draft.left_out += count
             return
+        if self.full and (draft is None or draft.stream != stream):
+            self._dropped += count
+            return
         self.feed(stream, seq, data.decode("utf-8", "replace").split("\n")[:count])
 
     def feed(self, stream: StepStream, seq: int, lines: Sequence[str]) -> None:
