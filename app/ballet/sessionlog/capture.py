@@ -67,6 +67,7 @@ class _Stream:
         self.redactor = redactor
         self.held = bytearray()
         self.skipping = False  # the rest of an over-long line is being dropped
+        self.raw_line: Callable[[bytes], None] | None = None  # the meter, for the last line
 
 
 class SessionLog:
@@ -121,6 +122,7 @@ class SessionLog:
     ) -> None:
         """A chunk of the process's `stream`; `raw_line` gets its whole lines, raw."""
         state = self._streams[stream]
+        state.raw_line = raw_line
         end = data.rfind(b"\n")
         if end == -1:
             self._hold(state, data)
@@ -142,7 +144,7 @@ class SessionLog:
         """The pipes closed (or the session is over): an unterminated last line counts."""
         for state in self._streams.values():
             if state.held and not state.skipping:
-                self._block(state, bytes(state.held) + b"\n", None)
+                self._block(state, bytes(state.held) + b"\n", state.raw_line)
             state.held.clear()
             state.skipping = False
 
@@ -353,6 +355,12 @@ class SessionLog:
             except Exception as error:
                 log.warning("session log not stored", session=self.job_key, error=str(error))
         return FinishedLog(text, steps)
+
+    def cancel(self) -> None:
+        """Stop the pump now, handing nothing more over (the session was cancelled)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
 
     async def aclose(self) -> None:
         """Stop the pump, once it has handed over what is pending (within a bound)."""

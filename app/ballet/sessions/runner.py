@@ -142,7 +142,9 @@ async def run_session(
                 await workspaces.remove(workspace)
         return await _finished(ran, session_log)
     finally:
-        await session_log.aclose()
+        # Finished, this is a no-op; cancelled or failing, the log is left unfinished
+        # (its live stream expires) rather than waiting for its sink.
+        session_log.cancel()
 
 
 @dataclass(frozen=True)
