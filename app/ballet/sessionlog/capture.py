@@ -50,7 +50,7 @@ CUT_MARGIN = 4096
 # Lines waiting for a sink that fell behind; past this, newer lines skip the live stream
 # (a line says how many): the live tail keeps about this many anyway (sessionlog/live.py).
 MAX_PENDING_LINES = 20_000
-SINK_FINISH_SECONDS = 120.0
+SINK_FINISH_SECONDS = 60.0
 SINK_DRAIN_SECONDS = 10.0
 BALLET_PREFIX = b"[ballet] "
 
@@ -205,8 +205,9 @@ class SessionLog:
             f" [… {cut} more bytes of this line cut]" if cut else " [… the rest of this line cut]"
         ).encode()
         kept = kept[: MAX_LINE_BYTES - len(note)]
-        # Never end inside a UTF-8 character: drop a partial one.
-        kept = kept.decode("utf-8", "ignore").encode("utf-8", "surrogateescape")
+        # Never end inside a UTF-8 character: the one the cut split (and any byte of the
+        # line that is no UTF-8) is dropped, so the line stays within the limit as text.
+        kept = kept.decode("utf-8", "ignore").encode()
         return kept + note + b"\n"
 
     def _append(self, data: bytes, count: int, stream: Stream, live: bytes | None = None) -> int:
@@ -347,7 +348,9 @@ class SessionLog:
         steps = tuple(self._renderer.steps())
         text = self.text()
         await self.aclose()
-        if self._sink is not None and not self._sink_failed:
+        # Even when live lines failed (Redis briefly gone), the finished log is the part
+        # that lasts: it is always offered.
+        if self._sink is not None:
             try:
                 await asyncio.wait_for(
                     self._sink.finish(self.job_key, text, steps), SINK_FINISH_SECONDS
