@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 
 from ballet.core.egress import parse_rule
 from ballet.core.pools import POOL_PATTERN
+from ballet.core.session_limits import Limits
 
 StageKind = Literal["agent", "human", "platform"]
 Adapter = Literal["command", "claude-code", "codex", "aider", "gemini", "opencode"]
@@ -82,6 +83,9 @@ class Runtime(Strict):
     pool: str | None = Field(default=None, pattern=POOL_PATTERN)
     """The agent pool whose workers run this runtime's sessions (`ballet worker --pool
     NAME`), e.g. one with GPUs or a private network; default: `default`."""
+    limits: Limits | None = None
+    """Lower the deployment's limits on memory, disk, processes and CPU for this
+    runtime's sessions (docs/security.md, Resource limits); never above them."""
 
     @model_validator(mode="after")
     def _base_url_needs_an_llm_cli(self) -> Runtime:
@@ -160,6 +164,8 @@ class Stage(Strict):
     """Agent stages: overrides the runtime's and the phase's effort."""
     pool: str | None = Field(default=None, pattern=POOL_PATTERN)
     """Agent stages: the agent pool whose workers run its sessions; overrides the runtime's."""
+    limits: Limits | None = None
+    """Agent stages: lower its runtime's `limits` further for this stage's sessions."""
     skills: tuple[str, ...] = ()
     """Built-in skills (implementer, reviewer, verifier, integrator) or `.ballet/skills` names."""
     instructions: str = ""

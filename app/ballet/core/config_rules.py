@@ -203,7 +203,7 @@ def _check_stage(
     config: BalletConfig, at: Path, stage: Stage, ids: set[str], skills: Collection[str]
 ) -> Iterator[Problem]:
     if stage.kind != "agent":
-        for key in ("runtime", "model", "effort", "phases", "pool"):
+        for key in ("runtime", "model", "effort", "phases", "pool", "limits"):
             if getattr(stage, key):
                 yield Problem(
                     (*at, key),

@@ -29,6 +29,7 @@ from ballet.core.config import (
     merge_strategy,
 )
 from ballet.core.config_rules import stage_targets
+from ballet.core.session_limits import lowered
 
 # Repository skills are pinned into the ticket's record (kept in a GitHub
 # comment), so their total size per pipeline is bounded.
@@ -201,6 +202,10 @@ def _resolve_stage(
     runtime_config: Runtime | None = None
     if stage.kind == "agent":
         runtime, runtime_config = _runtime(config, stage.runtime, fallback, f"stage `{stage.id}`")
+        if stage.limits is not None:
+            # The runtime as this stage runs it: its limits lowered by the stage's own.
+            limits = lowered(runtime_config.limits, stage.limits)
+            runtime_config = runtime_config.model_copy(update={"limits": limits})
     # A stage's own pool wins over its runtime's (roles take their runtime's).
     pool = stage.pool or (runtime_config.pool if runtime_config is not None else None)
     return ResolvedStage(

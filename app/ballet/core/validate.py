@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import types
 import typing
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -176,11 +177,14 @@ def _unknown_key(loc: Path) -> str:
 def _model_at(loc: Path) -> type[BaseModel]:
     """The model class whose keys live at `loc` (a path pydantic reported an extra key under)."""
     annotation: Any = BalletConfig
-    # Every model below BalletConfig sits directly in a field, a dict value or a
-    # tuple item (never behind `| None`), so the walk needs no union handling.
+    # Every model below BalletConfig sits in a field (perhaps `| None`), a dict value
+    # or a tuple item.
     for part in loc:
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             annotation = annotation.model_fields[str(part)].annotation
+            # An optional mapping (`limits: X | None`) holds its keys in X.
+            if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+                annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         else:  # dict[str, X] or tuple[X, ...]: the part is a key or an index
             is_dict = typing.get_origin(annotation) is dict
             annotation = typing.get_args(annotation)[-1 if is_dict else 0]

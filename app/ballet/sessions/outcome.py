@@ -31,6 +31,10 @@ HEADLINES: dict[FailureReason, str] = {
     "invalid_handoff": "the session's handoff is invalid",
     "push": "the ticket branch could not be pushed",
     "secret": "the session's commits carry a secret, so nothing was pushed",
+    "memory": "the session went over its memory limit",
+    "processes": "the session went over its process limit",
+    "disk": "the session filled its disk",
+    "cpu": "the session ran out of time at its CPU limit",
 }
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -48,6 +48,15 @@ from ballet.sessions.process import run_process
 from ballet.sessions.prompt import render_prompt
 from ballet.sessions.push import PushError, SecretInPush, push_ticket_branch
 from ballet.sessions.redaction import GIT_TOKEN, redacted_result, session_redactor
+from ballet.sessions.resources import (
+    ended_notes,
+    failure_with_notes,
+    limit_failure,
+    limits_line,
+    session_limits,
+    with_notes,
+    workspace_disk,
+)
 from ballet.sessions.routing import ModelChoice, route
 from ballet.sessions.runtimes import Invocation, RuntimeConfigError, adapter_for
 from ballet.sessions.runtimes.base import read_session_file
@@ -73,14 +82,16 @@ async def open_workspace(
     branch: str | None,
     base: str,
     fresh_since: float | None = None,
+    disk: int | None = None,
 ) -> Workspace:
     """Refresh the repository's mirror and make the session's fresh clone of it.
 
     Needs only what the engine's session spec names, so a session job may run it
     while it reads the issue and the record (`run_session(prepared=...)`).
-    `fresh_since`: a fetch begun since then will do (`Workspaces.refresh`)."""
+    `fresh_since`: a fetch begun since then will do (`Workspaces.refresh`).
+    `disk`: the workspace is a disk of this size (`resources.workspace_disk`)."""
     await workspaces.refresh(repo, clone_url, token, since=fresh_since)
-    return await workspaces.create(repo, key=key, branch=branch, base=base)
+    return await workspaces.create(repo, key=key, branch=branch, base=base, disk=disk)
 
 
 async def run_session(
@@ -125,6 +136,7 @@ async def run_session(
                 prepared = open_workspace(
                     workspaces, repo=spec.ticket.repo, clone_url=spec.clone_url, token=token,
                     key=key, branch=spec.branch, base=spec.base,
+                    disk=workspace_disk(options.isolation, spec.runtime),
                 )  # fmt: skip
             workspace = await prepared
         except (WorkspaceError, GitError) as error:
@@ -262,13 +274,19 @@ async def _run(
             f"not redacted: {', '.join(redactor.too_short)} (values shorter than 8 characters)"
         )
     paths = SessionPaths(
-        workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root
-    )
+        workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root,
+        workspace.tmp,
+    )  # fmt: skip
     hosts = runtime_destinations(spec.runtime)
+    limits = session_limits(options.isolation, spec.runtime)
+    if limits is not None:
+        for line in (*limits.notes, limits_line(options.isolation, limits)):
+            session_log.ballet(line)
     try:
         async with confined(
-            options.isolation, paths, argv, env, runtime_rules=hosts, session=key
-        ) as sandbox:
+            options.isolation, paths, argv, env, runtime_rules=hosts, session=key,
+            limits=limits.values if limits else None,
+        ) as sandbox:  # fmt: skip
             outcome = await run_process(
                 sandbox.argv,
                 cwd=workspace.clone,
@@ -287,6 +305,8 @@ async def _run(
         )
     adapter.after_exit(invocation)
     session_log.end_of_output()
+    for line in ended_notes(sandbox):
+        session_log.ballet(line)
     render = transcript_renderer(spec.runtime.adapter)
     if adapter.transcript and render:
         text = read_session_file(files / adapter.transcript)
@@ -298,12 +318,14 @@ async def _run(
     code = outcome.exit_code
     try:
         report, handoff = read_results(spec, outcome, report_path, handoff_path)
-        report = with_usage(report, usage)
+        report = with_notes(with_usage(report, usage), limits)
         if spec.branch is None:
             head = workspace.start_sha  # a pipeline without a branch pushes nothing
         else:
             head, redactor = await _push(spec, workspaces, workspace, git_auth, redactor)
     except SessionFailure as failure:
+        failure = limit_failure(failure, sandbox, outcome, spec.timeout_seconds, options.isolation)
+        failure = failure_with_notes(failure, limits)
         failed = failed_result(failure, usage, tail, workspace.start_sha, started)
         return _Ran(failed.model_copy(update=egress), redactor, code)
     except PushError as error:

@@ -32,6 +32,11 @@ FailureReason = Literal[
     "invalid_handoff",
     "push",  # the ticket branch could not be pushed
     "secret",  # the commits carry a declared secret's value: nothing was pushed
+    # A limit the kernel enforced stopped it (confine/verdict.py; docs/security.md):
+    "memory",  # processes killed for its memory limit
+    "processes",  # forks refused at its process limit
+    "disk",  # its disk (clone, HOME, /tmp) full
+    "cpu",  # out of time while held to its CPU limit
 ]
 
 

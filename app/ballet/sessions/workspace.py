@@ -7,6 +7,8 @@ Layout under `root`:
     sessions/<key>/repo               the session's clone (`git clone --shared`)
     sessions/<key>/home               the session's fresh, empty HOME
     sessions/<key>/ballet             BALLET_* files, outside the clone so never committed
+    sessions/<key>/tmp                the session's /tmp, when sessions/<key> is a disk of
+                                      its own: a size-limited tmpfs (disk.py)
 
 A `--shared` clone borrows the mirror's objects through objects/info/alternates,
 so creating one costs a checkout, not a copy. It also means the mirror must
@@ -31,6 +33,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
+from ballet.sessions.disk import mount_limited, unmount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 
@@ -83,6 +86,7 @@ class Workspace:
     branch: str  # the branch checked out (the ticket branch, or the base)
     start_sha: str
     branch_existed: bool  # False: created from the base for this session
+    tmp: Path | None = None  # its own /tmp, when the workspace is a size-limited disk
 
 
 class Workspaces:
@@ -151,29 +155,42 @@ class Workspaces:
                 ) from error
         return mirror
 
-    async def create(self, repo: str, *, key: str, branch: str | None, base: str) -> Workspace:
-        """A fresh clone of `branch` (made from `base` when it does not exist yet)."""
+    async def create(
+        self, repo: str, *, key: str, branch: str | None, base: str, disk: int | None = None
+    ) -> Workspace:
+        """A fresh clone of `branch` (made from `base` when it does not exist yet). With
+        `disk`, the whole workspace is a tmpfs of that many bytes, /tmp included."""
         mirror = self.mirror_path(repo)
         if not (mirror / "HEAD").exists():
             raise WorkspaceError(f"no mirror of {repo} yet: call refresh() first")
         key = directory_name(key)
         root = self.root / "sessions" / key
         if root.exists():  # left by a crashed worker: the session starts over
-            await asyncio.to_thread(remove_tree, root)
+            await asyncio.to_thread(_remove, root)
         clone, home, files = root / "repo", root / "home", root / "ballet"
+        tmp = root / "tmp" if disk is not None else None
         lease = mirror / "ballet-leases" / key
         async with self._locked(mirror):
             lease.parent.mkdir(exist_ok=True)
             lease.write_text(str(root))
         try:
-            home.mkdir(parents=True)
+            root.mkdir(parents=True)
+            if disk is not None:
+                mount_limited(root, disk)
+            home.mkdir()
             files.mkdir()
+            if tmp is not None:
+                tmp.mkdir()
+                tmp.chmod(0o1777)  # as /tmp is
             start_sha, checked_out, existed = await self._clone(mirror, clone, branch, base, repo)
+        except OSError as error:
+            await self._discard(root, lease)
+            raise WorkspaceError(f"could not make the session's workspace: {error}") from error
         except BaseException:
             await self._discard(root, lease)
             raise
         return Workspace(
-            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed
+            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed, tmp
         )
 
     async def remove(self, workspace: Workspace) -> None:
@@ -263,7 +280,7 @@ class Workspaces:
 
     async def _discard(self, root: Path, lease: Path) -> None:
         # The clone goes before its lease, so gc never runs under a live clone.
-        await asyncio.to_thread(remove_tree, root)
+        await asyncio.to_thread(_remove, root)
         lease.unlink(missing_ok=True)
 
     @contextlib.asynccontextmanager
@@ -300,6 +317,13 @@ def directory_name(key: str) -> str:
     and no session's `create()` removes another's live workspace."""
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{_KEY.sub('_', key)[:80]}-{digest}"
+
+
+def _remove(root: Path) -> None:
+    """A session's directory gone: a disk of its own unmounted (all it held goes with
+    it at once), then the directory, whatever the session made of it."""
+    unmount(root)
+    remove_tree(root)
 
 
 def remove_tree(root: Path) -> None:

@@ -6,7 +6,8 @@ The sandbox starts from an empty root (bwrap's own tmpfs) and gets, in order:
 2. masks over any secret that lies inside those (the data dir, the App key, the
    env file): an empty tmpfs over a directory, /dev/null over a file;
 3. (first, in fact, so a tool under /tmp shows) a fresh `/proc` of its own pid
-   namespace (no worker to read), `/dev` and a private `/tmp`;
+   namespace (no worker to read), `/dev` and a private `/tmp` (the workspace's
+   own, on the session's size-limited disk, or a tmpfs of the disk's size);
 4. the session's own mirror objects read-only (its clone's alternates);
 5. read-write: its clone, HOME and BALLET_* directory; nothing else is writable;
 6. the egress proxy's socket and the relay that starts the agent.
@@ -51,6 +52,8 @@ class SandboxLayout:
     readonly: tuple[Path, ...]  # besides the system's: Python, tools, the operator's
     hidden: tuple[Path, ...]  # never visible, even inside a read-only directory
     writable: tuple[Path, ...] = ()  # besides the session's own (tests only)
+    tmp: Path | None = None  # the workspace's own /tmp, on its size-limited disk
+    tmp_size: int | None = None  # else: bytes of the sandbox's own /tmp (None: unbounded)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,12 @@ def bwrap_argv(
     if supports_disable_userns(bwrap):
         args.append("--disable-userns")
     # /tmp first: a tool directory under /tmp (a test's) is bound on top of it.
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if layout.tmp is not None:  # counted in the session's disk with its clone and HOME
+        args += ["--bind", str(layout.tmp), "/tmp"]
+    else:
+        size = [] if layout.tmp_size is None else ["--size", str(layout.tmp_size)]
+        args += [*size, "--tmpfs", "/tmp"]
     # The init's memory is the agent's user's to write (the kernel asks no ptrace call
     # for /proc/1/mem, so no seccomp filter can refuse it): a read-only /dev/null over it.
     for memory in INIT_MEMORY:

@@ -6,6 +6,13 @@ and points the proxy variables at the in-sandbox relay; when the block ends
 the sandbox's init is killed and waited for (nothing of the session outlives
 the block), the proxy stops and its socket goes. With isolation `none` it
 changes nothing and says so, loudly, for every session.
+
+With the deployment's limits (`Isolation.limits`) and the session's own
+(`limits`), the process starts in a cgroup of its own, within rlimits
+(limits.py), bwrap's /tmp is the workspace's own (on its size-limited disk)
+or a tmpfs of the disk's size; the cgroup is read and removed once the
+sandbox's init has gone, the reaper's kill and the cgroup's agreeing that
+nothing of the session is left.
 """
 
 from __future__ import annotations
@@ -22,12 +29,21 @@ from typing import Literal
 import structlog
 
 from ballet.core.egress import EgressRule, is_loopback_host
+from ballet.core.session_limits import LIMIT_NAMES, LimitValues
 from ballet.sessions.confine.bwrap import (
     RelaySpec,
     SandboxLayout,
     ballet_python_paths,
     bwrap_argv,
     tool_paths,
+)
+from ballet.sessions.confine.cgroups import SessionCgroup
+from ballet.sessions.confine.limits import (
+    CGROUP_LIMITS,
+    LimitPlan,
+    LimitUsage,
+    SessionLimiter,
+    limited_argv,
 )
 from ballet.sessions.confine.proxy import EgressPolicy, EgressProxy, policy_for
 from ballet.sessions.confine.reaper import SandboxInit
@@ -61,6 +77,8 @@ class Isolation:
     hidden_paths: tuple[Path, ...] = ()  # secrets never shown (data dir, key, env file)
     blocked_hosts: frozenset[str] = frozenset()  # the GitHub API's host
     bwrap: str = "bwrap"
+    # What each session may use and how it is enforced (None: no limits, as in tests).
+    limits: LimitPlan | None = None
     # Bound read-write into every session: only for a test watching sessions from
     # outside. No setting reaches it (it would be a channel between sessions).
     test_writable: tuple[Path, ...] = ()
@@ -78,6 +96,7 @@ class SessionSandbox:
     proxy: EgressProxy | None = None
     init: SandboxInit | None = None  # bwrap's init, ended by the worker (reaper.py)
     seccomp_fd: int | None = None
+    limiter: SessionLimiter | None = None  # its cgroup and disk, watched (limits.py)
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
@@ -87,10 +106,22 @@ class SessionSandbox:
     def spawned(self) -> None:
         if self.init:
             self.init.spawned()
+        if self.limiter:
+            self.limiter.spawned()
 
     async def ended(self) -> None:
         if self.init:
             await self.init.end()
+        if self.limiter:  # after the init: whatever the reaper left, the cgroup kills
+            await self.limiter.ended()
+
+    @property
+    def limits(self) -> LimitValues | None:
+        return self.limiter.values if self.limiter else None
+
+    @property
+    def usage(self) -> LimitUsage | None:
+        return self.limiter.usage if self.limiter else None
 
     @property
     def refused(self) -> list[str]:
@@ -112,6 +143,7 @@ class SessionPaths:
     files: Path
     mirror_objects: Path
     workspaces_root: Path
+    tmp: Path | None = None  # the workspace's own /tmp, on its size-limited disk
 
 
 @contextlib.asynccontextmanager
@@ -123,13 +155,50 @@ async def confined(
     *,
     runtime_rules: Sequence[EgressRule],
     session: str,
+    limits: LimitValues | None = None,
 ) -> AsyncIterator[SessionSandbox]:
     """The session's sandboxed argv and environment for the duration of the block.
-    `runtime_rules` are the adapter's provider hosts and the runtime's `egress:`."""
-    if isolation.mode == "none":
-        log.warning(UNCONFINED_WARNING, session=session)
-        yield SessionSandbox(list(argv), dict(env))
-        return
+    `runtime_rules` are the adapter's provider hosts and the runtime's `egress:`;
+    `limits` the session's own (`core.session_limits.effective_limits`), enforced
+    where `isolation.limits` says this worker can."""
+    limiter = _limiter(isolation.limits, limits, paths)
+    try:
+        if isolation.mode == "none":
+            log.warning(UNCONFINED_WARNING, session=session)
+            yield SessionSandbox(_limited(list(argv), limiter), dict(env), limiter=limiter)
+            return
+        async with _sandboxed(isolation, paths, argv, env, runtime_rules, session, limiter) as box:
+            yield box
+    finally:
+        if limiter is not None:
+            await limiter.ended()
+
+
+def _limiter(
+    plan: LimitPlan | None, limits: LimitValues | None, paths: SessionPaths
+) -> SessionLimiter | None:
+    if plan is None or limits is None or all(getattr(limits, n) is None for n in LIMIT_NAMES):
+        return None
+    cgroup = None
+    if plan.cgroups is not None and any(getattr(limits, n) is not None for n in CGROUP_LIMITS):
+        cgroup = SessionCgroup.create(plan.cgroups, limits)
+    return SessionLimiter(limits, cgroup, paths.tmp)
+
+
+def _limited(argv: list[str], limiter: SessionLimiter | None) -> list[str]:
+    return argv if limiter is None else limited_argv(argv, limiter.values, limiter.cgroup)
+
+
+@contextlib.asynccontextmanager
+async def _sandboxed(
+    isolation: Isolation,
+    paths: SessionPaths,
+    argv: Sequence[str],
+    env: Mapping[str, str],
+    runtime_rules: Sequence[EgressRule],
+    session: str,
+    limiter: SessionLimiter | None,
+) -> AsyncIterator[SessionSandbox]:
     policy = policy_for(isolation.egress_allow, runtime_rules, isolation.blocked_hosts)
     # A short path of our own: unix socket paths are limited to 107 bytes.
     socket_dir = Path(tempfile.mkdtemp(prefix="ballet-egress-"))
@@ -157,20 +226,24 @@ async def confined(
             ),
             hidden=(paths.workspaces_root, *isolation.hidden_paths),
             writable=isolation.test_writable,
+            tmp=paths.tmp,
+            tmp_size=limiter.values.disk if limiter and not paths.tmp else None,
+        )
+        sandbox = bwrap_argv(
+            layout,
+            relay,
+            argv,
+            bwrap=isolation.bwrap,
+            info_fd=init.write_fd,
+            seccomp_fd=seccomp_fd,
         )
         yield SessionSandbox(
-            bwrap_argv(
-                layout,
-                relay,
-                argv,
-                bwrap=isolation.bwrap,
-                info_fd=init.write_fd,
-                seccomp_fd=seccomp_fd,
-            ),
+            _limited(sandbox, limiter),
             {**env, **proxy_environment(relay.proxy_port)},
             proxy,
             init,
             seccomp_fd,
+            limiter,
         )
     finally:
         await init.end()  # nothing of the session runs past this block
