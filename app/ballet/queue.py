@@ -1,5 +1,5 @@
-"""The job queue: arq on Redis/Valkey, with two queues and durable, deduplicated
-enqueueing of webhook deliveries.
+"""The job queue: arq on Redis/Valkey — the events queue, one sessions queue per
+agent pool — and durable, deduplicated enqueueing of webhook deliveries.
 
 A delivery is keyed by its X-GitHub-Delivery id. A marker
 `ballet:delivery:<id>` lives for the dedupe window (days: GitHub allows
@@ -23,8 +23,10 @@ from arq.jobs import serialize_job
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
-EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs
-SESSIONS_QUEUE = "ballet:sessions"  # long agent sessions, bounded by session slots
+from ballet.core.pools import DEFAULT_POOL
+
+EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs, shared by every worker
+SESSIONS_QUEUE = "ballet:sessions"  # the default pool's agent sessions
 DELIVERY_MARKER_PREFIX = "ballet:delivery:"
 HANDLE_DELIVERY = "handle_delivery"
 
@@ -64,6 +66,13 @@ class DeliveryJob:
     # The raw JSON exactly as GitHub sent it; kept out of repr, so arq's job
     # log lines name the delivery without dumping its payload.
     body: bytes = field(repr=False)
+
+
+def sessions_queue(pool: str) -> str:
+    """The arq queue of a pool's sessions: `ballet:sessions:<pool>`, and for the
+    default pool `ballet:sessions` as before pools, so sessions an older version
+    queued are still run and old and new workers share it during a rolling update."""
+    return SESSIONS_QUEUE if pool == DEFAULT_POOL else f"{SESSIONS_QUEUE}:{pool}"
 
 
 def redis_settings(url: str) -> RedisSettings:

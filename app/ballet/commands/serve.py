@@ -23,10 +23,12 @@ from ballet.commands.lifecycle import (
     Component,
     add_address_arguments,
     add_env_file_argument,
+    add_pool_argument,
     fail,
     prepare,
     require_session_sandbox,
     run_until_signalled,
+    with_pools,
 )
 from ballet.commands.local_secret import with_local_webhook_secret
 from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
@@ -46,6 +48,7 @@ log = structlog.get_logger("ballet")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_address_arguments(parser)
     add_env_file_argument(parser)
+    add_pool_argument(parser)
 
 
 @contextlib.contextmanager
@@ -87,7 +90,7 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None, Path]:
     env_file = Path(args.env_file) if args.env_file else settings.data_dir / SETUP_ENV_FILE
     if args.env_file is None and env_file.is_file():
         settings = load_settings(env_file)
-    settings, secret_file = with_local_webhook_secret(settings)
+    settings, secret_file = with_local_webhook_secret(with_pools(settings, args))
     return settings, secret_file, env_file
 
 

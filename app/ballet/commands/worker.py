@@ -1,4 +1,5 @@
-"""`ballet worker`: only a worker, serving both queues; run as many as you need."""
+"""`ballet worker`: only a worker, serving the events queue and its pools' sessions
+queues (`--pool`, default `default`); run as many as you need."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from prometheus_client import start_http_server
 
 from ballet.commands.lifecycle import (
     add_env_file_argument,
+    add_pool_argument,
     fail,
     prepare,
     require_session_sandbox,
     run_until_signalled,
+    with_pools,
 )
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
@@ -24,6 +27,7 @@ from ballet.wiring import build_services
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_env_file_argument(parser)
+    add_pool_argument(parser)
     parser.add_argument(
         "--burst",
         action="store_true",
@@ -39,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = prepare(args)
+        settings = with_pools(prepare(args), args)
         url = settings.require_redis_url()
         redis_settings(url)  # a malformed REDIS_URL is refused before anything starts
         require_session_sandbox(settings)

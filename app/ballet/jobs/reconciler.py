@@ -8,6 +8,9 @@ will never report, so the reconciler reports for it: a SessionCrashed (the
 ticket re-runs the stage as a new attempt, a few times, then asks a person),
 sent under the same event id the job's own SessionFinished would have used,
 so a session that merely finished late is never reported twice.
+A session still queued on a pool with no live worker is told to its ticket
+(`WorkerAwaited`; the launch tells it too, but a pool's last worker may have gone
+since), whose tracking comment then says so until the stage's timeout asks.
 
 Live tickets are those whose last saved record was live (`ballet.tickets.live`);
 a ticket whose record has ended (or is gone) leaves the set, and its session
@@ -27,14 +30,15 @@ from arq.cron import CronJob, cron
 from arq.jobs import Job, JobStatus
 
 from ballet import metrics
-from ballet.core.events import ReconcileTick, SessionCrashed
+from ballet.core.events import ReconcileTick, SessionCrashed, WorkerAwaited
 from ballet.core.record import TERMINAL, Record
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.heartbeats import is_beating, last_beat
+from ballet.jobs.launcher import pool_of, queue_of
+from ballet.jobs.pools import live_workers, mark_awaiting
 from ballet.jobs.services import Services
 from ballet.jobs.stage_sessions import deliver_crash, is_launched
 from ballet.jobs.ticket_events import send_ticket_event
-from ballet.queue import SESSIONS_QUEUE
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.source import TicketSource
 
@@ -95,6 +99,7 @@ class Reconciler:
                 if job_key is not None and await self._report_crash(record, job_key, now):
                     crashed.append(job_key)
                     metrics.RECONCILER_CRASHED_SESSIONS.inc()
+                await self._unstaffed(record, now)
                 tick = ReconcileTick(now=now)
                 event_id = f"reconcile:{ticket}:{now.strftime('%Y%m%dT%H%M')}"
                 await send_ticket_event(self._redis, ticket, tick, event_id=event_id)
@@ -130,7 +135,8 @@ class Reconciler:
             # retried outbox enqueues it later still): no job yet is no crash.
             # A job that has beaten once is past that, so its silence counts at once.
             return None
-        status = await Job(job_key, self._redis, _queue_name=SESSIONS_QUEUE).status()
+        queue = await queue_of(self._redis, job_key)
+        status = await Job(job_key, self._redis, _queue_name=queue).status()
         if status in NOT_STARTED:
             return None  # waiting for a session slot: it has not beaten yet
         if status == JobStatus.in_progress and began is None:
@@ -148,6 +154,23 @@ class Reconciler:
             # ticket moved on and does not run.
             return None
         return job_key
+
+    async def _unstaffed(self, record: Record, now: datetime) -> None:
+        """Tell the ticket its queued session waits for a worker of a pool with none."""
+        run = record.open_run
+        if record.status != "running" or run is None or run.job_key is None or run.awaits_pool:
+            return
+        pool = await pool_of(self._redis, run.job_key)
+        if pool is None or await live_workers(self._redis, pool):
+            return
+        queue = await queue_of(self._redis, run.job_key)
+        if await Job(run.job_key, self._redis, _queue_name=queue).status() not in NOT_STARTED:
+            return
+        await mark_awaiting(self._redis, run.job_key)
+        event = WorkerAwaited(now=now, job_key=run.job_key, pool=pool)
+        event_id = f"worker-awaited:{run.job_key}:{now.strftime('%Y%m%dT%H%M')}"
+        await send_ticket_event(self._redis, record.key, event, event_id=event_id)
+        log.warning("session waits for a worker", ticket=record.key, pool=pool)
 
     async def _report_crash(self, record: Record, job_key: str, now: datetime) -> bool:
         run = record.open_run

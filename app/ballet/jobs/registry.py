@@ -1,12 +1,14 @@
-"""The job registry: which jobs each of Ballet's two arq queues runs, and the
+"""The job registry: which jobs each of Ballet's arq queues runs, and the
 worker that serves them.
 
 One worker process runs one arq Worker per queue in a single event loop:
-`ballet:events` (deliveries and other short jobs) and `ballet:sessions`
-(long agent sessions, at most `settings.session_slots` at a time), so a busy
-agent pool never delays a webhook. Every job finds the process's shared
-`Services` in `ctx["services"]`. To add a job, add its function to its
-queue's `functions` (or `cron_jobs`) in `queue_specs`.
+`ballet:events` (deliveries and other short jobs, shared by every worker) and
+the sessions queue of each agent pool it serves (`settings.worker_pools`,
+`queue.sessions_queue`: long agent sessions, at most `settings.session_slots`
+at a time across its pools), so a busy agent pool never delays a webhook.
+While it runs it announces itself in its pools (`pools.PoolMembership`).
+Every job finds the process's shared `Services` in `ctx["services"]`. To add a
+job, add its function to its queue's `functions` (or `cron_jobs`) in `queue_specs`.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from arq.typing import WorkerCoroutine
 from arq.worker import Function, Worker
 
 from ballet.jobs.deliveries import handle_delivery
+from ballet.jobs.pool_worker import PoolWorker, SharedSlots
+from ballet.jobs.pools import PoolMembership
 from ballet.jobs.reconciler import RECONCILE_CRON
 from ballet.jobs.retries import MAX_DEFERRALS
 from ballet.jobs.services import Services
 from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB
-from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE, connect, redis_settings
+from ballet.queue import EVENTS_QUEUE, connect, redis_settings, sessions_queue
 from ballet.settings import Settings
 
 log = structlog.get_logger("ballet.worker")
@@ -45,6 +49,7 @@ class QueueSpec:
     max_tries: int = MAX_DEFERRALS  # real failures are counted by the jobs (retries.py)
     functions: Sequence[Function | WorkerCoroutine] = ()
     cron_jobs: Sequence[CronJob] = field(default_factory=tuple)
+    pool: str | None = None  # a pool's sessions queue: its slots are the process's
 
 
 def queue_specs(settings: Settings) -> list[QueueSpec]:
@@ -57,12 +62,16 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             functions=(handle_delivery, APPLY_TICKET_EVENT_JOB),
             cron_jobs=(RECONCILE_CRON,),
         ),
-        QueueSpec(
-            SESSIONS_QUEUE,
-            max_jobs=settings.session_slots,
-            job_timeout=24 * 3600,
-            max_tries=SESSION_MAX_TRIES,
-            functions=(RUN_STAGE_SESSION_JOB,),
+        *(
+            QueueSpec(
+                sessions_queue(pool),
+                max_jobs=settings.session_slots,
+                job_timeout=24 * 3600,
+                max_tries=SESSION_MAX_TRIES,
+                functions=(RUN_STAGE_SESSION_JOB,),
+                pool=pool,
+            )
+            for pool in settings.worker_pools
         ),
     ]
 
@@ -87,12 +96,22 @@ class WorkerGroup:
         self._specs = list(queue_specs(settings) if specs is None else specs)
         self._burst = burst
         self._stopping = asyncio.Event()
+        self._slots = SharedSlots(settings.session_slots)
 
     def stop(self) -> None:
         self._stopping.set()
 
     def _worker(self, spec: QueueSpec, services: Services) -> Worker:
-        return Worker(
+        if spec.pool is None:
+            return Worker(**self._worker_args(spec, services))
+        return PoolWorker(
+            slots=self._slots,
+            worker_id=self._settings.worker_id,
+            **self._worker_args(spec, services),
+        )
+
+    def _worker_args(self, spec: QueueSpec, services: Services) -> dict[str, Any]:
+        return dict(
             functions=list(spec.functions),
             cron_jobs=list(spec.cron_jobs),
             queue_name=spec.name,
@@ -107,6 +126,15 @@ class WorkerGroup:
             allow_abort_jobs=True,  # CancelSession aborts a session's job
         )
 
+    def _membership(self, pool: ArqRedis, workers: Sequence[Worker]) -> PoolMembership:
+        pools = [w for w in workers if isinstance(w, PoolWorker)]
+        names = [s.pool for s in self._specs if s.pool is not None]
+
+        def running() -> dict[str, int]:
+            return {name: w.running for name, w in zip(names, pools, strict=True)}
+
+        return PoolMembership(pool, self._settings.worker_id, self._settings.session_slots, running)
+
     async def run(self) -> None:
         """Serve the queues until cancelled (or, in burst mode, until they are empty)."""
         pool = await connect(self._redis_url)
@@ -119,8 +147,14 @@ class WorkerGroup:
                     workers.append(self._worker(spec, services))
                 else:
                     log.info("queue has no jobs registered; not serving it", queue=spec.name)
-            log.info("worker started", queues=[w.queue_name for w in workers])
-            await self._serve(workers)
+            log.info(
+                "worker started",
+                queues=[w.queue_name for w in workers],
+                worker_id=self._settings.worker_id,
+            )
+            membership = self._membership(pool, workers)
+            await membership.announce_now()  # a launch right after start finds it alive
+            await self._serve(workers, membership)
         finally:
             for worker in workers:
                 # A worker whose Redis already went away has nothing left to close.
@@ -131,10 +165,15 @@ class WorkerGroup:
             await pool.aclose()
             log.info("worker stopped")
 
-    async def _serve(self, workers: Sequence[Worker]) -> None:
+    async def _serve(self, workers: Sequence[Worker], membership: PoolMembership) -> None:
         running: asyncio.Future[Any] = asyncio.gather(*(w.async_run() for w in workers))
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
-        done, _ = await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        announcing = asyncio.ensure_future(membership.run())
+        try:
+            done, _ = await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            membership.stop()
+            await asyncio.gather(announcing, return_exceptions=True)
         stopping.cancel()
         if running in done:
             running.result()  # burst mode ran dry, or a worker crashed

@@ -69,9 +69,10 @@ CommentEffect = UpsertTrackingComment | PostReportComment | PostComment | PostRe
 
 
 class SessionLauncher(Protocol):
-    """Where stage sessions go: the lead wires this to the sessions queue."""
+    """Where stage sessions go: the lead wires this to the pools' sessions queues.
+    A launch may answer an event for the ticket (its pool has no live worker)."""
 
-    async def launch(self, effect: StartSession) -> None: ...
+    async def launch(self, effect: StartSession) -> AnyEvent | None: ...
 
     async def cancel(self, effect: CancelSession) -> None: ...
 
@@ -132,7 +133,7 @@ class Interpreter:
             case SetCheckRun(ticket=ticket):
                 await self._check_run(effect, ticket)
             case StartSession():
-                await self._launcher.launch(effect)
+                return await self._launcher.launch(effect)
             case CancelSession():
                 await self._launcher.cancel(effect)
             case MergePR():

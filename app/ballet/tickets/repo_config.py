@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import yaml
 
 from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
+from ballet.core.pool_rules import MayUse
+from ballet.core.pools import PoolAccess
 from ballet.core.validate import ConfigError, parse_config
 from ballet.github.forge import Annotation, CheckRunSpec, Forge
 from ballet.tickets.memo import Memo
@@ -61,17 +63,28 @@ async def read_file(forge: Forge, repo: str, ref: str) -> str | None:
     return await forge.file_text(repo, CONFIG_PATH, ref)
 
 
-async def read_config(forge: Forge, repo: str, ref: str, text: str | None) -> RepoConfig:
+def pools_for(pools: PoolAccess | None, repo: str) -> MayUse | None:
+    """Whether `repo` may use a pool, by the deployment's BALLET_POOLS (None: any)."""
+    if pools is None or not pools.rules:
+        return None
+    return lambda pool: pools.allows(repo, pool)
+
+
+async def read_config(
+    forge: Forge, repo: str, ref: str, text: str | None, pools: PoolAccess | None = None
+) -> RepoConfig:
     """Validate `text` (the file at `ref`) and fetch the repository skills it uses."""
     if text is None:
         return RepoConfig(None, None, (), {})
     # A file valid with the built-in skills alone uses no repository skill (a built-in
     # name always wins): listing the skills directory would be a request for nothing.
     custom: frozenset[str] = frozenset()
-    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES)
+    may_use = pools_for(pools, repo)
+    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES, may_use_pool=may_use)
     if not isinstance(parsed, BalletConfig):
         custom = await skill_names(forge, repo, ref)
-        parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
+        skills = BUILTIN_SKILL_NAMES | custom
+        parsed = parse_config(text, file=CONFIG_PATH, skills=skills, may_use_pool=may_use)
     if not isinstance(parsed, BalletConfig):
         return RepoConfig(text, None, tuple(parsed), {})
     used = {s for p in parsed.pipelines.values() for stage in p.stages for s in stage.skills}
@@ -95,7 +108,9 @@ def errors_comment(errors: tuple[ConfigError, ...], branch: str, label: str) -> 
     )
 
 
-async def config_check(forge: Forge, repo: str, pr: int, head_sha: str) -> CheckRunSpec | None:
+async def config_check(
+    forge: Forge, repo: str, pr: int, head_sha: str, pools: PoolAccess | None = None
+) -> CheckRunSpec | None:
     """The check run for a pull request that touches the config or skills; None if it does not."""
     files = await forge.list_pr_files(repo, pr)
     if not any(f == CONFIG_PATH or f.startswith(SKILLS_DIR + "/") for f in files):
@@ -104,7 +119,10 @@ async def config_check(forge: Forge, repo: str, pr: int, head_sha: str) -> Check
     if text is None:
         return _check(head_sha, "success", "No .ballet.yml", "The built-in pipeline applies.")
     custom = await skill_names(forge, repo, head_sha)
-    parsed = parse_config(text, file=CONFIG_PATH, skills=BUILTIN_SKILL_NAMES | custom)
+    skills = BUILTIN_SKILL_NAMES | custom
+    parsed = parse_config(
+        text, file=CONFIG_PATH, skills=skills, may_use_pool=pools_for(pools, repo)
+    )
     if isinstance(parsed, BalletConfig):
         return _check(head_sha, "success", ".ballet.yml is valid", "Tickets can run on it.")
     noun = "error" if len(parsed) == 1 else "errors"
@@ -143,10 +161,13 @@ def _check(
     )
 
 
-async def check_config_in_pr(forge: Forge, memo: Memo, repo: str, pr: int, head_sha: str) -> None:
+async def check_config_in_pr(
+    forge: Forge, memo: Memo, repo: str, pr: int, head_sha: str, pools: PoolAccess | None = None
+) -> None:
     """A pull request that edits `.ballet.yml` gets a check run saying whether the
-    new file is valid (one per head: created once, then updated)."""
-    spec = await config_check(forge, repo, pr, head_sha)
+    new file is valid, the pools it names open to the repository (one per head:
+    created once, then updated)."""
+    spec = await config_check(forge, repo, pr, head_sha, pools)
     if spec is None:
         return
     known = await memo.check_run_id(repo, spec.name, spec.head_sha)

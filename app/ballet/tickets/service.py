@@ -35,6 +35,7 @@ from ballet.core.events import (
 )
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.outbox import Coalescable
+from ballet.core.pools import PoolAccess
 from ballet.core.record import split_key, ticket_key
 from ballet.core.reviews import VERDICTS
 from ballet.github.forge import (
@@ -102,7 +103,9 @@ class TicketService:
         live_tickets: LiveTickets,
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
         pages: PageLinks | None = None,
+        pools: PoolAccess | None = None,  # BALLET_POOLS: which repository may use which pool
     ) -> None:
+        self._pools = pools
         self._forges = forges
         self._find_installation = find_installation
         self._store = store
@@ -321,7 +324,7 @@ class TicketService:
     async def _start(self, intent: StartTicket, event_id: str) -> None:
         ctx = self._ctx(intent.installation_id)
         await self._store.remember_installation(intent.repo, intent.installation_id)
-        result = await request_ticket(ctx.forge, intent, self._default_runtime)
+        result = await request_ticket(ctx.forge, intent, self._default_runtime, self._pools)
         key = ticket_key(intent.repo, intent.issue)
         if result is None:
             log.info("label is not the trigger label", repo=intent.repo, label=intent.label)
@@ -377,7 +380,7 @@ class TicketService:
     async def _check_config(self, intent: ValidateConfigInPR) -> None:
         forge = self._forges(intent.installation_id)
         await repo_config.check_config_in_pr(
-            forge, self._memo, intent.repo, intent.pr, intent.head_sha
+            forge, self._memo, intent.repo, intent.pr, intent.head_sha, self._pools
         )
 
     async def _installation(self, intent: InstallationChanged) -> None:

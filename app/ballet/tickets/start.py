@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ballet.core.config import ResolvedPipeline, Runtime
 from ballet.core.events import WRITE_PERMISSIONS, TicketRequested
+from ballet.core.pools import PoolAccess
 from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
 from ballet.github.forge import Forge
 from ballet.github.intents import StartTicket
@@ -27,9 +28,14 @@ class Refusal:
 
 
 async def request_ticket(
-    forge: Forge, intent: StartTicket, default_runtime: Runtime | None
+    forge: Forge,
+    intent: StartTicket,
+    default_runtime: Runtime | None,
+    pools: PoolAccess | None = None,
 ) -> TicketRequested | Refusal | None:
-    """The engine's `TicketRequested`, a refusal to post, or None (not the trigger label)."""
+    """The engine's `TicketRequested`, a refusal to post, or None (not the trigger label).
+    `pools`: the deployment's BALLET_POOLS; a pool the repository may not use is a
+    config error at its `pool:`."""
     repo = intent.repo
     branch = intent.default_branch or await forge.default_branch(repo)
     text = await repo_config.read_file(forge, repo, branch)
@@ -44,7 +50,7 @@ async def request_ticket(
             f"label needs write permission on {repo} (you have {permission}). "
             "Ask a maintainer to add it.",
         )
-    config = await repo_config.read_config(forge, repo, branch, text)
+    config = await repo_config.read_config(forge, repo, branch, text, pools)
     if config.errors:
         return Refusal("config", repo_config.errors_comment(config.errors, branch, label))
     try:
