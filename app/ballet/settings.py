@@ -8,19 +8,31 @@ traceback's locals.
 
 from __future__ import annotations
 
-import re
-import secrets
-import socket
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ballet.core.config import Adapter
 from ballet.core.egress import parse_rule
-from ballet.core.pools import DEFAULT_POOL, PoolAccess, check_pool_name, parse_pool_access
+from ballet.core.session_limits import (
+    MAX_CPUS,
+    MIN_CPUS,
+    MIN_DISK,
+    MIN_MEMORY,
+    MIN_PROCESSES,
+    LimitValues,
+    parse_size,
+)
 
 # GitHub refuses to send payloads over 25 MB, so anything bigger is not GitHub.
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
@@ -90,6 +102,16 @@ class Settings(BaseSettings):
     session_egress_allow: Annotated[tuple[str, ...], NoDecode] = ()
     # Directories of tools sessions need that are outside the system's and PATH's.
     session_readonly_paths: Annotated[tuple[Path, ...], NoDecode] = ()
+    # The most one session may use (docs/security.md, Resource limits), enforced by the
+    # kernel: RAM and disk (clone, HOME and /tmp together) as sizes such as 512MiB or
+    # 4GiB, processes and threads at once, and cores' worth of CPU (e.g. 1.5).
+    # `.ballet.yml` may lower them, never raise them. Unset, a default applies where
+    # this worker can enforce it (sessions/confine/limits.py); set, a worker that
+    # cannot enforce it refuses to start.
+    session_max_memory: str | None = None
+    session_max_disk: str | None = None
+    session_max_processes: int | None = Field(default=None, ge=MIN_PROCESSES)
+    session_max_cpus: float | None = Field(default=None, ge=MIN_CPUS, le=MAX_CPUS)
     # Ballet's web pages (ballet.watch, docs/security.md): the address people reach
     # it at (unset: the address `ballet serve`/`ballet web` listens on), GitHub's web
     # address for "Sign in with GitHub" (unset: derived from the API URL), the App's
@@ -114,17 +136,6 @@ class Settings(BaseSettings):
     log_retention_days: int = Field(default=30, ge=1, le=3650)
     log_live_max_lines: int = Field(default=20_000, ge=100)
     log_max_bytes: int = Field(default=20 * 1024 * 1024, ge=64 * 1024)
-    # Agent pools (docs/deploy.md, Agent pools). BALLET_POOLS: which repositories may
-    # use which pool, `gpu=acme/ml,acme/vision;secure=acme/*` (core/pools.py; a pool not
-    # listed, and every pool when unset, is open to all). The pools this worker serves
-    # (`--pool`, or BALLET_WORKER_POOLS), its name in Redis (unique per worker: the host
-    # and a random suffix unless set, e.g. to a StatefulSet pod's name that keeps its
-    # mirrors), and how long a ticket's next session is kept for the worker that ran
-    # its last (its mirror is warm) before any worker of the pool may take it (0: never).
-    pools: Annotated[PoolAccess, NoDecode] = PoolAccess()
-    worker_pools: Annotated[tuple[str, ...], NoDecode] = (DEFAULT_POOL,)
-    worker_id: str = Field(default_factory=lambda: _generated_worker_id())
-    session_affinity_seconds: float = Field(default=2.0, ge=0, le=60)
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"
@@ -137,25 +148,12 @@ class Settings(BaseSettings):
             parse_rule(entry, trusted=True)  # raises with what to write instead
         return value
 
-    @field_validator("pools", mode="before")
+    @field_validator("session_max_memory", "session_max_disk")
     @classmethod
-    def _parse_pools(cls, value: object) -> object:
-        return parse_pool_access(value) if isinstance(value, str) else value
-
-    @field_validator("worker_pools")
-    @classmethod
-    def _check_pools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("a worker serves at least one pool, e.g. `default`")
-        return tuple(dict.fromkeys(check_pool_name(p) for p in value))
-
-    @field_validator("worker_id")
-    @classmethod
-    def _check_worker_id(cls, value: str) -> str:
-        if not _WORKER_ID.match(value):
-            raise ValueError(
-                f"`{value}` is no worker id: up to 64 letters, digits, `.`, `_` or `-`"
-            )
+    def _check_size(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            least = MIN_MEMORY if info.field_name == "session_max_memory" else MIN_DISK
+            parse_size(value, minimum=least)  # raises saying what to write instead
         return value
 
     @field_validator("public_url", "github_web_url")
@@ -176,7 +174,6 @@ class Settings(BaseSettings):
         "webhook_secrets",
         "session_egress_allow",
         "session_readonly_paths",
-        "worker_pools",
         mode="before",
     )
     @classmethod
@@ -191,6 +188,17 @@ class Settings(BaseSettings):
         """Every accepted webhook secret, in order, without duplicates."""
         values = [s.get_secret_value() for s in (*self.webhook_secret, *self.webhook_secrets)]
         return tuple(dict.fromkeys(v for v in values if v))
+
+    @property
+    def session_limits(self) -> LimitValues:
+        """The limits the operator set (None where unset: the worker's defaults apply)."""
+        size = self.session_max_memory, self.session_max_disk
+        return LimitValues(
+            memory=parse_size(size[0]) if size[0] else None,
+            disk=parse_size(size[1]) if size[1] else None,
+            processes=self.session_max_processes,
+            cpus=self.session_max_cpus,
+        )
 
     @property
     def workspaces(self) -> Path:
@@ -246,14 +254,6 @@ class Settings(BaseSettings):
                 " (e.g. redis://localhost:6379/0), or use `ballet serve`, which starts its own"
             )
         return self.redis_url.get_secret_value()
-
-
-_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
-
-def _generated_worker_id() -> str:
-    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:48] or "worker"
-    return f"{host}-{secrets.token_hex(3)}"
 
 
 def web_url_of(api_url: str) -> str:

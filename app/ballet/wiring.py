@@ -45,6 +45,9 @@ from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
 from ballet.sessions import SessionOptions, Workspaces
 from ballet.sessions.confine import Isolation
+from ballet.sessions.confine.cgroups import detect as detect_cgroups
+from ballet.sessions.confine.limits import LimitPlan, plan_limits, prepare_cgroups
+from ballet.sessions.disk import can_mount
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
 from ballet.tickets.interpret import SessionLauncher
@@ -72,12 +75,7 @@ def default_runtime(settings: Settings) -> Runtime:
 
 async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     """The production services of a worker process."""
-    launcher = ArqSessionLauncher(
-        redis,
-        worker_id=settings.worker_id,
-        pools=settings.worker_pools,
-        affinity_seconds=settings.session_affinity_seconds,
-    )
+    launcher = ArqSessionLauncher(redis)
     try:
         edge = await build_edge(
             settings, redis, launcher, default_runtime=default_runtime(settings)
@@ -185,7 +183,6 @@ async def build_edge(
         live_tickets=LiveTickets(redis),
         find_installation=github.installation_of,
         pages=page_links(settings, redis),
-        pools=settings.pools,
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
 
@@ -258,4 +255,19 @@ def isolation_for(settings: Settings) -> Isolation:
         readonly_paths=settings.session_readonly_paths,
         hidden_paths=tuple(Path(p).resolve() for p in secrets if p is not None),
         blocked_hosts=frozenset(h for h in (urlsplit(settings.github_api_url).hostname,) if h),
+        limits=limits_for(settings),
     )
+
+
+def limits_for(settings: Settings) -> LimitPlan:
+    """What each session may use on this worker, and how it is enforced: the operator's
+    limits, else the defaults this machine can enforce (LimitsUnavailable: a limit set
+    that it cannot). The cgroups are made ready for sessions (once)."""
+    plan = plan_limits(
+        settings.session_limits,
+        slots=settings.session_slots,
+        cgroups=detect_cgroups(),
+        can_mount=can_mount(),
+    )
+    prepare_cgroups(plan)
+    return plan

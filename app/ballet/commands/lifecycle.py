@@ -18,10 +18,11 @@ from typing import Protocol
 
 import structlog
 
-from ballet.core.pools import check_pool_name
+from ballet.core.session_limits import LIMIT_NAMES
 from ballet.logs import configure_logging
 from ballet.sessions.confine import UNCONFINED_WARNING, check_bwrap
 from ballet.settings import Settings, SettingsError, load_settings
+from ballet.wiring import limits_for
 
 log = structlog.get_logger("ballet")
 
@@ -46,28 +47,6 @@ def add_address_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port to listen on")
 
 
-def add_pool_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--pool",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="an agent pool whose sessions this worker runs; repeat it to serve several,"
-        " which then share BALLET_SESSION_SLOTS (default: BALLET_WORKER_POOLS, else `default`)",
-    )
-
-
-def with_pools(settings: Settings, args: argparse.Namespace) -> Settings:
-    """The settings with the `--pool`s given, which win over BALLET_WORKER_POOLS."""
-    if not args.pool:
-        return settings
-    try:
-        pools = tuple(dict.fromkeys(check_pool_name(p) for p in args.pool))
-    except ValueError as exc:
-        raise SettingsError(f"--pool: {exc}") from exc
-    return settings.model_copy(update={"worker_pools": pools})
-
-
 def prepare(args: argparse.Namespace) -> Settings:
     """Read the settings and set up logging; raises SettingsError with what to fix."""
     settings = load_settings(args.env_file)
@@ -87,12 +66,20 @@ def make_undumpable() -> None:
 
 
 def require_session_sandbox(settings: Settings) -> None:
-    """A worker runs agent sessions: refuse to start when they cannot be confined
-    (raises SandboxUnavailable saying what to install or set), never fall back."""
+    """A worker runs agent sessions: refuse to start when they cannot be confined, or
+    held to a limit the operator set (raises SandboxUnavailable saying what to install
+    or set), never fall back."""
     if settings.session_isolation == "none":
         log.warning(f"BALLET_SESSION_ISOLATION=none: every {UNCONFINED_WARNING}")
-        return
-    check_bwrap()
+    else:
+        check_bwrap()
+    plan = limits_for(settings)
+    log.info(
+        "session limits",
+        **{name: f"{plan.values.describe(name)} ({plan.how(name)})" for name in LIMIT_NAMES},
+    )
+    for warning in plan.warnings:
+        log.warning(f"session limits: {warning} (docs/security.md, Resource limits)")
 
 
 def fail(message: str, code: int = 2) -> int:
