@@ -164,6 +164,45 @@ SESSIONS_RUNNING = Gauge(
     ["adapter"],
 )
 
+# -- agent pools ------------------------------------------------------------------------
+
+# Pool names are the operator's (and, for pools BALLET_POOLS leaves open, a
+# repository's) choice: the first MAX_POOL_LABELS a process sees are labels of
+# their own, any later one is `other`.
+MAX_POOL_LABELS = 20
+_pool_labels: set[str] = {"default"}
+POOL_QUEUED = Gauge(
+    "ballet_pool_sessions_queued",
+    "Sessions queued on a pool and not started (any worker sees every pool: take the max).",
+    ["pool"],
+)
+POOL_OLDEST_WAITING = Gauge(
+    "ballet_pool_oldest_waiting_seconds",
+    "How long the pool's oldest queued session has waited for a worker (take the max).",
+    ["pool"],
+)
+POOL_WORKERS = Gauge(
+    "ballet_pool_workers",
+    "Live workers of a pool, by their heartbeats (take the max across workers).",
+    ["pool"],
+)
+POOL_RUNNING = Gauge(
+    "ballet_pool_sessions_running",
+    "Sessions of a pool running in this worker now (sum across workers).",
+    ["pool"],
+)
+
+
+def pool_label(pool: str) -> str:
+    """`pool` while fewer than MAX_POOL_LABELS pools were seen, else `other`."""
+    if pool in _pool_labels:
+        return pool
+    if len(_pool_labels) < MAX_POOL_LABELS:
+        _pool_labels.add(pool)
+        return pool
+    return "other"
+
+
 # -- GitHub API ------------------------------------------------------------------------
 
 GITHUB_REQUESTS = Counter(

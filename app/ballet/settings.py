@@ -8,6 +8,9 @@ traceback's locals.
 
 from __future__ import annotations
 
+import re
+import secrets
+import socket
 from pathlib import Path
 from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +36,7 @@ from ballet.core.session_limits import (
     LimitValues,
     parse_size,
 )
+from ballet.core.pools import DEFAULT_POOL, PoolAccess, check_pool_name, parse_pool_access
 
 # GitHub refuses to send payloads over 25 MB, so anything bigger is not GitHub.
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
@@ -136,6 +140,17 @@ class Settings(BaseSettings):
     log_retention_days: int = Field(default=30, ge=1, le=3650)
     log_live_max_lines: int = Field(default=20_000, ge=100)
     log_max_bytes: int = Field(default=20 * 1024 * 1024, ge=64 * 1024)
+    # Agent pools (docs/deploy.md, Agent pools). BALLET_POOLS: which repositories may
+    # use which pool, `gpu=acme/ml,acme/vision;secure=acme/*` (core/pools.py; a pool not
+    # listed, and every pool when unset, is open to all). The pools this worker serves
+    # (`--pool`, or BALLET_WORKER_POOLS), its name in Redis (unique per worker: the host
+    # and a random suffix unless set, e.g. to a StatefulSet pod's name that keeps its
+    # mirrors), and how long a ticket's next session is kept for the worker that ran
+    # its last (its mirror is warm) before any worker of the pool may take it (0: never).
+    pools: Annotated[PoolAccess, NoDecode] = PoolAccess()
+    worker_pools: Annotated[tuple[str, ...], NoDecode] = (DEFAULT_POOL,)
+    worker_id: str = Field(default_factory=lambda: _generated_worker_id())
+    session_affinity_seconds: float = Field(default=2.0, ge=0, le=60)
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"
@@ -156,6 +171,27 @@ class Settings(BaseSettings):
             parse_size(value, minimum=least)  # raises saying what to write instead
         return value
 
+    @field_validator("pools", mode="before")
+    @classmethod
+    def _parse_pools(cls, value: object) -> object:
+        return parse_pool_access(value) if isinstance(value, str) else value
+
+    @field_validator("worker_pools")
+    @classmethod
+    def _check_pools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("a worker serves at least one pool, e.g. `default`")
+        return tuple(dict.fromkeys(check_pool_name(p) for p in value))
+
+    @field_validator("worker_id")
+    @classmethod
+    def _check_worker_id(cls, value: str) -> str:
+        if not _WORKER_ID.match(value):
+            raise ValueError(
+                f"`{value}` is no worker id: up to 64 letters, digits, `.`, `_` or `-`"
+            )
+        return value
+
     @field_validator("public_url", "github_web_url")
     @classmethod
     def _check_address(cls, value: str | None) -> str | None:
@@ -174,6 +210,7 @@ class Settings(BaseSettings):
         "webhook_secrets",
         "session_egress_allow",
         "session_readonly_paths",
+        "worker_pools",
         mode="before",
     )
     @classmethod
@@ -254,6 +291,14 @@ class Settings(BaseSettings):
                 " (e.g. redis://localhost:6379/0), or use `ballet serve`, which starts its own"
             )
         return self.redis_url.get_secret_value()
+
+
+_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _generated_worker_id() -> str:
+    host = re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:48] or "worker"
+    return f"{host}-{secrets.token_hex(3)}"
 
 
 def web_url_of(api_url: str) -> str:

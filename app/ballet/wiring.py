@@ -75,7 +75,12 @@ def default_runtime(settings: Settings) -> Runtime:
 
 async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     """The production services of a worker process."""
-    launcher = ArqSessionLauncher(redis)
+    launcher = ArqSessionLauncher(
+        redis,
+        worker_id=settings.worker_id,
+        pools=settings.worker_pools,
+        affinity_seconds=settings.session_affinity_seconds,
+    )
     try:
         edge = await build_edge(
             settings, redis, launcher, default_runtime=default_runtime(settings)
@@ -183,6 +188,7 @@ async def build_edge(
         live_tickets=LiveTickets(redis),
         find_installation=github.installation_of,
         pages=page_links(settings, redis),
+        pools=settings.pools,
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
 

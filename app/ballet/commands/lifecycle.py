@@ -18,6 +18,7 @@ from typing import Protocol
 
 import structlog
 
+from ballet.core.pools import check_pool_name
 from ballet.core.session_limits import LIMIT_NAMES
 from ballet.logs import configure_logging
 from ballet.sessions.confine import UNCONFINED_WARNING, check_bwrap
@@ -45,6 +46,28 @@ def add_env_file_argument(parser: argparse.ArgumentParser) -> None:
 def add_address_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     parser.add_argument("--port", type=int, default=8000, help="port to listen on")
+
+
+def add_pool_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pool",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="an agent pool whose sessions this worker runs; repeat it to serve several,"
+        " which then share BALLET_SESSION_SLOTS (default: BALLET_WORKER_POOLS, else `default`)",
+    )
+
+
+def with_pools(settings: Settings, args: argparse.Namespace) -> Settings:
+    """The settings with the `--pool`s given, which win over BALLET_WORKER_POOLS."""
+    if not args.pool:
+        return settings
+    try:
+        pools = tuple(dict.fromkeys(check_pool_name(p) for p in args.pool))
+    except ValueError as exc:
+        raise SettingsError(f"--pool: {exc}") from exc
+    return settings.model_copy(update={"worker_pools": pools})
 
 
 def prepare(args: argparse.Namespace) -> Settings:

@@ -1,9 +1,7 @@
-"""Stage sessions on the sessions queue: launching, cancelling and the session job itself.
+"""Stage sessions on the pools' sessions queues: the session job itself.
 
-`ArqSessionLauncher` is the GitHub edge's `SessionLauncher`: a StartSession
-becomes the arq job `run_stage_session` whose id is the engine's job key, so
-the same session is never started twice (arq refuses a duplicate id while
-the job or its result exists, and a launch marker outlives both), and a
+The launcher (`launcher.ArqSessionLauncher`, re-exported here) makes each
+StartSession the arq job `run_stage_session`, on its pool's queue; a
 CancelSession aborts that job, which cancels its task and with it kills the
 session's process group (`sessions.process` SIGKILLs the group on cancel).
 
@@ -12,46 +10,45 @@ token is asked for when git needs it), runs the session while beating a
 heartbeat key the reconciler watches, keeps its report and handoff as the
 ticket's artifacts and sends a SessionFinished to the ticket pipeline
 through the events queue, then applies it at once itself (`_apply_now`).
+As it starts it notes the worker it runs on (the ticket's next session prefers
+it) and, for a session the ticket was told waits for a worker, says one took it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable
 from typing import Any
 
 import structlog
 from arq import Retry
 from arq.connections import ArqRedis
-from arq.jobs import Job
 from arq.worker import Function, func
 from pydantic import ValidationError
 
 from ballet import metrics
-from ballet.core.effects import CancelSession, SessionSpec, StartSession
-from ballet.core.events import SessionCrashed, SessionFinished
+from ballet.core.effects import SessionSpec, StartSession
+from ballet.core.events import SessionCrashed, SessionFinished, SessionStarted
 from ballet.core.report import Report
 from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
+from ballet.jobs import pools
 from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import beating, last_beat
-from ballet.jobs.prefetch import MirrorPrefetch, clone_access
+from ballet.jobs.launcher import KEEP_SECONDS, RUN_STAGE_SESSION
+from ballet.jobs.launcher import LAUNCHED_PREFIX as LAUNCHED_PREFIX
+from ballet.jobs.launcher import ArqSessionLauncher as ArqSessionLauncher
+from ballet.jobs.launcher import is_launched as is_launched
+from ballet.jobs.prefetch import clone_access
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
-from ballet.queue import SESSIONS_QUEUE
 from ballet.sessions import RunnerSpec, SessionResult, open_workspace, run_session
 from ballet.sessions.resources import workspace_disk
 from ballet.sessions.workspace import Workspace
-from ballet.tickets.live import LiveTickets
 
 log = structlog.get_logger("ballet.jobs.stage_sessions")
 
-RUN_STAGE_SESSION = "run_stage_session"
-LAUNCHED_PREFIX = "ballet:session-launched:"
-# A session is never started twice: far longer than any redelivery of its effect.
-KEEP_SECONDS = 30 * 24 * 3600
 SESSION_RETRY_SECONDS = 30.0
 # A session's job is tried this often (GitHub unreachable before it could start).
 SESSION_MAX_TRIES = 5
@@ -60,49 +57,6 @@ SESSION_MAX_TRIES = 5
 def finished_event_id(job_key: str) -> str:
     """One SessionFinished per session, whether the job or the reconciler sends it."""
     return f"session-finished:{job_key}"
-
-
-async def is_launched(redis: ArqRedis, job_key: str) -> bool:
-    """Whether the session's job was ever enqueued (its launch marker outlives the job)."""
-    return bool(await redis.exists(LAUNCHED_PREFIX + job_key))
-
-
-class ArqSessionLauncher:
-    """The `SessionLauncher` of the GitHub edge, on the sessions queue."""
-
-    def __init__(self, redis: ArqRedis, prefetch: MirrorPrefetch | None = None) -> None:
-        self._redis = redis
-        self._live = LiveTickets(redis)
-        # Set once the worker's session jobs are built (wiring), when it runs sessions.
-        self.prefetch = prefetch
-
-    async def launch(self, effect: StartSession) -> None:
-        job_key = effect.spec.job_key
-        marker = LAUNCHED_PREFIX + job_key
-        await self._live.add(ticket_of(effect.spec))  # the ticket service adds it too; cheap
-        if await self._redis.exists(marker):
-            log.info("session already launched", job_key=job_key)
-            return
-        job = await self._redis.enqueue_job(
-            RUN_STAGE_SESSION,
-            effect.model_dump(mode="json"),
-            _job_id=job_key,
-            _queue_name=SESSIONS_QUEUE,
-            # Queued behind busy session slots for as long as it takes.
-            _expires=KEEP_SECONDS,
-        )
-        # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
-        await self._redis.set(marker, "1", ex=KEEP_SECONDS)
-        if job is not None and self.prefetch is not None:
-            self.prefetch.launched(job_key, effect.spec.repo)
-        log.info("session launched" if job else "session already queued", job_key=job_key)
-
-    async def cancel(self, effect: CancelSession) -> None:
-        """Abort the session's job: a queued one never starts, a running one is cancelled."""
-        job = Job(effect.job_key, self._redis, _queue_name=SESSIONS_QUEUE)
-        with contextlib.suppress(TimeoutError):
-            await job.abort(timeout=0)  # don't wait for the worker to get round to it
-        log.info("session cancelled", job_key=effect.job_key)
 
 
 async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
@@ -128,6 +82,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
         await deliver_crash(jobs.redis, ticket_of(spec), crashed)
         return CRASHED
+    await _taken(services, jobs, spec)
     # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
     # while the issue, the record and the reports are read, not after them; and it
     # is removed once the result is delivered and applied, not before.
@@ -136,9 +91,21 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     access = asyncio.create_task(clone_access(jobs.tickets, spec.repo))
     workspace = asyncio.create_task(_open_workspace(jobs, spec, access))
     try:
-        return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
+        with metrics.POOL_RUNNING.labels(metrics.pool_label(spec.pool)).track_inprogress():
+            return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
     finally:
         await _discard(jobs, workspace)
+
+
+async def _taken(services: Services, jobs: SessionJobs, spec: SessionSpec) -> None:
+    """This worker runs the session: the ticket's next session in the pool prefers it,
+    and a ticket told the session waited for a worker hears that one took it."""
+    worker = services.settings.worker_id
+    await pools.ran_here(jobs.redis, ticket_of(spec), spec.pool, spec.job_key, worker)
+    if await pools.was_awaiting(jobs.redis, spec.job_key):
+        started = SessionStarted(now=jobs.clock(), job_key=spec.job_key, worker=worker)
+        event_id = f"session-started:{spec.job_key}"
+        await send_ticket_event(jobs.redis, ticket_of(spec), started, event_id=event_id)
 
 
 async def _run_and_deliver(
