@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 from arq.connections import ArqRedis
-from ballet.sessionlog.live import FINISHED_TTL_SECONDS, LIVE_TTL_SECONDS, stream_key
+from ballet.sessionlog.live import (
+    ENTRY_LINES,
+    FINISHED_TTL_SECONDS,
+    LIVE_TTL_SECONDS,
+    stream_key,
+)
 from ballet.sessionlog.objects import open_object_store
 from ballet.sessionlog.sink import LogLine
 from ballet.sessionlog.store import SessionLogs
@@ -66,12 +71,15 @@ async def test_the_tail_keeps_about_its_last_lines_and_expires_in_a_day(
     for start in range(0, 5000, 500):
         await bounded.append(JOB_KEY, lines(500, start=start))
 
-    # MAXLEN ~ trims whole nodes: the bound holds to within a node (100 entries).
-    length = await redis.xlen(stream_key(JOB_KEY))
-    assert 1000 <= length <= 1100
+    # An entry holds a batch's lines (up to ENTRY_LINES); MAXLEN ~ trims whole
+    # entries, and nodes of them: the bound holds to within a node.
+    entries = await redis.xlen(stream_key(JOB_KEY))
+    assert entries <= 1000 // ENTRY_LINES + 100
     tail = await bounded.live(JOB_KEY, count=2000)
+    kept = len(tail.lines)
+    assert 1000 <= kept <= 1000 + 100 * ENTRY_LINES
     assert tail.lines[-1].seq == 4999  # the newest are the ones kept
-    assert [line.seq for line in tail.lines] == list(range(5000 - length, 5000))
+    assert [line.seq for line in tail.lines] == list(range(5000 - kept, 5000))
     assert LIVE_TTL_SECONDS - 5 <= await redis.ttl(stream_key(JOB_KEY)) <= LIVE_TTL_SECONDS
 
 

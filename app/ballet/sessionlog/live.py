@@ -1,8 +1,10 @@
 """The live tail of a running session: its redacted lines in a Redis stream.
 
-One stream per session, `ballet:log:<job key>`, one entry per line (seq, stream,
-text, at), bounded to about the last `max_lines` lines (`MAXLEN ~`, which trims
-whole nodes: cheap, and a few dozen lines over the bound at most). A last entry
+One stream per session, `ballet:log:<job key>`; an entry holds up to
+ENTRY_LINES lines of one batch (JSON: seq, stream, text, at each): an XADD per
+line cost a session printing fast several times its own time, one per batch
+costs it little. Bounded to about the last `max_lines` lines (`MAXLEN ~` in
+entries, which trims whole nodes: cheap, a few entries over the bound at most). A last entry
 `end` says the session finished and its log is in the object store; readers
 tailing with XREAD BLOCK see it and stop.
 """
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import orjson
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
@@ -29,6 +32,8 @@ FINISHED_TTL_SECONDS = 600
 # and fail as a timeout; an empty chunk only makes the reader ask again.
 MAX_BLOCK_MS = 4000
 END_FIELD = b"end"
+# Lines per stream entry: a batch of the capture's (at most 500) in a few entries.
+ENTRY_LINES = 100
 
 _STREAMS: dict[str, Stream] = {"stdout": "stdout", "stderr": "stderr", "ballet": "ballet"}
 
@@ -54,13 +59,18 @@ class LiveTail:
         self._redis = redis
         self._max_lines = max_lines
 
+    @property
+    def _max_entries(self) -> int:
+        return max(1, self._max_lines // ENTRY_LINES)
+
     async def append(self, job_key: str, lines: Sequence[LogLine]) -> None:
         if not lines:
             return
         key = stream_key(job_key)
         async with self._redis.pipeline(transaction=False) as pipe:
-            for line in lines:
-                pipe.xadd(key, _fields(line), maxlen=self._max_lines, approximate=True)
+            for start in range(0, len(lines), ENTRY_LINES):
+                batch = [lines[i] for i in range(start, min(start + ENTRY_LINES, len(lines)))]
+                pipe.xadd(key, _fields(batch), maxlen=self._max_entries, approximate=True)
             pipe.expire(key, LIVE_TTL_SECONDS)
             await pipe.execute()
 
@@ -69,18 +79,14 @@ class LiveTail:
         key = stream_key(job_key)
         async with self._redis.pipeline(transaction=False) as pipe:
             end: dict[FieldT, EncodableT] = {END_FIELD: b"1", b"at": repr(at).encode()}
-            pipe.xadd(
-                key,
-                end,
-                maxlen=self._max_lines,
-                approximate=True,
-            )
+            pipe.xadd(key, end, maxlen=self._max_entries, approximate=True)
             pipe.expire(key, FINISHED_TTL_SECONDS)
             await pipe.execute()
 
     async def read(self, job_key: str, after: str, block_ms: int, count: int) -> LiveChunk:
         """The lines after `after` (an entry id; "0-0" from the start), waiting up
-        to `block_ms` (capped at MAX_BLOCK_MS) for one when none is there yet."""
+        to `block_ms` (capped at MAX_BLOCK_MS) for one when none is there yet;
+        `count` entries at most (each up to ENTRY_LINES lines)."""
         block = min(block_ms, MAX_BLOCK_MS) if block_ms > 0 else None
         found = await self._redis.xread({stream_key(job_key): after}, count=count, block=block)
         lines: list[LogLine] = []
@@ -91,30 +97,41 @@ class LiveTail:
                 fields = {_text(k): v for k, v in cast(Mapping[bytes | str, bytes], raw).items()}
                 if "end" in fields:
                     return LiveChunk(tuple(lines), last_id, finished=True)
-                lines.append(_line(fields))
+                lines.extend(_lines(fields))
         return LiveChunk(tuple(lines), last_id, finished=False)
 
     async def exists(self, job_key: str) -> bool:
         return bool(await self._redis.exists(stream_key(job_key)))
 
 
-def _fields(line: LogLine) -> dict[FieldT, EncodableT]:
+def _fields(batch: Sequence[LogLine]) -> dict[FieldT, EncodableT]:
+    # A line decoded with surrogate escapes cannot be UTF-8: orjson refuses it, so
+    # such text is made valid first (shown with replacement characters, not lost).
     return {
-        b"seq": str(line.seq).encode(),
-        b"stream": line.stream.encode(),
-        # A line decoded with surrogate escapes cannot be UTF-8; shown, not lost.
-        b"text": line.text.encode("utf-8", "replace"),
-        b"at": repr(line.at).encode(),
+        b"lines": orjson.dumps(
+            [[line.seq, line.stream, _valid(line.text), line.at] for line in batch]
+        )
     }
 
 
-def _line(fields: Mapping[str, bytes | str]) -> LogLine:
-    return LogLine(
-        seq=int(fields["seq"]),
-        stream=_STREAMS.get(_text(fields["stream"]), "ballet"),
-        text=_text(fields["text"]),
-        at=float(fields["at"]),
-    )
+def _valid(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _lines(fields: Mapping[str, bytes | str]) -> list[LogLine]:
+    raw = fields.get("lines")
+    if raw is None:
+        return []
+    return [
+        LogLine(
+            seq=int(seq), stream=_STREAMS.get(str(stream), "ballet"), text=str(text), at=float(at)
+        )
+        for seq, stream, text, at in orjson.loads(raw)
+    ]
 
 
 def _text(value: bytes | str) -> str:
