@@ -144,6 +144,8 @@ def worker_env(settings: Settings) -> dict[str, str]:
         "BALLET_DATA_DIR": str(settings.data_dir),
         "BALLET_SESSION_SLOTS": str(settings.session_slots),
         "BALLET_WRITE_SPACING_SECONDS": str(settings.write_spacing_seconds),
+        "BALLET_SESSION_AFFINITY_SECONDS": str(settings.session_affinity_seconds),
+        **({"BALLET_POOLS": settings.pools.render()} if settings.pools.rules else {}),
     }
 
 
@@ -162,15 +164,27 @@ async def _wait_ready(web_url: str, tasks: list[asyncio.Task[None]]) -> None:
 
 
 @contextlib.contextmanager
-def worker_process(stack: Stack, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A `ballet worker` on the stack's Valkey and sandbox; stopped (TERM) when the block ends."""
+def worker_process(
+    stack: Stack,
+    log: Path,
+    *,
+    pools: tuple[str, ...] = (),
+    data_dir: Path | None = None,
+    worker_id: str | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A `ballet worker` on the stack's Valkey and sandbox; stopped (TERM) when the block ends.
+    `pools`: its `--pool`s (none: `default`); `data_dir`: mirrors and workspaces of its
+    own, as on another machine; `worker_id`: its BALLET_WORKER_ID."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
     env.pop("REDIS_URL", None)
     env.update(worker_env(stack.settings))
+    if data_dir is not None:
+        env["BALLET_DATA_DIR"] = str(data_dir)
+    if worker_id is not None:
+        env["BALLET_WORKER_ID"] = worker_id
+    argv = [sys.executable, "-m", "ballet", "worker", *(f"--pool={p}" for p in pools)]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "worker"], env=env, stdout=out, stderr=out
-        )
+        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out)
     try:
         yield proc
     finally:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 import structlog
 from arq.connections import ArqRedis
-from arq.jobs import Job
+from arq.jobs import Job, ResultNotFound
 
 from ballet.core.effects import CancelSession, StartSession
 from ballet.core.events import AnyEvent, WorkerAwaited
@@ -138,6 +138,7 @@ class ArqSessionLauncher:
         """Abort the session's job: a queued one never starts, a running one is cancelled."""
         queue = await queue_of(self._redis, effect.job_key)
         job = Job(effect.job_key, self._redis, _queue_name=queue)
-        with contextlib.suppress(TimeoutError):
+        # Not waited for; and a job already gone has no result to wait for either.
+        with contextlib.suppress(TimeoutError, ResultNotFound):
             await job.abort(timeout=0)  # don't wait for the worker to get round to it
         log.info("session cancelled", job_key=effect.job_key)

@@ -82,13 +82,10 @@ async def live_workers(redis: Redis, pool: str) -> list[str]:
     return sorted(i.decode() for i in ids)
 
 
-async def has_free_slot(redis: Redis, worker_id: str, pool: str) -> bool:
-    """Whether the worker is alive, serves `pool` and had a slot free when it last said."""
+async def serves(redis: Redis, worker_id: str, pool: str) -> bool:
+    """Whether the worker is alive and serves `pool`."""
     raw = await redis.get(WORKER_PREFIX + worker_id)
-    if raw is None:
-        return False
-    info = json.loads(raw)
-    return pool in info["pools"] and sum(info["running"].values()) < info["slots"]
+    return raw is not None and pool in json.loads(raw)["pools"]
 
 
 async def note_pool(redis: Redis, pool: str) -> None:
@@ -104,15 +101,19 @@ def affinity_key(ticket: str, pool: str) -> str:
 
 async def reserve(redis: Redis, ticket: str, pool: str, job_key: str, seconds: float) -> str | None:
     """Keep the session for the worker that ran the ticket's last one in `pool`, for
-    `seconds`, if it is alive with a slot free; that worker's id, or None."""
+    `seconds`, if it is alive; that worker's id, or None.
+
+    Kept even when its slots look full: the ticket's next session is launched from
+    within the job of its last one, whose slot frees a moment later, and a worker
+    busy with other tickets costs the session only these seconds."""
     if seconds <= 0:
         return None
     raw: bytes | None = await redis.get(affinity_key(ticket, pool))
     if raw is None:
         return None
     worker = raw.decode()
-    if not await has_free_slot(redis, worker, pool):
-        return None  # busy or gone: waiting for it would only delay the session
+    if not await serves(redis, worker, pool):
+        return None  # gone: waiting for it would only delay the session
     await redis.set(PREFER_PREFIX + job_key, worker, px=max(1, int(seconds * 1000)))
     return worker
 
