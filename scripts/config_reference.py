@@ -26,6 +26,7 @@ from ballet.core.config import (
     Stage,
     TicketType,
 )
+from ballet.core.session_limits import Limits
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
@@ -35,6 +36,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("The file", BalletConfig),
     ("runtimes.<name>", Runtime),
+    ("runtimes.<name>.limits", Limits),
     ("roles.<name>", Role),
     ("policy", Policy),
     ("merge", MergeStrategy),
@@ -117,6 +119,13 @@ pipelines:
   (`BALLET_*`, `GITHUB_*`, `GH_*`, `GIT_*`, `REDIS*`, `VALKEY*`, `HOME`, `PATH`).
 - Tickets pin the pipeline they started with: editing the file never changes
   a running ticket.
+- `limits` (on a runtime, and on an agent stage, which lowers its runtime's
+  further) may only lower what the deployment allows each session
+  (`BALLET_SESSION_MAX_MEMORY`, `_DISK`, `_PROCESSES`, `_CPUS`): a value above it
+  runs at the deployment's, and the session's log and report say so. Sizes take
+  a unit: `512MiB`, `4GiB` (powers of 1024) or `2GB` (powers of 1000). A
+  session stopped by one fails with that limit as its reason (`memory`,
+  `processes`, `disk`, `cpu`): see [security.md](security.md#resource-limits).
 - `merge` (top level, and per pipeline) says how `action: merge` stages merge:
   `method` (`squash`, `merge` or `rebase`; it must be one the repository allows
   under Settings → General → Pull Requests), `delete_branch` and

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from ballet.core.session_limits import MIB, LimitValues
+from ballet.core.config import Runtime
+from ballet.core.session_limits import MIB, Limits, LimitValues
 from ballet.sessions import (
     SessionOptions,
     SessionResult,
@@ -32,6 +33,7 @@ from ballet.sessions.confine.limits import LimitsUnavailable, plan_limits
 from ballet.sessions.disk import can_mount
 from git_repos import git, remote_refs
 from session_helpers import MakeSpec, WriteScript
+from session_logs import RecordingSink
 
 SMALL = LimitValues(memory=64 * MIB, disk=32 * MIB, processes=64, cpus=1.0)
 
@@ -225,4 +227,39 @@ def test_eight_busy_threads_are_held_to_their_cpu_limit_and_its_neighbour_merges
     assert "CPU limit of 0.1 cores" in summary and "throttled in" in summary
     assert "BALLET_SESSION_MAX_CPUS" in summary and "timeout_minutes" in summary
     assert_neighbour_done(neighbour, origin)
+    assert_nothing_left(workspaces)
+
+
+def test_a_file_asking_more_than_the_deployment_runs_at_the_deployments_and_says_so(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+) -> None:
+    write_script("agent", NEIGHBOUR.replace("time.sleep(1.5)", ""))
+    spec = make_spec(
+        runtime=Runtime(
+            adapter="command",
+            command=("agent",),
+            limits=Limits(memory="8GiB", processes=32),
+        )
+    )
+    sink = RecordingSink()
+    result = asyncio.run(
+        run_session(
+            spec,
+            workspaces=workspaces,
+            git_auth=anonymous,
+            parent_env=parent_env,
+            options=limited(SMALL),
+            log_sink=sink,
+        )
+    )
+    assert result.failure_reason is None, result.report.summary
+    note = "`limits: memory: 8GiB` in .ballet.yml is above this deployment's 64 MiB"
+    assert note in result.report.details  # and so in its report comment
+    log = sink.everything()
+    assert note in log
+    assert "limits: memory 64 MiB (cgroup v" in log and "processes 32 (cgroup v" in log
+    assert "disk 32 MiB (a tmpfs per session (clone, HOME, /tmp))" in log
     assert_nothing_left(workspaces)
