@@ -3,16 +3,20 @@ resolution (a stage's pool wins over its runtime's; a role takes its runtime's).
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from ballet.cli import main
+from ballet.commands.lifecycle import with_pools
 from ballet.core.events import TicketRequested
 from ballet.core.machine import advance
 from ballet.core.pools import PoolAccess, parse_pool_access
 from ballet.core.resolve import resolve_pipeline
 from ballet.core.session_spec import session_spec
 from ballet.core.validate import ConfigError, parse_config
+from ballet.settings import SettingsError, load_settings
 from config_helpers import only_error, valid
 
 POOLED = """\
@@ -118,3 +122,33 @@ def test_pool_access_rules() -> None:
 def test_malformed_pool_access_says_what_to_write(text: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         parse_pool_access(text)
+
+
+def test_a_malformed_ballet_pools_stops_a_worker_at_start_saying_what_to_write(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("BALLET_POOLS", "gpu=acme")
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
+    assert main(["worker"]) == 2
+    said = capsys.readouterr().err
+    assert "BALLET_POOLS" in said and "`acme` (pool `gpu`) is not owner/name or owner/*" in said
+    assert "gpu=acme/ml,acme/vision;secure=acme/*" in said
+
+
+def test_a_malformed_pool_flag_is_refused_saying_what_a_pool_name_is() -> None:
+    # (`ballet worker` turns a SettingsError into its message and exit code 2, as above.)
+    with pytest.raises(SettingsError, match="--pool: `GPU` is not a pool name: a lowercase"):
+        with_pools(load_settings(), argparse.Namespace(pool=["gpu", "GPU"]))
+
+
+def test_the_pool_flags_and_settings_name_the_pools_a_worker_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("BALLET_WORKER_POOLS", "gpu, default,gpu")
+    settings = load_settings()
+    assert settings.worker_pools == ("gpu", "default")
+    assert settings.pools == PoolAccess() and settings.session_affinity_seconds == 2.0
+    assert settings.worker_id != load_settings().worker_id  # one per worker process
+    args = argparse.Namespace(pool=["big", "big", "default"])
+    assert with_pools(settings, args).worker_pools == ("big", "default")
+    assert with_pools(settings, argparse.Namespace(pool=None)) is settings

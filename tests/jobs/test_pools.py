@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from arq.connections import ArqRedis
 from arq.worker import func
+from ballet import metrics
 from ballet.core.config import Runtime
 from ballet.core.effects import SessionSpec, StartSession
 from ballet.core.events import WorkerAwaited
@@ -175,3 +176,34 @@ async def test_the_pools_of_one_worker_share_its_slots(redis: ArqRedis, settings
     await default.close()
     await gpu.close()
     assert len(STARTED) == 6 and busiest == 2 and slots.busy == 0
+
+
+async def test_the_pool_gauges_count_queued_waiting_and_workers_per_pool(redis: ArqRedis) -> None:
+    await ArqSessionLauncher(redis).launch(start_session(pool="gpu"))
+    await ArqSessionLauncher(redis).launch(start_session(stage="review", pool="gpu"))
+    running = start_session(stage="verify", pool="gpu").spec.job_key
+    await redis.set(f"arq:in-progress:{running}", b"1")  # as arq marks a job it started
+    await redis.zadd(GPU, {running: 1})
+    await pools.announce(redis, "w1", 2, {"default": 0})
+    await pools.observe_pools(redis)
+    gauge = {
+        name: metric.labels(pool)._value.get()
+        for name, metric in (
+            ("queued", metrics.POOL_QUEUED),
+            ("oldest", metrics.POOL_OLDEST_WAITING),
+            ("workers", metrics.POOL_WORKERS),
+        )
+        for pool in ("gpu",)
+    }
+    assert gauge["queued"] == 2  # the started one is not waiting
+    assert 0 <= gauge["oldest"] < 60
+    assert gauge["workers"] == 0
+    assert metrics.POOL_WORKERS.labels("default")._value.get() == 1
+
+
+def test_pool_labels_are_capped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(metrics, "_pool_labels", {"default"})  # this process's others stay
+    names = [f"p{i}" for i in range(metrics.MAX_POOL_LABELS + 5)]
+    labels = {metrics.pool_label(name) for name in names}
+    assert "other" in labels and len(labels) <= metrics.MAX_POOL_LABELS + 1
+    assert metrics.pool_label("default") == "default"
