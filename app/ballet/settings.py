@@ -27,6 +27,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ballet.core.config import Adapter
 from ballet.core.egress import parse_rule
+from ballet.core.pools import DEFAULT_POOL, PoolAccess, check_pool_name, parse_pool_access
 from ballet.core.session_limits import (
     MAX_CPUS,
     MIN_CPUS,
@@ -36,7 +37,6 @@ from ballet.core.session_limits import (
     LimitValues,
     parse_size,
 )
-from ballet.core.pools import DEFAULT_POOL, PoolAccess, check_pool_name, parse_pool_access
 
 # GitHub refuses to send payloads over 25 MB, so anything bigger is not GitHub.
 MAX_WEBHOOK_BYTES = 25 * 1024 * 1024
