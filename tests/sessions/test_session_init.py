@@ -27,6 +27,7 @@ from ballet.sessions.confine.seccomp import ARCHITECTURES, deny_filter
 from git_repos import git, make_origin, remote_refs
 from process_namespaces import namespace_alive
 from session_helpers import MakeSpec, WriteScript, run
+from session_logs import RecordingSink, run_logged
 
 # ptrace through ctypes, and a syscall run inside a stopped tracee (x86-64 only):
 # the attacker's tools.
@@ -124,13 +125,20 @@ if os.fork() == 0:
         open(obs + "/racer", "w").write(str(time.time()))
         time.sleep(0.0005)
     os._exit(0)
+# The racer runs before the init is told anything, however loaded the machine.
+deadline = time.time() + 10
+while not os.path.exists(obs + "/racer") and time.time() < deadline:
+    time.sleep(0.001)
 fds = os.listdir("/proc/1/fd")
 event = next(int(fd) for fd in fds if "eventfd" in os.readlink(f"/proc/1/fd/{fd}"))
 pt(ATTACH, 1); os.waitpid(1, 0x40000000)
 log = {"pdeathsig": syscall(1, 157, 1, 0)}
-log["eventfd"] = syscall(1, 1, event, "MEM", 8, mem=(1).to_bytes(8, "little"))
+# Written (whole, by a rename) before the forged "exited": from that write on, the
+# worker may end the sandbox, and this process with it, at any instant.
+open(obs + "/attack.tmp", "w").write(json.dumps(log))
+os.rename(obs + "/attack.tmp", obs + "/attack.json")
+syscall(1, 1, event, "MEM", 8, mem=(1).to_bytes(8, "little"))
 pt(DETACH, 1)
-open(obs + "/attack.json", "w").write(json.dumps(log))
 os.close(1); os.close(2)
 time.sleep(3600)
 """
@@ -232,11 +240,16 @@ def test_nothing_of_a_session_outlives_it_even_with_its_init_subverted(
         isolation=Isolation(test_writable=(observed,), test_without_seccomp=True),
     )
     namespace = ""
+    sink = RecordingSink()
     try:
-        result = run(make_spec(runtime=runtime, timeout_seconds=20), workspaces, env, unfiltered)
+        spec = make_spec(runtime=runtime, timeout_seconds=20)
+        result = run_logged(spec, workspaces, env, unfiltered, sink)
         namespace = (observed / "ns").read_text()
         attack = json.loads((observed / "attack.json").read_text())
-        assert attack == {"pdeathsig": 0, "eventfd": 8}  # the init did as it was told
+        assert attack == {"pdeathsig": 0}  # the init lost its death signal
+        # and told the worker "exited 0" (bwrap exits with the word the init writes,
+        # less one) while the agent slept on: the agent never exits by itself.
+        assert "session ended (exit code 0," in (sink.log or b"").decode(), sink.log
         assert not namespace_alive(namespace)  # and yet nothing of the session runs
         assert result.failure_reason == "push", result.report.summary
         assert "not a commit of the clone" in result.report.summary
