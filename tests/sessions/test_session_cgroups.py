@@ -14,10 +14,10 @@ from ballet.sessions.confine.cgroups import (
     CgroupTree,
     Hierarchy,
     find_hierarchies,
-    parse_mountinfo,
     prepare,
 )
 from ballet.sessions.confine.limits import LimitsUnavailable, plan_limits
+from ballet.sessions.mounts import parse_mountinfo
 
 ALL = frozenset({"memory", "pids", "cpu"})
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -262,4 +264,27 @@ def test_a_file_asking_more_than_the_deployment_runs_at_the_deployments_and_says
     assert note in log
     assert "limits: memory 64 MiB (cgroup v" in log and "processes 32 (cgroup v" in log
     assert "disk 32 MiB (a tmpfs per session (clone, HOME, /tmp))" in log
+    assert_nothing_left(workspaces)
+
+
+def test_a_disk_a_dead_worker_left_mounted_goes_with_the_next_workspace(
+    workspaces: Workspaces, origin: Path
+) -> None:
+    if not can_mount():
+        pytest.skip("this machine cannot mount a tmpfs per session")
+    # A worker killed mid-session (an OOM kill of the worker itself) leaves its mount.
+    left = workspaces.root / "sessions" / "killed-session"
+    left.mkdir(parents=True)
+    leave = f"from ballet.sessions.disk import mount_limited; mount_limited({str(left)!r}, 1 << 20)"
+    subprocess.run([sys.executable, "-c", leave], check=True)
+    (left / "secret-of-the-dead-session").write_text("x")
+    assert os.path.ismount(left)
+
+    async def next_session() -> None:
+        await workspaces.refresh("octo/demo", origin.as_uri(), None)
+        made = await workspaces.create("octo/demo", key="k", branch=None, base="main", disk=MIB * 8)
+        await workspaces.remove(made)
+
+    asyncio.run(next_session())
+    assert not left.exists() and not os.path.ismount(left)
     assert_nothing_left(workspaces)

@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ballet.sessions.mounts import mounts
+
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 0x2
 # Inodes in proportion to the size (one per 4 KiB): a session making millions of
@@ -28,6 +30,7 @@ BYTES_PER_INODE = 4096
 MIN_INODES = 16_384
 # A write fails once fewer than this many bytes are free: the disk counts as full.
 FULL_MARGIN = 64 * 1024
+SOURCE_PREFIX = "ballet-session-"  # and the worker's pid: /proc/self/mountinfo shows it
 
 
 @functools.cache
@@ -36,11 +39,13 @@ def _libc() -> ctypes.CDLL:
 
 
 def mount_limited(path: Path, size: int) -> None:
-    """A fresh tmpfs of `size` bytes over the (empty) directory `path`; OSError if not."""
+    """A fresh tmpfs of `size` bytes over the (empty) directory `path`; OSError if not.
+    Its source names this worker's pid, so one left by a worker that died is known."""
     inodes = max(MIN_INODES, size // BYTES_PER_INODE)
     options = f"size={size},nr_inodes={inodes},mode=0700".encode()
     flags = MS_NOSUID | MS_NODEV
-    if _libc().mount(b"ballet-session", os.fsencode(path), b"tmpfs", flags, options) != 0:
+    source = f"{SOURCE_PREFIX}{os.getpid()}".encode()
+    if _libc().mount(source, os.fsencode(path), b"tmpfs", flags, options) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"cannot mount a tmpfs on {path}: {os.strerror(error)}")
 
@@ -51,6 +56,35 @@ def unmount(path: Path) -> None:
     if os.path.ismount(path) and _libc().umount2(os.fsencode(path), MNT_DETACH) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"cannot unmount {path}: {os.strerror(error)}")
+
+
+def unmount_stale(under: Path) -> list[Path]:
+    """Unmount the sessions' disks under `under` whose worker is gone (killed, or the
+    machine's OOM killer): a mount outlives its process, and with it all it holds."""
+    gone = []
+    for mount in mounts():
+        pid = mount.source.removeprefix(SOURCE_PREFIX)
+        if (
+            mount.fstype == "tmpfs"
+            and mount.source.startswith(SOURCE_PREFIX)
+            and pid.isdigit()
+            and not _alive(int(pid))
+            and mount.point.is_relative_to(under)
+        ):
+            with contextlib.suppress(OSError):
+                unmount(mount.point)
+                gone.append(mount.point)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @functools.cache

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from ballet.sessions.disk import mount_limited, unmount
+from ballet.sessions.disk import mount_limited, unmount, unmount_stale
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 
@@ -167,6 +167,8 @@ class Workspaces:
         root = self.root / "sessions" / key
         if root.exists():  # left by a crashed worker: the session starts over
             await asyncio.to_thread(_remove, root)
+        if disk is not None:  # and the disks any crashed worker left, whoever's they were
+            await asyncio.to_thread(_remove_stale, self.root / "sessions")
         clone, home, files = root / "repo", root / "home", root / "ballet"
         tmp = root / "tmp" if disk is not None else None
         lease = mirror / "ballet-leases" / key
@@ -324,6 +326,12 @@ def _remove(root: Path) -> None:
     it at once), then the directory, whatever the session made of it."""
     unmount(root)
     remove_tree(root)
+
+
+def _remove_stale(sessions: Path) -> None:
+    for stale in unmount_stale(sessions):
+        log.warning("unmounted a dead worker's session disk", path=str(stale))
+        remove_tree(stale)
 
 
 def remove_tree(root: Path) -> None:

@@ -33,6 +33,7 @@ import structlog
 
 from ballet.core.session_limits import LimitValues
 from ballet.sessions.confine.reaper import SandboxNotEnded
+from ballet.sessions.mounts import Mount, parse_mountinfo
 
 log = structlog.get_logger("ballet.sessions.confine")
 
@@ -99,26 +100,6 @@ def parse_proc_cgroup(text: str) -> dict[str, str]:
         for name in names.split(",") if names else [""]:
             found.setdefault(name, path)
     return found
-
-
-@dataclass(frozen=True)
-class Mount:
-    root: str  # the hierarchy's directory mounted here
-    point: Path
-    fstype: str
-    options: frozenset[str]  # the superblock's: a v1 hierarchy's controllers
-
-
-def parse_mountinfo(text: str) -> list[Mount]:
-    mounts = []
-    for line in text.splitlines():
-        head, _, tail = line.partition(" - ")
-        fields, after = head.split(), tail.split()
-        if len(fields) < 5 or len(after) < 3:
-            continue
-        point = Path(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), fields[4]))
-        mounts.append(Mount(fields[3], point, after[0], frozenset(after[2].split(","))))
-    return mounts
 
 
 def find_hierarchies(proc_cgroup: str, mountinfo: str) -> tuple[Hierarchy, ...]:

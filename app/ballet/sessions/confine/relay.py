@@ -129,4 +129,6 @@ def _pipe(
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # No interpreter shutdown: nothing is buffered (every write is os.write), and the
+    # threads still relaying die with the sandbox anyway. It saves ~3 ms a session.
+    os._exit(main(sys.argv))

@@ -20,6 +20,7 @@ library that would build it (libseccomp) is not on every worker.
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import platform
 import struct
@@ -51,6 +52,7 @@ _ALLOW, _ERRNO = 0x7FFF0000, 0x00050000
 _NR_OFFSET, _ARCH_OFFSET = 0, 4
 
 
+@functools.cache
 def deny_filter(machine: str | None = None) -> bytes | None:
     """The filter for this machine's architecture, as bwrap reads it (an array of
     `struct sock_filter`); None on an architecture this table does not know."""
