@@ -161,11 +161,15 @@ def prepare_cgroups(plan: LimitPlan) -> None:
 
 # -- one session -------------------------------------------------------------------
 
-# The shell a session starts as: it joins the session's cgroup (each `cgroup.procs`
-# named before `--`), takes its rlimits and becomes bwrap, so nothing of the session
-# ever runs outside them (a pid written after the start would race its first fork).
-# PWD, which the shell exports, is not the session's to see.
-_JOIN = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; '
+# The shell a session starts as: it joins the session's cgroup (each file named before
+# `--`: v1's `tasks` takes 0, itself; v2's `cgroup.procs` its pid), takes its rlimits
+# and becomes bwrap, so nothing of the session ever runs outside them (a pid written
+# after the start would race its first fork). PWD, which the shell exports, is not
+# the session's to see.
+_JOIN = (
+    'while [ "$1" != -- ]; do case "$1" in */tasks) echo 0 > "$1";; *) echo $$ > "$1";; esac'
+    " || exit 125; shift; done; shift; "
+)
 
 
 def limited_argv(argv: list[str], values: LimitValues, cgroup: SessionCgroup | None) -> list[str]:
@@ -182,7 +186,7 @@ def limited_argv(argv: list[str], values: LimitValues, cgroup: SessionCgroup | N
         limits.append(("f", max(1, values.disk // 512)))
     setting = "".join(f"ulimit -{flag} {value} || exit 125; " for flag, value in limits)
     script = f'{setting}unset PWD; {_JOIN}exec "$@"'
-    joins = [str(path) for path in cgroup.procs_files] if cgroup else []
+    joins = [str(path) for path in cgroup.join_files] if cgroup else []
     return ["/bin/sh", "-c", script, "ballet-limits", *joins, "--", *argv]
 
 
