@@ -105,9 +105,9 @@ class ModelServer:
             sum(s.output_tokens for s in self.served),
         )
 
-    def record(self, path: str, body: dict[str, Any]) -> None:
+    def record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         with self._lock:
-            self.requests.append({"path": path, "body": body})
+            self.requests.append({"path": path, "body": body, "headers": headers})
 
     # -- the app --------------------------------------------------------------------
 
@@ -125,7 +125,7 @@ class ModelServer:
 
     async def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = json.loads(await request.body() or b"{}")
-        self.record(request.url.path, body)
+        self.record(request.url.path, body, dict(request.headers))
         return body
 
     async def _models(self, request: Request) -> Response:

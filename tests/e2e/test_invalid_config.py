@@ -41,3 +41,27 @@ async def test_invalid_config_gets_an_error_comment_and_no_branch(stack: Stack) 
     assert [label for label in view.issue(number)["labels"] if label.startswith("ballet:")] == []
     assert not any(r["name"].startswith("ballet/") for r in view.state["check_runs"])
     assert view.issue(number)["state"] == "open"
+
+
+DECLARES_TMPDIR = """\
+runtimes:
+  script: {adapter: command, command: [python3, .ballet/agent.py], env: [TMPDIR]}
+default_runtime: script
+"""
+
+
+async def test_a_runtime_declaring_a_variable_ballet_sets_starts_no_ticket(stack: Stack) -> None:
+    repo = await new_repo(stack, "declares-tmpdir", DECLARES_TMPDIR)
+    number = await ticket(stack, repo)
+
+    for _ in range(150):
+        view = await look(stack, repo, number)
+        errors = [c for c in view.comments_on(number) if ".ballet.yml:2:74:" in c["body"]]
+        if errors:
+            break
+        await anyio.sleep(0.2)
+    else:
+        raise AssertionError("no error comment on the issue")
+    assert "remove TMPDIR from `env:`" in errors[0]["body"]
+    assert view.record is None
+    assert set(view.state["branches"]) == {"main"}

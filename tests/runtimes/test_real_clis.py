@@ -6,6 +6,7 @@ server served (never what the report claims)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,12 +79,23 @@ def spec_for(runtime: Runtime, origin: Path) -> RunnerSpec:
 
 
 def run(
-    spec: RunnerSpec, workspaces: Workspaces, env: dict[str, str], model_server: ModelServer
+    spec: RunnerSpec,
+    workspaces: Workspaces,
+    env: dict[str, str],
+    model_server: ModelServer,
+    *,
+    readonly: tuple[Path, ...] = (),
+    observed: tuple[Path, ...] = (),
 ) -> SessionResult:
     """The session confined as in production; the operator allows the model server
-    (BALLET_SESSION_EGRESS_ALLOW), so nothing but the model API is reachable."""
+    (BALLET_SESSION_EGRESS_ALLOW), so nothing but the model API is reachable.
+    `readonly` are the operator's tool directories, `observed` what the test reads."""
     port = urlsplit(model_server.url).port
-    isolation = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
+    isolation = Isolation(
+        egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),),
+        readonly_paths=readonly,
+        test_writable=observed,
+    )
     options = SessionOptions(isolation=isolation)
     return asyncio.run(
         run_session(
@@ -154,3 +166,67 @@ def test_the_real_cli_commits_reports_and_is_metered(
 def test_a_missing_cli_fails_with_how_to_install_it() -> None:
     with pytest.raises(pytest.fail.Exception, match=r"install-agent-clis\.sh"):
         require_cli("no-such-agent-cli")
+
+
+def test_a_declared_opencode_config_is_merged_with_ballets_and_honoured(
+    model_server: ModelServer, origin: Path, workspaces: Workspaces, parent_env: dict[str, str]
+) -> None:
+    require_cli("opencode")
+    declared = {
+        "provider": {
+            "ballet": {
+                "options": {
+                    # The user's: opencode sends the provider's headers with every call.
+                    "headers": {"X-Declared-Config": "kept"},
+                    # Ballet's wins: the endpoint its egress proxy lets through.
+                    "baseURL": "http://127.0.0.1:9/nowhere",
+                }
+            }
+        },
+        "share": "auto",
+    }
+    env = {**parent_env, "OPENCODE_CONFIG_CONTENT": json.dumps(declared)}
+    runtime = Runtime(
+        adapter="opencode",
+        model="ballet/fake-model",
+        env=("OPENAI_API_KEY", "OPENCODE_CONFIG_CONTENT"),
+        base_url=model_server.url + "/v1",
+    )
+    result = run(spec_for(runtime, origin), workspaces, env, model_server)
+
+    assert result.failure_reason is None, result.report.summary + result.output_tail[-3000:]
+    assert result.report.summary == model_server.summary
+    calls = [r for r in model_server.requests if r["path"] == "/v1/chat/completions"]
+    assert calls and all(r["headers"].get("x-declared-config") == "kept" for r in calls), [
+        r["headers"] for r in calls
+    ]
+
+
+def test_a_declared_pythonpath_follows_ballets_meter_and_its_sitecustomize_runs(
+    model_server: ModelServer,
+    origin: Path,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    tmp_path: Path,
+    observed: Path,
+) -> None:
+    require_cli("aider")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        f"open({str(observed / 'ran')!r}, 'a').write('declared sitecustomize\\n')\n"
+    )
+    env = {**parent_env, "PYTHONPATH": str(site)}
+    runtime = Runtime(
+        adapter="aider",
+        model="openai/gpt-4.1",
+        env=("OPENAI_API_KEY", "PYTHONPATH"),
+        base_url=model_server.url + "/v1",
+    )
+    spec = spec_for(runtime, origin)
+    result = run(spec, workspaces, env, model_server, readonly=(site,), observed=(observed,))
+
+    assert result.failure_reason is None, result.report.summary + result.output_tail[-3000:]
+    # Ballet's meter still saw every call, and the declared module ran in aider's Python.
+    assert (result.usage.input_tokens, result.usage.output_tokens) == model_server.total()
+    assert "declared sitecustomize" in (observed / "ran").read_text()

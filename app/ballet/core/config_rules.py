@@ -22,6 +22,7 @@ from ballet.core.config import (
     Stage,
     merge_strategy,
 )
+from ballet.core.runtime_env import declared_refusal
 
 Path = tuple[str | int, ...]
 
@@ -82,6 +83,13 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
                 "or write `adapter: command`",
                 at_key=True,
             )
+        for i, variable in enumerate(runtime.env):
+            # Ballet would replace it, in a format the two cannot merge (runtime_env.py).
+            refusal = declared_refusal(
+                runtime.adapter, variable, base_url=runtime.base_url is not None
+            )
+            if refusal:
+                yield Problem(("runtimes", name, "env", i), refusal)
     for name, role in config.roles.items():
         if role.runtime is not None and role.runtime not in runtimes:
             yield Problem(

@@ -6,13 +6,20 @@ fixed variables its adapter's CLI needs, Ballet's own BALLET_* contract
 variables and HOME (a fresh empty directory). Nothing else: no App key, no
 webhook secret, no Redis URL, no GitHub token. A runtime may not declare a
 variable of Ballet's own configuration, so `.ballet.yml` cannot ask for them.
+
+Nor is a declared variable ever silently replaced by one Ballet sets
+(core/runtime_env.py): one the adapter merges arrives merged, one it cannot merge
+is refused — by `ballet validate` and when a ticket starts, and here again for a
+runtime that comes from the worker's settings rather than `.ballet.yml`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
+from ballet.core.config import Runtime
+from ballet.core.runtime_env import declared_refusal, owned_variables
 from ballet.sessions.runtimes.base import RuntimeConfigError
 
 INHERITED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
@@ -25,27 +32,50 @@ FORBIDDEN_NAMES = frozenset({"HOME", "PATH", "GITHUB_TOKEN", "GH_TOKEN", "REDIS_
 def session_environment(
     parent_env: Mapping[str, str],
     *,
-    declared: Sequence[str],
+    runtime: Runtime,
     adapter_env: Mapping[str, str],
     ballet_env: Mapping[str, str],
     home: Path,
 ) -> dict[str, str]:
-    refused = [name for name in declared if forbidden(name)]
+    """`adapter_env` is what the runtime's adapter sets, a declared variable it merges
+    already merged into it."""
+    refused = [name for name in runtime.env if forbidden(name)]
     if refused:
         raise RuntimeConfigError(
             f"the runtime's `env:` names {', '.join(refused)}, which Ballet never passes "
             "to a session (its own settings and GitHub/Redis credentials); remove them "
             "from `env:` in .ballet.yml"
         )
+    base_url = runtime.base_url is not None
+    refusals = [
+        refusal
+        for name in runtime.env
+        if (refusal := declared_refusal(runtime.adapter, name, base_url=base_url))
+    ]
+    if refusals:
+        raise RuntimeConfigError("; and ".join(refusals))
+    declared = {name: parent_env[name] for name in runtime.env if name in parent_env}
     env = {
         name: value
         for name, value in parent_env.items()
         if name in INHERITED or name.startswith(INHERITED_PREFIXES)
     }
-    env.update({name: parent_env[name] for name in declared if name in parent_env})
+    env.update(declared)
     env.update(adapter_env)
     env.update(ballet_env)
     env["HOME"] = str(home)
+    # The table's promise, kept even by an adapter that sets a variable it does not list.
+    owned = owned_variables(runtime.adapter)
+    replaced = [
+        name
+        for name, value in declared.items()
+        if env[name] != value and (name not in owned or owned[name].declared != "merged")
+    ]
+    if replaced:
+        raise RuntimeConfigError(
+            f"the {runtime.adapter} adapter sets {', '.join(replaced)} itself and would "
+            "replace the value `env:` declares; remove them from `env:` in .ballet.yml"
+        )
     return env
 
 

@@ -252,7 +252,7 @@ async def _run(
         argv = adapter.argv(spec.runtime, invocation)
         env = session_environment(
             parent_env,
-            declared=spec.runtime.env,
+            runtime=spec.runtime,
             adapter_env=adapter.environment(invocation),
             ballet_env=ballet_env,
             home=workspace.home,

@@ -12,7 +12,8 @@ meters every litellm call itself: a `sitecustomize` module on the session's
 PYTHONPATH registers a litellm success callback that appends each call's tokens
 and cost to a file (`aider-usage.jsonl`); the meter sums it. The same module
 seeds aider's model-price cache from litellm's bundled copy, so aider does not
-fetch it from GitHub.
+fetch it from GitHub. A PYTHONPATH the runtime declares follows Ballet's
+directory, and a `sitecustomize` of its own, hidden behind Ballet's, is run by it.
 
 No URL scraping (`--no-detect-urls`, which would also offer to install
 Playwright), no update checks, no shell-command suggestions. `base_url` is given
@@ -23,6 +24,7 @@ ANTHROPIC_API_BASE, GEMINI_API_BASE); the model's provider picks its own.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ballet.core.report import Usage
@@ -83,10 +85,28 @@ def _ballet_install():
         os.makedirs(cache, exist_ok=True)
         shutil.copyfile(bundled, target)
 
+def _ballet_chain():
+    # The runtime's own PYTHONPATH follows this directory: the sitecustomize it may
+    # hold is hidden behind this one, so it is run from here, as Python would have.
+    import importlib.machinery, importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+             if p and os.path.abspath(p) != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", paths)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
 try:
     _ballet_install()
 except Exception:
     pass
+try:
+    _ballet_chain()
+except Exception as error:  # as Python reports an error in a sitecustomize
+    import sys
+    print(f"Error in sitecustomize: {error!r}", file=sys.stderr)
 '''
 
 
@@ -122,11 +142,15 @@ class AiderAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
+        # Ballet's meter first on the search path, then the runtime's own entries.
+        search = [str(invocation.files_dir / SITE_DIR)]
+        declared = invocation.declared.get("PYTHONPATH")
+        if declared:
+            search.append(declared)
         env = {
-            **super().environment(invocation),
-            "PYTHONPATH": str(invocation.files_dir / SITE_DIR),
+            **super().environment(invocation),  # LITELLM_LOCAL_MODEL_COST_MAP among them
+            "PYTHONPATH": os.pathsep.join(search),
             "BALLET_AIDER_USAGE": str(invocation.files_dir / USAGE_LOG),
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # litellm's own price-list fetch
         }
         if invocation.base_url:
             for name in ("OPENAI_API_BASE", "ANTHROPIC_API_BASE", "GEMINI_API_BASE"):

@@ -8,7 +8,10 @@ cost from the CLI's output. What a CLI meters always wins over what its report
 claims (only the `command` adapter, which meters nothing, may report usage).
 
 Every adapter points the CLI's temporary files at `<session files>/tmp` (TMPDIR)
-so a CLI writes only in HOME, the clone and the session's own directory.
+so a CLI writes only in HOME, the clone and the session's own directory. The
+variables an adapter sets are those `ballet.core.runtime_env` lists for it, their
+fixed values taken from there; one it merges with the runtime's declared value it
+finds in `Invocation.declared`.
 A runtime's `command:` in `.ballet.yml` replaces the CLI's executable (e.g.
 `[/opt/claude/bin/claude]`) for LLM adapters, and is the whole argv for the
 `command` adapter.
@@ -26,6 +29,7 @@ from typing import Any
 
 from ballet.core.config import Adapter, Runtime
 from ballet.core.report import Usage
+from ballet.core.runtime_env import fixed_values
 
 
 class RuntimeConfigError(Exception):
@@ -109,7 +113,7 @@ class RuntimeAdapter:
         raise NotImplementedError
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        return {"TMPDIR": str(invocation.tmp_dir)}
+        return {"TMPDIR": str(invocation.tmp_dir), **fixed_values(self.name)}
 
     def prepare(self, invocation: Invocation) -> None:
         """Write what the CLI needs before it starts (its TMPDIR, config in HOME)."""

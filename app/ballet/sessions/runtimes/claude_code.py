@@ -50,12 +50,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        env = {
-            **super().environment(invocation),
-            "IS_SANDBOX": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-        }
+        # IS_SANDBOX, no non-essential traffic, no auto-update: core/runtime_env.py.
+        env = super().environment(invocation)
         if invocation.base_url:
             env["ANTHROPIC_BASE_URL"] = invocation.base_url
         return env

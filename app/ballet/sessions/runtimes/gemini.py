@@ -52,7 +52,7 @@ class GeminiAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        env = {**super().environment(invocation), "GEMINI_CLI_TRUST_WORKSPACE": "true"}
+        env = super().environment(invocation)  # GEMINI_CLI_TRUST_WORKSPACE among them
         if invocation.base_url:
             env["GOOGLE_GEMINI_BASE_URL"] = invocation.base_url
         return env

@@ -9,6 +9,14 @@ provider name (`ballet/my-model`) becomes an OpenAI-compatible provider (Chat
 Completions) with that model, keyed by OPENAI_API_KEY. Its downloads (LSP
 servers, the models.dev catalogue) and auto-update are turned off.
 
+A runtime may declare OPENCODE_CONFIG_CONTENT itself (opencode's own way to be
+configured): Ballet merges the two, as opencode merges its config sources
+(objects key by key, any other value replaced). Ballet's custom-provider
+defaults yield to the declared keys; what Ballet needs — no auto-update, no
+sharing, the `baseURL` its egress proxy lets through — is laid over them. Its
+permissions need no keys: `run --auto` approves every ask that is not denied,
+and `run` itself denies the question and plan tools, after any config's rules.
+
 Usage and cost are the sums over `step_finish` events' `part.tokens` (input
 plus cache reads and writes; output plus reasoning) and `part.cost`.
 """
@@ -32,13 +40,7 @@ from ballet.sessions.runtimes.base import (
 )
 
 BUILT_IN_PROVIDERS = ("anthropic", "openai", "google")
-QUIET = {
-    "OPENCODE_DISABLE_AUTOUPDATE": "true",
-    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "true",  # else installed from npm at start
-    "OPENCODE_DISABLE_LSP_DOWNLOAD": "true",
-    "OPENCODE_DISABLE_MODELS_FETCH": "true",
-    "OPENCODE_DISABLE_SHARE": "true",
-}
+CONFIG = "OPENCODE_CONFIG_CONTENT"
 
 
 class OpencodeAdapter(RuntimeAdapter):
@@ -62,24 +64,67 @@ class OpencodeAdapter(RuntimeAdapter):
         ]
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
-        config: dict[str, Any] = {
-            "$schema": "https://opencode.ai/config.json",
-            "autoupdate": False,
-            "share": "disabled",
-        }
-        if invocation.base_url:
-            config["provider"] = providers(invocation.model, invocation.base_url)
-        return {
-            **super().environment(invocation),
-            **QUIET,
-            "OPENCODE_CONFIG_CONTENT": json.dumps(config),
-        }
+        # The OPENCODE_DISABLE_* switches come with TMPDIR (core/runtime_env.py).
+        return {**super().environment(invocation), CONFIG: json.dumps(configuration(invocation))}
 
     def meter(self, invocation: Invocation) -> UsageMeter:
         return OpencodeMeter()
 
 
-def providers(model: str | None, base_url: str) -> dict[str, Any]:
+def configuration(invocation: Invocation) -> dict[str, Any]:
+    """Ballet's defaults, under the declared configuration, under what Ballet needs."""
+    defaults: dict[str, Any] = {"$schema": "https://opencode.ai/config.json"}
+    needed: dict[str, Any] = {"autoupdate": False, "share": "disabled"}
+    if invocation.base_url:
+        provider, model_id = provider_and_model(invocation.model)
+        needed["provider"] = {provider: {"options": {"baseURL": invocation.base_url}}}
+        if provider not in BUILT_IN_PROVIDERS:
+            defaults["provider"] = {
+                provider: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": provider,
+                    "options": {"apiKey": "{env:OPENAI_API_KEY}"},
+                    "models": {model_id: {"name": model_id}},
+                }
+            }
+    return merged(merged(defaults, declared_configuration(invocation)), needed)
+
+
+def declared_configuration(invocation: Invocation) -> dict[str, Any]:
+    text = invocation.declared.get(CONFIG)
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        # The error names a position, never the value (it may hold a key).
+        raise RuntimeConfigError(
+            f"{CONFIG}, declared in the runtime's `env:`, is not valid JSON ({error}); "
+            "opencode reads it as its configuration and Ballet merges its own settings "
+            "into it: give it a JSON object (without comments)"
+        ) from None
+    if not isinstance(value, dict):
+        raise RuntimeConfigError(
+            f"{CONFIG}, declared in the runtime's `env:`, is JSON but not an object; "
+            "opencode reads it as its configuration: give it a JSON object, "
+            '`{"key": value, …}`'
+        )
+    return value
+
+
+def merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """`over` laid on `base`: objects merged key by key, any other value replaced."""
+    result = dict(base)
+    for key, value in over.items():
+        below = result.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            result[key] = merged(below, value)
+        else:
+            result[key] = value
+    return result
+
+
+def provider_and_model(model: str | None) -> tuple[str, str]:
     provider, _, model_id = (model or "").partition("/")
     if not provider or not model_id:
         raise RuntimeConfigError(
@@ -87,16 +132,7 @@ def providers(model: str | None, base_url: str) -> dict[str, Any]:
             "e.g. `model: openai/gpt-5` or `model: local/qwen3-coder` for an "
             "OpenAI-compatible server"
         )
-    if provider in BUILT_IN_PROVIDERS:
-        return {provider: {"options": {"baseURL": base_url}}}
-    return {
-        provider: {
-            "npm": "@ai-sdk/openai-compatible",
-            "name": provider,
-            "options": {"baseURL": base_url, "apiKey": "{env:OPENAI_API_KEY}"},
-            "models": {model_id: {"name": model_id}},
-        }
-    }
+    return provider, model_id
 
 
 class OpencodeMeter(EventMeter):
