@@ -83,6 +83,8 @@ async def test_a_session_without_end_fails_at_its_limits_and_the_other_ticket_me
         print(f"\nthe hostile session ended in {took:.1f} s: {headline[:200]}")
         checks = [r for r in hogged.state["check_runs"] if r["name"] == "ballet/implement"]
         assert checks and checks[-1]["conclusion"] == "failure"
+        check_summary = checks[-1]["output"]["summary"]
+        assert any(reason in check_summary for reason in REASONS), check_summary
 
         calmed = await wait_until(stack, calm_repo, calm, merged, timeout=180)
         assert calmed.record is not None and calmed.record.status == "done"

@@ -15,6 +15,9 @@ when the session's process ends, by itself or killed, the worker SIGKILLs the
 init through the pidfd and waits for it to be gone. An init's death takes
 every process of its namespace with it, and the kernel lets the init finish
 dying only once they are all gone: after `end()` nothing of the session runs.
+Where the session has a cgroup of its own (limits.py), that is removed after
+the init's end, killing first anything still in it (the outer bwrap, say):
+the two agree that nothing of the session is left.
 """
 
 from __future__ import annotations
