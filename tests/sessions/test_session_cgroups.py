@@ -33,6 +33,7 @@ def v2_cgroup(path: Path, controllers: str = "cpuset cpu io memory pids") -> Pat
 def test_a_cgroup_v1_host_gives_a_hierarchy_per_controller(tmp_path: Path) -> None:
     for directory in ("cpu,cpuacct", "memory/process_api/x", "pids", "unified"):
         (tmp_path / directory).mkdir(parents=True)
+    (tmp_path / "cpu,cpuacct" / "cpu.cfs_quota_us").write_text("-1\n")
     (tmp_path / "unified" / "cgroup.controllers").write_text("\n")  # v2 without controllers
     own = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/x\n1:cpu,cpuacct:/\n0::/\n"
     mounts = (
@@ -47,6 +48,12 @@ def test_a_cgroup_v1_host_gives_a_hierarchy_per_controller(tmp_path: Path) -> No
         Hierarchy(1, tmp_path / "memory/process_api/x", frozenset({"memory"})),
         Hierarchy(1, tmp_path / "pids", frozenset({"pids"})),
     )
+
+
+def test_a_cpu_hierarchy_without_bandwidth_control_gives_no_cpu_limit(tmp_path: Path) -> None:
+    (tmp_path / "cpu").mkdir()  # no cpu.cfs_quota_us: CONFIG_CFS_BANDWIDTH is off
+    mounts = f"32 31 0:29 / {tmp_path}/cpu rw - cgroup cgroup rw,cpu\n"
+    assert find_hierarchies("1:cpu:/\n", mounts) == ()
 
 
 def test_a_delegated_v2_subtree_is_the_workers_own_cgroup(tmp_path: Path) -> None:

@@ -115,7 +115,9 @@ def find_hierarchies(proc_cgroup: str, mountinfo: str) -> tuple[Hierarchy, ...]:
         if mount.fstype != "cgroup" or not controllers or path is None:
             continue
         base = _under(mount, path)
-        if base is not None and os.access(base, os.W_OK | os.X_OK):
+        if base is not None and not (base / "cpu.cfs_quota_us").exists():
+            controllers -= {"cpu"}  # a kernel without CPU bandwidth control: no quota
+        if base is not None and controllers and os.access(base, os.W_OK | os.X_OK):
             found.append(Hierarchy(1, base, controllers))
             taken |= controllers
     for mount in mounts:  # v2: the unified hierarchy, where delegated
