@@ -7,8 +7,8 @@ import pytest
 from ballet.core.session_limits import (
     GIB,
     MIB,
-    LimitValues,
     Limits,
+    LimitValues,
     effective_limits,
     format_size,
     lowered,
