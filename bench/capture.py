@@ -16,8 +16,11 @@ bench/confinement.py), its stdout lines going to a usage meter, in each of:
 - valkey: the same, to a real Valkey stream on loopback (the live tail of
   sessionlog/live.py, pipelined XADDs), with `--valkey`.
 
-Alternating rounds, `--runs` each, medians; the ratio to `without` is the cost
-(goal ≤ 1.1×).
+Alternating rounds, `--runs` each: medians and mins, each against `without`'s
+(goal ≤ 1.1×), the CPU time the worker's side spent (the event loop that reads
+the pipes and runs the capture: what throttles the session through the pipe's
+backpressure), how many lines reached the sink live (the rest skipped it: it had fallen behind
+by MAX_PENDING_LINES, capture.py) and the machine's load average.
 Run: .venv/bin/python bench/capture.py [--runs N] [--megabytes N] [--shape text|events] [--valkey]
 """
 
@@ -89,9 +92,11 @@ class ValkeySink:
     def __init__(self, url: str) -> None:
         self.redis = Redis.from_url(url)
         self.tail = LiveTail(self.redis)
+        self.lines = 0
 
     async def append(self, job_key: str, lines: Sequence[LogLine]) -> None:
         await self.tail.append(job_key, lines)
+        self.lines += len(lines)
 
     async def finish(self, job_key: str, log: bytes, steps: Sequence[Step]) -> None:
         await self.tail.end(job_key, time.time())
@@ -140,9 +145,13 @@ async def _bench(scratch: Path, runs: int, megabytes: int, shape: str, url: str 
         assert outcome.exit_code == 0, outcome.output_tail(2000)
         counted["printed"] = outcome.stdout.total_bytes
 
-    def logged(make: Callable[[], LogSink]) -> Callable[[], Awaitable[None]]:
+    # Per case: lines the sink got live (with the notes of lines skipped), lines logged.
+    streamed: dict[str, tuple[int, int]] = {}
+
+    def logged(name: str, make: Callable[[], LogSink]) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
-            log = SessionLog("bench#1:implement:1:1", redactor, sink=make(),
+            sink = make()
+            log = SessionLog("bench#1:implement:1:1", redactor, sink=sink,
                              renderer=renderer_for(adapter))  # fmt: skip
             log.start()
             log.ballet("session started (bench)")
@@ -154,28 +163,37 @@ async def _bench(scratch: Path, runs: int, megabytes: int, shape: str, url: str 
             assert outcome.exit_code == 0
             counted["kept"] = len(finished.log)
             counted["steps"] = len(finished.steps)
+            if isinstance(sink, ListSink | ValkeySink):
+                streamed[name] = (sink.lines, log.lines)
 
         return run
 
     cases: dict[str, Callable[[], Awaitable[None]]] = {
         "without": without,
-        "null sink": logged(NullSink),
-        "list sink": logged(ListSink),
+        "null sink": logged("null sink", NullSink),
+        "list sink": logged("list sink", ListSink),
     }
     if url is not None:
-        cases["valkey"] = logged(lambda: ValkeySink(url))
-    times = await _interleaved(cases, runs)
-    base = statistics.median(times["without"])
+        cases["valkey"] = logged("valkey", lambda: ValkeySink(url))
+    load = os.getloadavg()[0]
+    times, cpu = await _interleaved(cases, runs)
+    base, base_min = statistics.median(times["without"]), min(times["without"])
     mb = counted["printed"] / 1e6
     print(
-        f"a session printing {mb:.0f} MB ({shape}), {runs} alternating runs each (median):"
-        f" kept {counted['kept'] / 1e6:.1f} MB, {counted['steps']} steps"
+        f"a session printing {mb:.0f} MB ({shape}), {runs} alternating runs each:"
+        f" kept {counted['kept'] / 1e6:.1f} MB, {counted['steps']} steps;"
+        f" load average {load:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
+    print("  case        median      ratio   min         ratio   worker CPU (median)")
     for name, values in times.items():
-        median = statistics.median(values)
+        median, least = statistics.median(values), min(values)
+        live = ""
+        if name in streamed:
+            live = "   live: {} of {} lines".format(*streamed[name])
         print(
-            f"  {name:<10} {median * 1000:7.0f} ms   {mb / median:6.0f} MB/s   "
-            f"{median / base:4.2f}× without   (min {min(values) * 1000:.0f} ms)"
+            f"  {name:<10} {median * 1000:6.0f} ms   {median / base:4.2f}×   "
+            f"{least * 1000:6.0f} ms   {least / base_min:4.2f}×   "
+            f"{statistics.median(cpu[name]) * 1000:6.0f} ms{live}"
         )
     print("  goal: ≤ 1.1× without")
     print(json.dumps({name: [round(v, 4) for v in values] for name, values in times.items()}))
@@ -183,16 +201,20 @@ async def _bench(scratch: Path, runs: int, megabytes: int, shape: str, url: str 
 
 async def _interleaved(
     cases: dict[str, Callable[[], Awaitable[None]]], runs: int
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each case's wall times, and the CPU time this process (the worker's side: the
+    event loop reading the pipes and the capture) spent in each."""
     times: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for case in cases.values():  # warm the page cache and the interpreter's imports
         await case()
     for _ in range(runs):
         for name, case in cases.items():
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             await case()
             times[name].append(time.perf_counter() - started)
-    return times
+            cpu[name].append(time.process_time() - used)
+    return times, cpu
 
 
 if __name__ == "__main__":

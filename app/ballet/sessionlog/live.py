@@ -3,8 +3,10 @@
 One stream per session, `ballet:log:<job key>`; an entry holds up to
 ENTRY_LINES lines of one batch (JSON: seq, stream, text, at each): an XADD per
 line cost a session printing fast several times its own time, one per batch
-costs it little. Bounded to about the last `max_lines` lines (`MAXLEN ~` in
-entries, which trims whole nodes: cheap, a few entries over the bound at most). A last entry
+costs it little. The capture's batches come as rows of plain fields
+(sink.LogLines), encoded by orjson as they are, with no object made per line.
+Bounded to about the last `max_lines` lines (`MAXLEN ~` in entries, which
+trims whole nodes: cheap, a few entries over the bound at most). A last entry
 `end` says the session finished and its log is in the object store; readers
 tailing with XREAD BLOCK see it and stop.
 """
@@ -19,7 +21,7 @@ import orjson
 from redis.asyncio import Redis
 from redis.typing import EncodableT, FieldT
 
-from ballet.sessionlog.sink import LogLine, Stream
+from ballet.sessionlog.sink import LogLine, LogLines, Row, Stream
 
 STREAM_PREFIX = "ballet:log:"
 # Renewed by every append: the stream of a worker that died mid-session (it
@@ -67,10 +69,13 @@ class LiveTail:
         if not lines:
             return
         key = stream_key(job_key)
+        rows = _rows(lines)
         async with self._redis.pipeline(transaction=False) as pipe:
-            for start in range(0, len(lines), ENTRY_LINES):
-                batch = [lines[i] for i in range(start, min(start + ENTRY_LINES, len(lines)))]
-                pipe.xadd(key, _fields(batch), maxlen=self._max_entries, approximate=True)
+            for start in range(0, len(rows), ENTRY_LINES):
+                fields: dict[FieldT, EncodableT] = {
+                    b"lines": orjson.dumps(rows[start : start + ENTRY_LINES])
+                }
+                pipe.xadd(key, fields, maxlen=self._max_entries, approximate=True)
             pipe.expire(key, LIVE_TTL_SECONDS)
             await pipe.execute()
 
@@ -104,14 +109,15 @@ class LiveTail:
         return bool(await self._redis.exists(stream_key(job_key)))
 
 
-def _fields(batch: Sequence[LogLine]) -> dict[FieldT, EncodableT]:
-    # A line decoded with surrogate escapes cannot be UTF-8: orjson refuses it, so
-    # such text is made valid first (shown with replacement characters, not lost).
-    return {
-        b"lines": orjson.dumps(
-            [[line.seq, line.stream, _valid(line.text), line.at] for line in batch]
-        )
-    }
+def _rows(lines: Sequence[LogLine]) -> Sequence[Row]:
+    """Each line's fields as orjson encodes them (a LogLine is a tuple subclass, which
+    it does not). The capture's `LogLines` hold them ready: their text was decoded with
+    replacement characters, always valid. Any other line's text may hold surrogate
+    escapes, which are no UTF-8: orjson refuses them, so such text is made valid first
+    (shown with replacement characters, not lost)."""
+    if isinstance(lines, LogLines):
+        return lines.rows
+    return [(line.seq, line.stream, _valid(line.text), line.at) for line in lines]
 
 
 def _valid(text: str) -> str:

@@ -9,21 +9,30 @@ Every text a sink is given is already redacted: a sink never sees a secret.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from itertools import repeat
+from typing import Any, Literal, NamedTuple, Protocol, cast
 
 from ballet.sessionlog.steps import Step
 
 Stream = Literal["stdout", "stderr", "ballet"]
 
 
-@dataclass(frozen=True)
-class LogLine:
+class LogLine(NamedTuple):
+    """A tuple, not a dataclass: a session printing a million lines makes a million of
+    them for any sink that reads them, and a tuple is made ~3x faster (bench/capture.py)."""
+
     seq: int  # 0, 1, 2 … per session, across both streams
     stream: Stream  # "ballet": a line Ballet adds (started, cut marker, ended)
     text: str  # redacted, no trailing newline, at most 64 KiB (longer: cut with a marker)
     at: float  # unix time it arrived
+
+
+# A line as plain fields, in LogLine's order: what a sink that encodes them reads.
+Row = tuple[int, Stream, str, float]
+# tuple.__new__ straight from C: no Python frame per line, as LogLine(...) or _make have.
+_as_line = cast(Callable[[Row], LogLine], partial(tuple.__new__, LogLine))
 
 
 class LogSink(Protocol):
@@ -42,58 +51,61 @@ class NullSink:
         return None
 
 
-Block = tuple[Stream, int, float, bytes, int]  # stream, first seq, arrival, lines, count
+# Stream, first seq, arrival, the lines (as bytes with newlines, or split), their count.
+Block = tuple[Stream, int, float, bytes | list[bytes], int]
+
+
+class _Rows:
+    """Blocks of lines, made into rows once, when first read."""
+
+    def __init__(self, blocks: list[Block]) -> None:
+        self._blocks: list[Block] | None = blocks
+        self.count = sum(block[4] for block in blocks)
+        self._rows: list[Row] = []
+
+    def get(self) -> list[Row]:
+        if self._blocks is not None:
+            for stream, seq, at, data, count in self._blocks:
+                # zip makes the rows in C. Split lines are decoded one by one; a block is
+                # decoded whole and split (str.split goes byte by byte: slower than a
+                # decode per line when lines are long).
+                if isinstance(data, list):
+                    texts = [line.decode("utf-8", "replace") for line in data]
+                else:
+                    texts = data.decode("utf-8", "replace").split("\n")
+                self._rows += zip(range(seq, seq + count), repeat(stream), texts, repeat(at))
+            self._blocks = None
+        return self._rows
 
 
 class LogLines(Sequence[LogLine]):
-    """Redacted lines as a sink receives them: made into `LogLine`s only when read,
-    so a sink that keeps nothing (NullSink) costs nothing per line."""
+    """Redacted lines as a sink receives them: blocks of bytes, made into plain rows
+    when first read (`rows`, which live.py encodes as they are) and into `LogLine`s
+    only when read as such. A sink that keeps nothing (NullSink) pays nothing per
+    line, one that encodes the fields no object per line. A slice (one append's
+    worth) shares the rows of the whole."""
 
-    def __init__(self, blocks: list[Block]) -> None:
-        self._blocks = blocks
-        self._lines: list[LogLine] | None = None
-        self._len = sum(block[4] for block in blocks)
+    def __init__(self, source: list[Block] | _Rows, span: range | None = None) -> None:
+        self._source = source if isinstance(source, _Rows) else _Rows(source)
+        self._span = span if span is not None else range(self._source.count)
+
+    @property
+    def rows(self) -> list[Row]:
+        rows, span = self._source.get(), self._span
+        if span.step != 1:
+            return [rows[i] for i in span]
+        return rows if len(span) == len(rows) else rows[span.start : span.stop]
 
     def __len__(self) -> int:
-        return self._len
+        return len(self._span)
 
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
-            return _Slice(self, range(self._len)[index])
-        return self.all()[index]
+            return LogLines(self._source, self._span[index])
+        return _as_line(self._source.get()[self._span[index]])
 
     def __iter__(self) -> Iterator[LogLine]:
-        return iter(self.all())
-
-    def all(self) -> list[LogLine]:
-        if self._lines is None:
-            lines: list[LogLine] = []
-            for stream, seq, at, data, count in self._blocks:
-                texts = data.decode("utf-8", "replace").split("\n")
-                lines.extend(LogLine(seq + i, stream, texts[i], at) for i in range(count))
-            self._lines = lines
-        return self._lines
-
-
-class _Slice(Sequence[LogLine]):
-    """Part of a `LogLines` (one append's worth), made from the whole when read."""
-
-    def __init__(self, whole: LogLines, indices: range) -> None:
-        self._whole = whole
-        self._indices = indices
-
-    def __len__(self) -> int:
-        return len(self._indices)
-
-    def __getitem__(self, index: int | slice) -> Any:
-        lines = self._whole.all()
-        if isinstance(index, slice):
-            return [lines[i] for i in self._indices[index]]
-        return lines[self._indices[index]]
-
-    def __iter__(self) -> Iterator[LogLine]:
-        lines = self._whole.all()
-        return (lines[i] for i in self._indices)
+        return map(_as_line, self.rows)
 
 
 class LiveLines:
@@ -103,7 +115,9 @@ class LiveLines:
         self._blocks: list[Block] = []
         self.count = 0
 
-    def add(self, stream: Stream, seq: int, at: float, data: bytes, count: int) -> None:
+    def add(
+        self, stream: Stream, seq: int, at: float, data: bytes | list[bytes], count: int
+    ) -> None:
         self._blocks.append((stream, seq, at, data, count))
         self.count += count
 
