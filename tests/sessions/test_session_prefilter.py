@@ -102,3 +102,16 @@ def test_the_prefilter_finds_any_bytes_of_a_value_and_nothing_else() -> None:
         assert prefilter.maybe(b"\xfe before " + needle + b" after")
         assert not prefilter.maybe(b"\xfe before " + needle[:-1] + b" after")
     assert all(prefilter.maybe(token.encode()) for token in TOKENS)
+
+
+def test_a_value_of_many_lines_is_found_by_every_line_in_every_form() -> None:
+    """A PEM key's lines in all their forms are some 200 needles: the prefilter's
+    validators take them a group at a time, and none is left out."""
+    lines = [f"{i:02d}" + "Kq7+Zr/Wd" * 7 for i in range(27)]
+    secrets = {"APP_KEY": "\n".join(lines)}
+    fast, exact = Redactor(secrets), Redactor(secrets, prefilter=False)
+    for line in lines:
+        for form in (line, quote(line, safe=""), base64.b64encode(b"ab" + line.encode()).decode()):
+            data = f"printed {form}.\n".encode()
+            assert b"[redacted:APP_KEY]" in fast.redact_bytes(data), form
+            assert fast.redact_bytes(data) == exact.redact_bytes(data)
