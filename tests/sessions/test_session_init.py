@@ -25,7 +25,7 @@ from ballet.sessions import SessionOptions, Workspaces
 from ballet.sessions.confine import Isolation, reaper
 from ballet.sessions.confine.seccomp import ARCHITECTURES, deny_filter
 from git_repos import git, make_origin, remote_refs
-from process_namespaces import namespace_alive
+from process_namespaces import alive
 from session_helpers import MakeSpec, WriteScript, run
 from session_logs import RecordingSink, run_logged
 
@@ -240,6 +240,7 @@ def test_nothing_of_a_session_outlives_it_even_with_its_init_subverted(
         isolation=Isolation(test_writable=(observed,), test_without_seccomp=True),
     )
     namespace = ""
+    marker = f"OBS={observed}".encode()  # every process of the session inherits it
     sink = RecordingSink()
     try:
         spec = make_spec(runtime=runtime, timeout_seconds=20)
@@ -250,15 +251,31 @@ def test_nothing_of_a_session_outlives_it_even_with_its_init_subverted(
         # and told the worker "exited 0" (bwrap exits with the word the init writes,
         # less one) while the agent slept on: the agent never exits by itself.
         assert "session ended (exit code 0," in (sink.log or b"").decode(), sink.log
-        assert not namespace_alive(namespace)  # and yet nothing of the session runs
+        assert _session_processes(namespace, marker) == []  # yet nothing of the session runs
         assert result.failure_reason == "push", result.report.summary
         assert "not a commit of the clone" in result.report.summary
         assert "refs/heads/ballet/7-greeting" not in remote_refs(origin)
         assert (observed / "racer").exists()  # the racer ran, and was ended with the rest
     finally:
-        for entry in os.scandir("/proc"):  # should the test fail, leave nothing running
-            if entry.name.isdigit() and namespace and _namespace(entry.name) == namespace:
-                os.kill(int(entry.name), signal.SIGKILL)
+        for pid in _session_processes(namespace, marker):  # should the test fail
+            os.kill(pid, signal.SIGKILL)
+
+
+def _session_processes(namespace: str, marker: bytes) -> list[int]:
+    """The live processes in the session's pid namespace that carry its environment.
+    The namespace's number names it only while it exists: the kernel gives a freed
+    number to the next namespace made, in a parallel run another test's sandbox."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not (entry.name.isdigit() and namespace and _namespace(entry.name) == namespace):
+            continue
+        try:
+            environ = Path(f"/proc/{entry.name}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
 
 
 def _namespace(pid: str) -> str | None:
