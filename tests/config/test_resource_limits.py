@@ -59,8 +59,7 @@ def test_too_little_to_start_a_session_and_unknown_keys_are_refused() -> None:
     text = FILE.replace("memory: 2GiB, processes: 100, cpus: 1.5", "memroy: 2GiB, processes: 2")
     text = text.replace("cpus: 4}", "cpus: 0}")
     assert refusals(text) == [
-        ".ballet.yml:5:14: unknown key `memroy` in runtimes.claude.limits; "
-        "did you mean `memory`?",
+        ".ballet.yml:5:14: unknown key `memroy` in runtimes.claude.limits; did you mean `memory`?",
         ".ballet.yml:5:39: runtimes.claude.limits.processes: Input should be greater than "
         "or equal to 8; write a number of at least 8",
         ".ballet.yml:12:78: pipelines.default.stages[0].limits.cpus: Input should be greater "
