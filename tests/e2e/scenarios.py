@@ -197,6 +197,15 @@ async def assert_merged_cleanly(stack: Stack, view: View, repo: str, number: int
     assert_reports(view)
 
 
+async def flush(stack: Stack) -> None:
+    """Redis loses everything (FLUSHDB on the stack's database), as an eviction would."""
+    url = stack.settings.redis_url
+    assert url is not None
+    pool = await connect(url.get_secret_value())
+    await pool.flushdb()
+    await pool.aclose()
+
+
 __all__ = ["merged", "status_is", "wait_until", "waiting_for"]
 
 

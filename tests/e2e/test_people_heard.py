@@ -21,10 +21,10 @@ from ballet import metrics
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, look
-from ballet.queue import connect
 from scenarios import (
     assert_merged_cleanly,
     comment,
+    flush,
     merged,
     outcomes,
     ticket,
@@ -253,14 +253,6 @@ async def test_reviews_without_write_permission_move_nothing(stack: Stack) -> No
         record.iteration,
     )
     assert view.record.history == record.history and view.record.returned == ()
-
-
-async def flush(stack: Stack) -> None:
-    url = stack.settings.redis_url
-    assert url is not None
-    pool = await connect(url.get_secret_value())
-    await pool.flushdb()
-    await pool.aclose()
 
 
 async def test_the_return_and_earlier_reports_outlive_a_redis_flush(stack: Stack) -> None:

@@ -23,8 +23,15 @@ from ballet.core.report_block import BLOCK_START, ReportBlock, decode_block
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from ballet.queue import connect
-from scenarios import assert_merged_cleanly, merged, new_repo, outcomes, ticket, wait_until
+from scenarios import (
+    assert_merged_cleanly,
+    flush,
+    merged,
+    new_repo,
+    outcomes,
+    ticket,
+    wait_until,
+)
 from seen_agent import SEEN
 from worker_processes import files_named
 
@@ -37,14 +44,6 @@ async def session_running(data_dir: Path) -> None:
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the implement session never started")
-
-
-async def flush(stack: Stack) -> None:
-    url = stack.settings.redis_url
-    assert url is not None
-    pool = await connect(url.get_secret_value())
-    await pool.flushdb()
-    await pool.aclose()
 
 
 async def test_redis_flushed_mid_session_loses_nothing_and_doubles_nothing(
