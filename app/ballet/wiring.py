@@ -43,7 +43,8 @@ from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import DeliveryQueue
 from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
-from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions import GitIdentity, SessionOptions, Workspaces
+from ballet.sessions.branch_writes import MirrorBranches
 from ballet.sessions.confine import Isolation
 from ballet.sessions.confine.cgroups import detect as detect_cgroups
 from ballet.sessions.confine.limits import LimitPlan, plan_limits, prepare_cgroups
@@ -81,9 +82,16 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         pools=settings.worker_pools,
         affinity_seconds=settings.session_affinity_seconds,
     )
+    # One set of mirrors per worker: the sessions clone from them and the ticket
+    # service pushes a ticket's branch from them (so its start warms them too).
+    workspaces = Workspaces(settings.workspaces)
     try:
         edge = await build_edge(
-            settings, redis, launcher, default_runtime=default_runtime(settings)
+            settings,
+            redis,
+            launcher,
+            workspaces=workspaces,
+            default_runtime=default_runtime(settings),
         )
     except EdgeConfigError as exc:
         # Ballet still starts, so a new install can check its webhook wiring:
@@ -101,6 +109,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         find_installation=edge.github.installation_of,
         installations=edge.github.installations,
         ballet_login=edge.identity.bot_login if edge.identity else None,
+        workspaces=workspaces,
     )
     launcher.prefetch = session_jobs.prefetch
     closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose,)
@@ -162,6 +171,7 @@ async def build_edge(
     launcher: SessionLauncher,
     *,
     default_runtime: Runtime | None = None,
+    workspaces: Workspaces | None = None,  # with them, branch writes are git pushes
 ) -> GitHubEdge:
     if settings.app_id is None:
         raise EdgeConfigError("set BALLET_APP_ID to the GitHub App's id")
@@ -177,6 +187,11 @@ async def build_edge(
     )
     identity = await github.app_identity()
     store = RecordStore(redis, own_login=identity.bot_login)
+    branches = None
+    if workspaces is not None:
+        # The seed commit is the App bot's, as GitHub makes one through the API.
+        bot = GitIdentity(identity.bot_login, f"{identity.bot_login}@users.noreply.github.com")
+        branches = MirrorBranches(workspaces, bot)
     service = TicketService(
         github.for_installation,
         store,
@@ -189,6 +204,7 @@ async def build_edge(
         find_installation=github.installation_of,
         pages=page_links(settings, redis),
         pools=settings.pools,
+        branches=branches,
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
 
@@ -218,6 +234,7 @@ def session_jobs_for(
     options: SessionOptions | None = None,
     heartbeat_seconds: float | None = None,
     ballet_login: str | None = None,
+    workspaces: Workspaces | None = None,
 ) -> SessionJobs:
     """The production wiring, from the GitHub edge's record store and forges
     (`GitHubEdge.store`, `GitHubEdge.github.for_installation`,
@@ -231,7 +248,8 @@ def session_jobs_for(
         find_installation=find_installation,
         installations=installations,
     )
-    workspaces = Workspaces(settings.workspaces, parent_env=parent_env)
+    if workspaces is None or parent_env is not None:
+        workspaces = Workspaces(settings.workspaces, parent_env=parent_env)
     jobs = SessionJobs(
         redis=redis,
         tickets=tickets,

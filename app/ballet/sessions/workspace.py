@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -36,6 +35,7 @@ import structlog
 from ballet.sessions.disk import mount_limited, unmount, unmount_stale
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
+from ballet.sessions.mirror import locked, mirror_heads
 
 # The mirror's own settings, after those `git init --bare` writes. The origin's URL
 # is set by each refresh (never with credentials: see _refuse_credentials).
@@ -122,7 +122,7 @@ class Workspaces:
         one: the mirror is as fresh as the caller asked (see jobs/prefetch.py)."""
         _refuse_credentials(clone_url)
         mirror = self.mirror_path(repo)
-        async with self._locked(mirror):
+        async with locked(mirror):
             fetched = self._fetched.get(mirror)
             if (
                 since is not None
@@ -172,7 +172,7 @@ class Workspaces:
         clone, home, files = root / "repo", root / "home", root / "ballet"
         tmp = root / "tmp" if disk is not None else None
         lease = mirror / "ballet-leases" / key
-        async with self._locked(mirror):
+        async with locked(mirror):
             lease.parent.mkdir(exist_ok=True)
             lease.write_text(str(root))
         try:
@@ -211,7 +211,7 @@ class Workspaces:
     async def gc(self, repo: str) -> bool:
         """Garbage-collect the mirror if no clone holds a lease; True when it ran."""
         mirror = self.mirror_path(repo)
-        async with self._locked(mirror):
+        async with locked(mirror):
             leases = mirror / "ballet-leases"
             for lease in leases.iterdir() if leases.is_dir() else ():
                 if Path(lease.read_text()).exists():
@@ -251,7 +251,7 @@ class Workspaces:
         cloned, valid, heads = await asyncio.gather(
             clone_command,
             run_git("check-ref-format", "--branch", target, cwd=mirror, env=env, check=False),
-            _mirror_heads(mirror, (target, base), env),
+            mirror_heads(mirror, (target, base), env),
             return_exceptions=True,
         )
         for outcome in (cloned, valid, heads):
@@ -284,33 +284,6 @@ class Workspaces:
         # The clone goes before its lease, so gc never runs under a live clone.
         await asyncio.to_thread(_remove, root)
         lease.unlink(missing_ok=True)
-
-    @contextlib.asynccontextmanager
-    async def _locked(self, mirror: Path) -> AsyncIterator[None]:
-        mirror.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(mirror.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the flock
-
-
-async def _mirror_heads(
-    mirror: Path, branches: tuple[str, ...], env: Mapping[str, str]
-) -> dict[str, str]:
-    """The commit of each of `branches` in the mirror, in one git process (which also
-    gives the start commit: no `rev-parse HEAD` after the checkout)."""
-    refs = [f"refs/heads/{branch}" for branch in branches]
-    _, out, _ = await run_git(
-        "for-each-ref", "--format=%(objectname) %(refname)", *refs, cwd=mirror, env=env
-    )
-    # A pattern also matches refs below it (main/x): keep exact names only.
-    found: dict[str, str] = {}
-    for line in out.splitlines():
-        sha, _, ref = line.partition(" ")
-        found[ref] = sha
-    return {branch: found[ref] for branch, ref in zip(branches, refs, strict=True) if ref in found}
 
 
 def directory_name(key: str) -> str:

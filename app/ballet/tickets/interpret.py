@@ -57,6 +57,8 @@ from ballet.github.forge import (
     PullRequest,
     find_comment,
 )
+from ballet.tickets import branch_writes
+from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.checks import read_checks
 from ballet.tickets.memo import Memo
 from ballet.tickets.page_links import PageLinks, with_ticket_link
@@ -88,8 +90,11 @@ class Interpreter:
         own_app_id: int | None = None,
         own_login: str | None = None,
         pages: PageLinks | None = None,
+        branches: BranchWriter | None = None,
     ) -> None:
         self._forge = forge
+        # Branch writes by git from the worker's mirror (None: by REST, branch_writes.py).
+        self._branches = branches
         self._memo = memo
         self._launcher = launcher
         self._clock = clock
@@ -230,7 +235,13 @@ class Interpreter:
 
     async def _create_pr(self, effect: OpenBranchAndDraftPR, *, look_first: bool) -> PullRequest:
         forge, repo = self._forge, effect.repo
-        if not look_first or await forge.branch_sha(repo, effect.branch) is None:
+        message = f"Start {effect.title} (#{effect.issue})"
+        if self._branches is not None:
+            # Its fetch finds a branch an earlier try made: no look first, no second one.
+            await branch_writes.start_branch(
+                forge, self._branches, repo, branch=effect.branch, base=effect.base, message=message
+            )
+        elif not look_first or await forge.branch_sha(repo, effect.branch) is None:
             base = await forge.branch_head(repo, effect.base)
             if base is None:
                 raise NotFound(f"the base branch {effect.base!r} does not exist in {repo}")
@@ -240,7 +251,7 @@ class Interpreter:
                 repo,
                 effect.branch,
                 base.sha,
-                seed_message=f"Start {effect.title} (#{effect.issue})",
+                seed_message=message,
                 seed_tree=base.tree,
             )
         return await forge.open_draft_pr(
@@ -341,7 +352,12 @@ class Interpreter:
         status = result.status
         if status == "merged" and effect.delete_branch:
             # The head the PR named when it was read before the merge: no second read.
-            await self._forge.delete_branch(effect.repo, pr.head_ref)
+            if self._branches is not None:
+                await branch_writes.delete_branch(
+                    self._forge, self._branches, effect.repo, pr.head_ref
+                )
+            else:
+                await self._forge.delete_branch(effect.repo, pr.head_ref)
         if status == "not_mergeable":
             # GitHub refused for a reason of its own (branch protection, a head
             # that moved): the work goes back with GitHub's words as the reason.

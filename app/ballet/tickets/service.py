@@ -58,6 +58,7 @@ from ballet.github.intents import (
 )
 from ballet.github.translate import translate
 from ballet.tickets import repo_config
+from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
@@ -104,8 +105,10 @@ class TicketService:
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
         pages: PageLinks | None = None,
         pools: PoolAccess | None = None,  # BALLET_POOLS: which repository may use which pool
+        branches: BranchWriter | None = None,  # branch writes by git (tickets/branch_writes.py)
     ) -> None:
         self._pools = pools
+        self._branches = branches
         self._forges = forges
         self._find_installation = find_installation
         self._store = store
@@ -129,6 +132,7 @@ class TicketService:
                 own_app_id=self._app.app_id,
                 own_login=self._app.bot_login,
                 pages=self._pages,
+                branches=self._branches,
             ),
             installation_id,
         )
