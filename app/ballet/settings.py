@@ -89,15 +89,22 @@ class Settings(BaseSettings):
         "ANTHROPIC_API_KEY",
         "CLAUDE_CODE_OAUTH_TOKEN",
     )
-    # Pause between content-creating GitHub requests of one installation:
-    # GitHub asks for serial writes and at most 80 a minute (0.75 s apart).
-    # Only a GitHub double such as the sandbox should run with less.
-    write_spacing_seconds: float = Field(default=0.75, ge=0)
+    # Pause between content-creating GitHub requests of one installation: GitHub
+    # asks for serial writes "at least one second" apart (and caps them at 80 a
+    # minute). 0 turns pacing off: only for a GitHub double such as the sandbox.
+    write_spacing_seconds: float = Field(default=1.0, ge=0)
+    # GitHub's cap on one installation's content-creating requests in an hour; past
+    # it, writes wait for the rolling hour to free a slot (their jobs are deferred).
+    writes_per_hour: int = Field(default=500, ge=0)
     # How often an idle worker asks Redis for a queued job (arq's poll delay): every
     # transition waits for it twice (the session's result, then the next session).
     # 0.05 s costs an idle worker ~40 cheap Redis commands a second (two queues) and
     # cuts ~0.2 s off a transition against arq's usual 0.2 s (docs/performance.md).
     queue_poll_seconds: float = Field(default=0.05, gt=0)
+    # A session's start writes its "in progress" check run and tracking-comment edit
+    # only if it still runs this long after: a quicker session's end rewrites both,
+    # and they are never written (docs/performance.md, API economy). 0: at once.
+    write_grace_seconds: float = Field(default=5.0, ge=0)
     # Agent sessions run in bubblewrap (docs/security.md); `none` runs them as the
     # worker's own processes, which an operator must choose explicitly.
     session_isolation: Literal["bwrap", "none"] = "bwrap"

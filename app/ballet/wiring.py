@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -40,6 +41,7 @@ from ballet.jobs.services import (
     TicketEventHandler,
 )
 from ballet.jobs.stage_sessions import ArqSessionLauncher
+from ballet.jobs.ticket_events import drain_later
 from ballet.queue import DeliveryQueue
 from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
@@ -51,6 +53,7 @@ from ballet.sessions.confine.limits import LimitPlan, plan_limits, prepare_cgrou
 from ballet.sessions.disk import can_mount
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
+from ballet.tickets.drain import Later
 from ballet.tickets.interpret import SessionLauncher
 from ballet.tickets.links import TicketLinksReader
 from ballet.tickets.live import LiveTickets
@@ -92,6 +95,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             launcher,
             workspaces=workspaces,
             default_runtime=default_runtime(settings),
+            later=partial(drain_later, redis),
         )
     except EdgeConfigError as exc:
         # Ballet still starts, so a new install can check its webhook wiring:
@@ -172,6 +176,7 @@ async def build_edge(
     *,
     default_runtime: Runtime | None = None,
     workspaces: Workspaces | None = None,  # with them, branch writes are git pushes
+    later: Later | None = None,  # drains a ticket when a deferred write is due
 ) -> GitHubEdge:
     if settings.app_id is None:
         raise EdgeConfigError("set BALLET_APP_ID to the GitHub App's id")
@@ -184,6 +189,7 @@ async def build_edge(
         GitHubAppCredentials(settings.app_id, key, settings.github_api_url),
         redis,
         write_spacing_seconds=settings.write_spacing_seconds,
+        writes_per_hour=settings.writes_per_hour,
     )
     identity = await github.app_identity()
     store = RecordStore(redis, own_login=identity.bot_login)
@@ -205,6 +211,8 @@ async def build_edge(
         pages=page_links(settings, redis),
         pools=settings.pools,
         branches=branches,
+        write_grace=timedelta(seconds=settings.write_grace_seconds),
+        later=later,
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
 

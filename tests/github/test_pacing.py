@@ -64,3 +64,30 @@ async def test_a_backlog_longer_than_a_job_should_wait_defers_it_and_reserves_no
     slot = float(await redis.get("ballet:pace:3:next") or 0)
     time_now = await redis.time()
     assert 19 < slot - (time_now[0] + time_now[1] / 1e6) <= 20
+
+
+async def test_no_rolling_hour_holds_more_than_its_cap(redis: Redis) -> None:
+    # A two-second "hour" of five writes, a hundredth of a second apart: the
+    # sixth write's slot is moved to an hour after the first's, the eleventh's to
+    # an hour after the sixth's, whichever worker asks.
+    pacers = [
+        WritePacer(redis, 9, spacing_seconds=0.01, per_hour=5, hour_seconds=2, max_wait_seconds=30)
+        for _ in range(2)
+    ]
+    waits = [await pacers[n % 2].reserve() for n in range(12)]
+    slots = [score for _, score in await redis.zrange("ballet:pace:9:hour", 0, -1, withscores=True)]
+    assert len(slots) == 12
+    assert all(later - earlier >= 0.01 - 1e-6 for earlier, later in itertools.pairwise(slots))
+    # Any six consecutive slots span at least the hour: no hour holds six.
+    assert all(slots[i + 5] - slots[i] >= 2 - 1e-6 for i in range(len(slots) - 5)), slots
+    assert waits[4] < 1 < waits[5]  # the cap, not the spacing, made the sixth wait
+
+
+async def test_a_spent_hour_defers_the_write_naming_the_cap(redis: Redis) -> None:
+    pacer = WritePacer(redis, 10, spacing_seconds=0.01, per_hour=3, hour_seconds=60)
+    for _ in range(3):
+        await pacer.reserve()
+    with pytest.raises(RateLimited, match="3 writes of the last hour") as raised:
+        await pacer.reserve("POST /repos/o/r/check-runs")
+    assert 59 < raised.value.retry_after_seconds <= 60
+    assert await redis.zcard("ballet:pace:10:hour") == 3  # the refused write took no slot

@@ -16,7 +16,7 @@ from redis.asyncio import Redis
 from ballet.github import models as m
 from ballet.github.client import PER_PAGE, GitHubAppCredentials, GitHubClients, ServerErrorRetry
 from ballet.github.forge import AppIdentity, NotFound
-from ballet.github.pacing import DEFAULT_SPACING_SECONDS
+from ballet.github.pacing import DEFAULT_PER_HOUR, DEFAULT_SPACING_SECONDS
 from ballet.github.rest import GitHubForge
 
 # Pages of deliveries read per sweep: far more than a sweep's worth.
@@ -34,6 +34,7 @@ class GitHubApp:
         redis: Redis,
         *,
         write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        writes_per_hour: int = DEFAULT_PER_HOUR,
         retry: ServerErrorRetry | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
@@ -41,6 +42,7 @@ class GitHubApp:
             credentials,
             redis,
             write_spacing_seconds=write_spacing_seconds,
+            writes_per_hour=writes_per_hour,
             retry=retry,
             transport=transport,
         )

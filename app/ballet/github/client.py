@@ -38,7 +38,7 @@ from redis.asyncio import Redis
 
 from ballet import metrics
 from ballet.github.forge import ForgeError, ForgeUnavailable, NotFound, RateLimited
-from ballet.github.pacing import DEFAULT_SPACING_SECONDS, WritePacer
+from ballet.github.pacing import DEFAULT_PER_HOUR, DEFAULT_SPACING_SECONDS, WritePacer
 from ballet.github.sealed_cache import SealedCacheStrategy
 from ballet.metrics import RateLimitKind
 
@@ -140,12 +140,14 @@ class GitHubClients:
         redis: Redis,
         *,
         write_spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        writes_per_hour: int = DEFAULT_PER_HOUR,
         retry: ServerErrorRetry | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.credentials = credentials
         self._redis = redis
         self._spacing = write_spacing_seconds
+        self._per_hour = writes_per_hour
         self._retry = retry or ServerErrorRetry()
         # Loading CA certificates takes tens of milliseconds: once per process.
         # httpx's own context honours SSL_CERT_FILE / SSL_CERT_DIR (a GHES CA).
@@ -166,7 +168,9 @@ class GitHubClients:
         auth = AppInstallationAuthStrategy(
             self.credentials.app_id, self.credentials.private_key, installation_id
         )
-        pacer = WritePacer(self._redis, installation_id, spacing_seconds=self._spacing)
+        pacer = WritePacer(
+            self._redis, installation_id, spacing_seconds=self._spacing, per_hour=self._per_hour
+        )
         return GitHubClient(self._github(auth, throttler=pacer))
 
     def _github(self, auth: Any, throttler: WritePacer | None) -> GitHub[Any]:

@@ -1,22 +1,29 @@
 """Pacing of content-creating requests, per App installation, across processes.
 
-GitHub's secondary rate limits punish bursts of writes: it asks for writes to
-be made serially with a pause between them, and caps content creation at
-about 80 requests a minute. Every worker shares one Redis, so the pacing is
-kept there. A spacing of 0.75 s is exactly 80 writes a minute.
+GitHub's secondary rate limits punish bursts of writes. Its documentation
+asks for writes to be made serially, "at least one second between each",
+and caps content creation at 80 requests a minute and 500 an hour per
+installation. Every worker shares one Redis, so the pacing is kept there and
+holds all three, counting every REST or GraphQL write (GitHub decides which
+requests create content; counting them all errs on the safe side):
+- a write starts at least `spacing_seconds` (default 1 s) after the
+  installation's previous one, which also keeps it under 80 a minute;
+- no rolling hour holds more than `per_hour` (default 500) of its writes.
 
 Each write *reserves* its start time: one atomic script reads the
 installation's next free slot (by Redis's clock, so workers on several
-machines agree), takes it and moves it on by the spacing. Writers are served
-in the order they asked, with no polling and no lock for a newcomer to win
-unfairly, so no write starves behind a burst of others. A lock still keeps
-writes serial when one takes longer than the spacing.
+machines agree), moves it past the hour's budget if the last hour's
+reservations have spent it, takes it and moves it on by the spacing. Writers
+are served in the order they asked, with no polling and no lock for a
+newcomer to win unfairly, so no write starves behind a burst of others. A
+lock still keeps writes serial when one takes longer than the spacing.
 
 A write whose slot is further away than `max_wait_seconds` does not wait in
 its job (holding the ticket's lock and a worker slot for minutes): it
 reserves nothing and raises `RateLimited` with the backlog's length, so the
 job is deferred to then and resumes at the same effect (the outbox). That is
-how a burst of tickets in one installation waits in the queue, not in jobs.
+how a burst of tickets in one installation waits in the queue, not in jobs,
+and how an installation that has spent its hour waits for the hour to roll.
 
 It plugs into githubkit as its throttler, so every request the adapter makes
 (including retries) passes through it. Reads are not paced.
@@ -36,26 +43,52 @@ from redis.asyncio import Redis
 from ballet.github.forge import RateLimited
 
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
-DEFAULT_SPACING_SECONDS = 0.75
+DEFAULT_SPACING_SECONDS = 1.0
+# GitHub's hourly cap on content-creating requests of one installation.
+DEFAULT_PER_HOUR = 500
+HOUR_SECONDS = 3600.0
 # A write waits in its job for at most this long; a longer backlog defers the job.
 DEFAULT_MAX_WAIT_SECONDS = 15.0
 # A write holding the lock longer than this is presumed dead (its process
 # crashed); the lock expires so the installation is not wedged.
 LOCK_TIMEOUT_SECONDS = 60.0
 
-# KEYS[1]: the installation's next free slot (seconds, Redis clock).
-# ARGV: spacing, max wait. Returns {reserved (1|0), wait seconds} as strings.
+# KEYS[1]: the installation's next free slot (seconds, Redis clock); KEYS[2]: the
+# slots reserved within the last window (a sorted set, score = slot).
+# ARGV: spacing, max wait, writes per window (0: no cap), window seconds.
+# Returns {reserved (1|0), wait seconds, whether the cap set the wait (1|0)} as
+# strings. The slots are reserved in
+# increasing order, so the window is full at `slot` while the reservation
+# `per window` places before the newest is within a window of it.
 _RESERVE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local free = tonumber(redis.call('GET', KEYS[1]) or '0')
 local slot = math.max(now, free)
+local capped = '0'
+local cap = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+if cap > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. tostring(now - window))
+  local count = redis.call('ZCARD', KEYS[2])
+  if count >= cap then
+    local oldest = redis.call('ZRANGE', KEYS[2], count - cap, count - cap, 'WITHSCORES')
+    if tonumber(oldest[2]) + window > slot then
+      slot = tonumber(oldest[2]) + window
+      capped = '1'
+    end
+  end
+end
 local wait = slot - now
 if wait > tonumber(ARGV[2]) then
-  return {'0', tostring(wait)}
+  return {'0', tostring(wait), capped}
 end
-redis.call('SET', KEYS[1], tostring(slot + tonumber(ARGV[1])), 'EX', 3600)
-return {'1', tostring(wait)}
+redis.call('SET', KEYS[1], tostring(slot + tonumber(ARGV[1])), 'EX', math.ceil(window + wait))
+if cap > 0 then
+  redis.call('ZADD', KEYS[2], slot, string.format('%.6f', slot))
+  redis.call('EXPIRE', KEYS[2], math.ceil(window + wait) + 60)
+end
+return {'1', tostring(wait), capped}
 """
 
 
@@ -66,13 +99,21 @@ class WritePacer(BaseThrottler):
         installation_id: int,
         *,
         spacing_seconds: float = DEFAULT_SPACING_SECONDS,
+        per_hour: int = DEFAULT_PER_HOUR,
         max_wait_seconds: float = DEFAULT_MAX_WAIT_SECONDS,
         key_prefix: str = "ballet:pace",
+        hour_seconds: float = HOUR_SECONDS,
     ) -> None:
+        """`spacing_seconds` 0 turns pacing off (only for a GitHub double such as the
+        sandbox); `per_hour` 0 lifts the hourly cap. `hour_seconds` shortens the hour
+        for a test or a bench that must see it roll."""
         self._redis = redis
         self._spacing = spacing_seconds
+        self._per_hour = per_hour
+        self._hour = hour_seconds
         self._max_wait = max_wait_seconds
         self._slot_key = f"{key_prefix}:{installation_id}:next"
+        self._hour_key = f"{key_prefix}:{installation_id}:hour"
         self._lock_key = f"{key_prefix}:{installation_id}:lock"
         self._reserve = redis.register_script(_RESERVE)
 
@@ -87,8 +128,13 @@ class WritePacer(BaseThrottler):
             yield
             return
         await asyncio.sleep(await self.reserve(f"{request.method} {request.url.path}"))
+        # The lock only matters for a write slower than the spacing; its waiter
+        # polls, and redis-py's default 0.1 s would bunch writes up behind it.
         lock = self._redis.lock(
-            self._lock_key, timeout=LOCK_TIMEOUT_SECONDS, blocking_timeout=LOCK_TIMEOUT_SECONDS * 2
+            self._lock_key,
+            timeout=LOCK_TIMEOUT_SECONDS,
+            sleep=0.01,
+            blocking_timeout=LOCK_TIMEOUT_SECONDS * 2,
         )
         async with lock:
             yield
@@ -96,14 +142,18 @@ class WritePacer(BaseThrottler):
     async def reserve(self, what: str = "a write") -> float:
         """Take the next free slot; the seconds to wait for it. `RateLimited` (nothing
         reserved) when the backlog is longer than this job should wait."""
-        reserved, wait = await self._reserve(
-            keys=[self._slot_key], args=[self._spacing, self._max_wait]
+        reserved, wait, capped = await self._reserve(
+            keys=[self._slot_key, self._hour_key],
+            args=[self._spacing, self._max_wait, self._per_hour, self._hour],
         )
         seconds = float(wait)
         if reserved in (b"0", "0"):
-            raise RateLimited(
-                seconds,
-                reason=f"{what}: {seconds:.0f}s of this installation's writes are queued"
-                " ahead of it (GitHub asks for them to be paced); deferred",
+            why = (
+                f"this installation made its {self._per_hour} writes of the last hour"
+                " (GitHub's cap on content creation)"
+                if capped in (b"1", "1")
+                else "this installation's writes are queued ahead of it"
+                " (GitHub asks for them to be paced)"
             )
+            raise RateLimited(seconds, reason=f"{what}: deferred {seconds:.0f}s: {why}")
         return seconds

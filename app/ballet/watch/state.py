@@ -73,7 +73,9 @@ def _no_forge(installation_id: int) -> Forge:
     raise AssertionError("no App is configured, so no installation is ever found")
 
 
-def open_watch(config: WatchConfig, redis: ArqRedis, *, write_spacing_seconds: float) -> WatchState:
+def open_watch(
+    config: WatchConfig, redis: ArqRedis, *, write_spacing_seconds: float, writes_per_hour: int
+) -> WatchState:
     """The pages' state on the web app's Redis; `aclose` it when the app stops."""
     http = httpx.AsyncClient(timeout=GITHUB_TIMEOUT, follow_redirects=False)
     store = RecordStore(redis)
@@ -83,7 +85,12 @@ def open_watch(config: WatchConfig, redis: ArqRedis, *, write_spacing_seconds: f
         credentials = GitHubAppCredentials(
             config.app.app_id, config.app.private_key, config.github_api_url
         )
-        github = GitHubApp(credentials, redis, write_spacing_seconds=write_spacing_seconds)
+        github = GitHubApp(
+            credentials,
+            redis,
+            write_spacing_seconds=write_spacing_seconds,
+            writes_per_hour=writes_per_hour,
+        )
         found = _Installations(store, github)
         access = Access(redis, found.of, found.forge, http, config.github_api_url)
     return WatchState(

@@ -90,7 +90,10 @@ def create_app(
         # the same pool: nothing of theirs to close but the pool itself.
         app.state.logs = _session_logs(settings, redis)
         app.state.watch = open_watch(
-            watch, redis, write_spacing_seconds=settings.write_spacing_seconds
+            watch,
+            redis,
+            write_spacing_seconds=settings.write_spacing_seconds,
+            writes_per_hour=settings.writes_per_hour,
         )
         try:
             yield
