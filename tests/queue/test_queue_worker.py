@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from arq.connections import ArqRedis
+from arq.constants import job_key_prefix, result_key_prefix
 from ballet.github.forge import RateLimited
 from ballet.jobs.deliveries import MAX_DELIVERY_TRIES
 from ballet.jobs.registry import WorkerGroup
@@ -76,6 +77,21 @@ async def test_every_queued_delivery_is_handled(settings: Settings, redis: ArqRe
     await run_burst(settings, consumer)
     assert sorted(d.id for d in consumer.handled) == sorted(f"d-{n}" for n in range(12))
     assert await redis.zcard(EVENTS_QUEUE) == 0
+
+
+async def test_a_handled_delivery_leaves_no_job_result_in_redis(
+    settings: Settings, redis: ArqRedis
+) -> None:
+    # arq keeps a job's result (with its arguments: the whole payload) for an hour by
+    # default; a delivery's is never read, so only its dedupe marker stays.
+    body = json.dumps({"action": "opened", "padding": "x" * 10_000}).encode()
+    await DeliveryQueue(redis, settings.delivery_dedupe_seconds).enqueue(job("kept", body))
+    consumer = RecordingConsumer()
+    await run_burst(settings, consumer)
+    assert [d.id for d in consumer.handled] == ["kept"]
+    assert not await redis.exists(result_key_prefix + "kept", job_key_prefix + "kept")
+    assert [k async for k in redis.scan_iter("arq:*")] == []
+    assert await redis.exists(DELIVERY_MARKER_PREFIX + "kept")
 
 
 async def test_a_failing_delivery_is_retried_then_handled(

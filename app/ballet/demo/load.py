@@ -8,18 +8,24 @@ apart by path); all are labelled at once and waited for together.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ballet.core.check_runs import name_of
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
-from ballet.demo.watch import View, wait_until
+from ballet.demo.watch import View, look, wait_until
 
 # Repositories created at once before a batch (each push runs the sandbox's CI).
 CREATING_AT_ONCE = 8
+# Content-creating requests, as GitHub's secondary limit counts them.
+WRITES = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+_MARKER = re.compile(r"<!-- ballet:marker (?P<key>[^\s>]+) -->")
+STATE = "ballet:state"
 
 
 @dataclass
@@ -40,14 +46,31 @@ class LoadRun:
         return Counter(int(r["status"]) for r in self.requests)
 
     @property
+    def rest(self) -> list[dict[str, Any]]:
+        """Requests on the batch's repositories but git over HTTP (not rate-limited)
+        and the App's own (its token): what GitHub charges to the tickets."""
+        return [r for r in self.requests if ".git/" not in r["path"]]
+
+    @property
+    def charged(self) -> int:
+        """Charged to the installation's 5,000 an hour: a 304 to a conditional GET is not."""
+        return sum(r["status"] != 304 for r in self.rest)
+
+    @property
+    def writes(self) -> int:
+        return sum(r["method"] in WRITES for r in self.rest)
+
+    @property
     def injected(self) -> int:
         return sum(1 for r in self.requests if "fault" in r)
 
     def describe(self, label: str) -> str:
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items()))
+        n = max(1, len(self.views))
         return (
             f"{label}: {len(self.views)} tickets merged in {self.seconds:.1f} s; "
-            f"{self.total} App requests ({self.total / max(1, len(self.views)):.1f} per ticket), "
+            f"{self.total} App requests ({self.total / n:.1f} per ticket; REST"
+            f" {self.charged / n:.1f} charged, {self.writes / n:.1f} writes), "
             f"{self.injected} faults injected; statuses {statuses}"
         )
 
@@ -96,7 +119,8 @@ async def run_tickets(
                 summary = ended.json()
         seconds = time.monotonic() - began
         logged = (await admin.get("/_sandbox/requests")).json()
-    mine = [r for r in logged if any(_on(repo, r["path"]) for repo in repos)]
+    chosen = set(repos)
+    mine = [r for r in logged if _repo_of(r["path"]) in chosen]
     return LoadRun(
         views=list(zip(repos, numbers, views, strict=True)),
         seconds=seconds,
@@ -105,8 +129,13 @@ async def run_tickets(
     )
 
 
-def _on(repo: str, path: str) -> bool:
-    return path == f"/repos/{repo}" or path.startswith((f"/repos/{repo}/", f"/{repo}.git/"))
+_REPO_PATH = re.compile(r"^/repos/([^/]+/[^/]+)(?:/|$)|^/([^/]+/[^/]+)\.git/")
+
+
+def _repo_of(path: str) -> str | None:
+    """The repository a request is on (REST or git over HTTP), if any."""
+    match = _REPO_PATH.match(path)
+    return (match[1] or match[2]) if match else None
 
 
 def _merged(view: View) -> bool:
@@ -114,3 +143,75 @@ def _merged(view: View) -> bool:
     return (
         view.record is not None and view.record.status == "done" and bool(pull and pull["merged"])
     )
+
+
+def doubled(view: View, number: int, requests: list[dict[str, Any]]) -> list[str]:
+    """What a merged ticket shows more than once, read from GitHub's side: more than one
+    pull request, merge, tracking comment, report comment per stage run, check run per
+    stage name, or run of a session. Empty when nothing is doubled. `requests`: the
+    App's requests on the ticket's repository (a second merge shows only there)."""
+    found: list[str] = []
+    record = view.record
+    if record is None:
+        return ["no tracking record"]
+    pulls = len(view.state["pulls"])
+    if pulls != 1:
+        found.append(f"{pulls} pull requests")
+    merges = sum(
+        r["method"] == "PUT" and r["path"].endswith("/merge") and r["status"] < 300
+        for r in requests
+    )
+    if merges != 1:
+        found.append(f"{merges} merges")
+    tracking = [c for c in view.state["comments"] if STATE in c["body"]]
+    if len(tracking) != 1:
+        found.append(f"{len(tracking)} tracking comments")
+    markers = [m["key"] for c in view.state["comments"] if (m := _MARKER.search(c["body"]))]
+    reports = Counter(m for m in markers if ":report:" in m)
+    refs = Counter(r.report_ref for r in record.history if r.report_ref is not None)
+    if reports != refs:
+        found.append(f"report comments {dict(reports)} for runs {dict(refs)}")
+    ours = [r for r in view.state["check_runs"] if r["name"].startswith("ballet/")]
+    twice = [k for k, n in Counter((r["head_sha"], r["name"]) for r in ours).items() if n > 1]
+    head = record.head_sha
+    on_head = Counter(r["name"] for r in ours if r["head_sha"] == head)
+    names = Counter(name_of(r) for r in record.history if r.end is not None)
+    if twice or on_head != names:
+        found.append(f"check runs {dict(on_head)} on the head for runs {dict(names)}; {twice}")
+    runs = Counter((r.stage, r.iteration, r.phase) for r in record.history)
+    jobs = Counter(r.job_key for r in record.history if r.job_key is not None)
+    again = [r for r in record.history if r.attempt != 1]
+    if any(n > 1 for n in runs.values()) or any(n > 1 for n in jobs.values()) or again:
+        ran = [(r.stage, r.iteration, r.attempt) for r in record.history]
+        found.append(f"sessions ran twice: {ran}")
+    if record.ticket.number != number:
+        found.append(f"tracking record of #{record.ticket.number}, not #{number}")
+    return found
+
+
+async def recheck(stack: Stack, run: LoadRun) -> dict[str, list[str]]:
+    """Each ticket looked at again once the App has gone quiet (what a late duplicate
+    would add shows only then): `repo#n` → what it shows doubled, for those that do."""
+    async with stack.admin() as admin:
+        await admin.post("/_sandbox/settle")
+        logged: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
+        while True:  # until the App makes no more requests for a while
+            await asyncio.sleep(3.0)
+            now: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
+            if len(now) == len(logged):
+                break
+            logged = now
+    repos = {repo for repo, _, _ in run.views}
+    run.requests = [r for r in logged if _repo_of(r["path"]) in repos]
+    by_repo: dict[str, list[dict[str, Any]]] = {}
+    for r in run.requests:
+        by_repo.setdefault(_repo_of(r["path"]) or "", []).append(r)
+    looking = asyncio.Semaphore(16)
+
+    async def one(repo: str, number: int) -> tuple[str, list[str]]:
+        async with looking:
+            view = await look(stack, repo, number)
+        return f"{repo}#{number}", doubled(view, number, by_repo.get(repo, []))
+
+    found = await asyncio.gather(*(one(repo, n) for repo, n, _ in run.views))
+    return {key: problems for key, problems in found if problems}

@@ -8,12 +8,13 @@ from typing import Any
 
 import structlog
 from arq import Retry
+from arq.worker import Function, func
 
 from ballet import metrics
 from ballet.github.payloads import parse_delivery
 from ballet.jobs.retries import contention, count_failure, forget_failures
 from ballet.jobs.services import Delivery, Services
-from ballet.queue import DeliveryJob
+from ballet.queue import HANDLE_DELIVERY, DeliveryJob
 
 log = structlog.get_logger("ballet.worker")
 
@@ -70,3 +71,9 @@ async def handle_delivery(ctx: dict[str, Any], job: DeliveryJob) -> None:
     await forget_failures(services.redis, ctx)
     # Counted here, whatever the consumer, so swapping it keeps the metric.
     metrics.DELIVERIES_HANDLED.labels(event, delivery.envelope.action or "").inc()
+
+
+# No result kept: arq's result of a delivery holds its job, the whole payload
+# (~12 KB), for an hour, and nothing reads it: a redelivery is recognised by the
+# delivery's own marker (queue.py), and a failure is logged and counted.
+HANDLE_DELIVERY_JOB: Function = func(handle_delivery, name=HANDLE_DELIVERY, keep_result=0)

@@ -25,7 +25,7 @@ from arq.cron import CronJob
 from arq.typing import WorkerCoroutine
 from arq.worker import Function, Worker
 
-from ballet.jobs.deliveries import handle_delivery
+from ballet.jobs.deliveries import HANDLE_DELIVERY_JOB
 from ballet.jobs.pool_worker import PoolWorker, SharedSlots
 from ballet.jobs.pools import PoolMembership
 from ballet.jobs.reconciler import RECONCILE_CRON
@@ -59,7 +59,7 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             EVENTS_QUEUE,
             max_jobs=settings.event_slots,
             job_timeout=300,
-            functions=(handle_delivery, APPLY_TICKET_EVENT_JOB),
+            functions=(HANDLE_DELIVERY_JOB, APPLY_TICKET_EVENT_JOB),
             cron_jobs=(RECONCILE_CRON,),
         ),
         *(
