@@ -179,15 +179,19 @@ def test_a_push_leaves_the_mirror_naming_only_objects_it_holds(
     parent_env: dict[str, str],
 ) -> None:
     # The push borrows the clone's objects for one command; the clone then goes.
-    # A ref of the mirror moved to the pushed commit would name an object the mirror
-    # never got (until its next fetch): every clone, gc or read of it in between sees
-    # a broken repository.
+    # The mirror is then given the pushed head (so the next session need not fetch
+    # it): with the objects it names copied in, never borrowed from the gone clone,
+    # or every clone, gc or read of it would see a broken repository.
     write_script("agent", COMMIT_AND_REPORT)
     result = run(make_spec(), workspaces, parent_env, options)
     assert result.failure_reason is None, result.report.summary
     mirror = workspaces.mirror_path("octo/demo")
-    assert git("for-each-ref", "--format=%(refname)", cwd=mirror).split() == ["refs/heads/main"]
+    refs = git("for-each-ref", "--format=%(refname) %(objectname)", cwd=mirror).splitlines()
+    assert refs[0] == f"refs/heads/ballet/7-greeting {result.head_sha}"
+    assert [ref.split()[0] for ref in refs] == ["refs/heads/ballet/7-greeting", "refs/heads/main"]
+    assert not list((workspaces.root / "sessions").iterdir())  # the clone is gone
     git("fsck", "--connectivity-only", "--no-dangling", cwd=mirror)
+    assert git("show", f"{result.head_sha}:greeting.txt", cwd=mirror) == "hello"
 
 
 def test_the_token_reaches_no_file_of_the_session(

@@ -133,6 +133,10 @@ async def _run_and_deliver(
             forget_on=(Retry, asyncio.CancelledError),
         ):
             result = await _run(jobs, spec, job_try, access, workspace)
+            if spec.branch is not None:
+                # The ticket's next session, likely on this worker, finds its clone
+                # made while the result is applied (sessions/prepared.py).
+                jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base)
             finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))

@@ -14,8 +14,10 @@ is pushed. Other branches and tags the agent made are never pushed.
 The push names the repository's URL, not the mirror's `origin`: a push to a
 remote moves the ref its fetch refspec maps the pushed one to, which in a
 mirror is `refs/heads/<branch>` itself, and the mirror would name a commit
-whose objects only the (soon removed) clone holds. The mirror learns the
-branch's new head from GitHub, by its next fetch.
+whose objects only the (soon removed) clone holds. Once GitHub has taken the
+push, the mirror is given the same commits and head by a push to itself from
+the same objects (mirror.take_pushed), so the ticket's next session finds
+nothing to fetch and may take a clone prepared ahead (prepared.py).
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ import os
 import re
 from pathlib import Path
 
+import structlog
+
 from ballet.sessionlog.redact import Redactor
 from ballet.sessions.git import GitError, run_git
 from ballet.sessions.git_auth import auth_environment
+from ballet.sessions.mirror import locked, take_pushed
 from ballet.sessions.secrets_scan import find_secret
 from ballet.sessions.workspace import Workspace, Workspaces
+
+log = structlog.get_logger("ballet.sessions.push")
 
 _SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
@@ -95,6 +102,12 @@ async def push_ticket_branch(
             else "check the App's permission to push to the repository"
         )
         raise PushError(f"{error}; {hint}") from error
+    try:
+        async with locked(mirror):
+            await take_pushed(mirror, workspaces.git_env, objects, sha, branch)
+    except GitError as error:
+        # GitHub has the branch: the mirror's next fetch brings it, as before.
+        log.warning("the mirror did not take the pushed head", branch=branch, error=str(error))
     return sha
 
 

@@ -36,6 +36,7 @@ from ballet.sessions.disk import mount_limited, unmount, unmount_stale
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.mirror import locked, mirror_heads
+from ballet.sessions.prepared import PreparedClones
 
 # The mirror's own settings, after those `git init --bare` writes. The origin's URL
 # is set by each refresh (never with credentials: see _refuse_credentials).
@@ -87,6 +88,7 @@ class Workspace:
     start_sha: str
     branch_existed: bool  # False: created from the base for this session
     tmp: Path | None = None  # its own /tmp, when the workspace is a size-limited disk
+    prepared: bool = False  # its clone was prepared ahead (prepared.py), not made now
 
 
 class Workspaces:
@@ -105,6 +107,8 @@ class Workspaces:
         # Per mirror: when this process's last successful fetch began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
+        self.prepared = PreparedClones(self.root, remove_tree)
+        self.prepared.sweep()
 
     def mirror_path(self, repo: str) -> Path:
         owner, _, name = repo.partition("/")
@@ -184,7 +188,12 @@ class Workspaces:
             if tmp is not None:
                 tmp.mkdir()
                 tmp.chmod(0o1777)  # as /tmp is
-            start_sha, checked_out, existed = await self._clone(mirror, clone, branch, base, repo)
+            claimed = None if disk is not None else await self._claim(mirror, clone, branch, base)
+            if claimed is None:
+                made = await self._clone(mirror, clone, branch, base, repo)
+            else:
+                made = claimed
+            start_sha, checked_out, existed = made
         except OSError as error:
             await self._discard(root, lease)
             raise WorkspaceError(f"could not make the session's workspace: {error}") from error
@@ -192,8 +201,35 @@ class Workspaces:
             await self._discard(root, lease)
             raise
         return Workspace(
-            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed, tmp
-        )
+            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed, tmp,
+            prepared=claimed is not None,
+        )  # fmt: skip
+
+    def prepare(self, repo: str, *, branch: str, base: str) -> None:
+        """Begin making the next session's clone of `branch` now (prepared.py); call
+        once this session's processes are gone and its push is in the mirror."""
+        mirror = self.mirror_path(repo)
+        if not (mirror / "HEAD").exists():
+            return
+
+        async def make(source: Path, clone: Path) -> tuple[str, str, bool]:
+            return await self._clone(source, clone, branch, base, repo)
+
+        name = directory_name(f"{repo}:{branch}")
+        self.prepared.start(mirror, f"{branch}\n{base}", name, make, self.git_env)
+
+    async def _claim(
+        self, mirror: Path, clone: Path, branch: str | None, base: str
+    ) -> tuple[str, str, bool] | None:
+        """The clone prepared of this branch moved into place, if still fresh."""
+        prepared = await self.prepared.claim(mirror, f"{branch or base}\n{base}", self.git_env)
+        if prepared is None:
+            return None
+        try:
+            prepared.clone.rename(clone)
+        finally:
+            await self.prepared.release(prepared)
+        return prepared.start_sha, prepared.branch, prepared.branch_existed
 
     async def remove(self, workspace: Workspace) -> None:
         await self._discard(workspace.root, workspace.lease)

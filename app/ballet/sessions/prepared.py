@@ -1,0 +1,174 @@
+"""Clones prepared ahead: the next session's clone, made while the ticket's engine,
+GitHub writes and session job run, instead of after them.
+
+When a session of a ticket ends (its branch pushed, and the mirror given the
+pushed commits: mirror.take_pushed), its worker makes a clone of the same branch
+from the mirror at once, exactly as `Workspaces.create` would make it, and keeps
+it where no session can reach it:
+
+    prepared/<pid>/<name>/repo       under the workspaces root, which every
+                                     session's confinement hides whole
+    mirrors/<owner>/<name>.git/ballet-leases/prepared-<pid>-<name>   its lease (no gc under it)
+
+The next session of that branch on this worker claims it (a rename into its own
+directory) only if the mirror's refs, every one of them, are still those the
+clone was made from, after the session's own fetch: a clone copies all of them
+(as `origin/*`) and checks out the branch's head, so equal refs mean it is the
+very clone a fresh one would be. A branch a person pushed to meanwhile, a base
+that moved, a new tag: the refs differ, the prepared clone is thrown away and a
+fresh one made. Nothing of the previous session is in it: it is cloned from the
+mirror after that session's processes are gone, and the mirror holds only what
+GitHub holds (the session's pushed commits, never its clone's other objects,
+refs, config or hooks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from ballet.sessions.mirror import all_refs, locked
+
+log = structlog.get_logger("ballet.sessions.prepared")
+
+# Clones kept ready per worker process; the oldest goes first (a ticket that ended).
+KEEP = 8
+# A clone not claimed this long is stale anyway (its ticket waits for a person).
+MAX_AGE_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Prepared:
+    root: Path  # prepared/<pid>/<name>: holds the clone, `repo`
+    lease: Path
+    refs: str  # the mirror's refs the clone was made from (mirror.all_refs)
+    branch: str  # checked out
+    start_sha: str
+    branch_existed: bool
+    made: float  # time.monotonic()
+
+    @property
+    def clone(self) -> Path:
+        return self.root / "repo"
+
+
+# Makes the clone at `clone` from `mirror`: (start sha, branch, existed).
+CloneMaker = Callable[[Path, Path], Awaitable[tuple[str, str, bool]]]
+Remover = Callable[[Path], None]
+
+
+class PreparedClones:
+    def __init__(self, root: Path, remove: Remover) -> None:
+        # One directory per process: another worker's clones are never touched
+        # (a dead one's are swept: `sweep`).
+        self.root = root / "prepared" / str(os.getpid())
+        self._remove = remove
+        self._ready: dict[tuple[Path, str], Prepared] = {}
+        self._making: dict[tuple[Path, str], asyncio.Task[Prepared | None]] = {}
+        self._count = 0  # each clone its own directory: a replaced one is removed apart
+
+    def sweep(self) -> None:
+        """Remove the clones dead worker processes prepared (their leases then hold
+        nothing, and gc drops them)."""
+        parent = self.root.parent
+        for entry in parent.iterdir() if parent.is_dir() else ():
+            if entry != self.root and not _alive(entry.name):
+                self._remove(entry)
+
+    def start(
+        self, mirror: Path, branch: str, name: str, make: CloneMaker, env: dict[str, str]
+    ) -> None:
+        """Begin preparing `branch`'s clone; an earlier one of it is replaced."""
+        key = (mirror, branch)
+        self._count += 1
+        name = f"{name}-{self._count}"
+        task = asyncio.create_task(self._make(mirror, key, name, make, env))
+        self._making[key] = task
+        task.add_done_callback(lambda done: self._made(key, done))
+
+    async def claim(self, mirror: Path, branch: str, env: dict[str, str]) -> Prepared | None:
+        """The clone prepared of `branch`, if it is still what a fresh clone would be;
+        the caller moves `clone` away and then calls `release`."""
+        key = (mirror, branch)
+        making = self._making.get(key)
+        if making is not None:
+            await asyncio.wait([making])  # it is the one to take: made moments ago
+        prepared = self._ready.pop(key, None)
+        if prepared is None:
+            return None
+        async with locked(mirror):
+            fresh = await all_refs(mirror, env) == prepared.refs
+        if fresh and time.monotonic() - prepared.made < MAX_AGE_SECONDS:
+            return prepared
+        log.info("prepared clone is stale", branch=branch, mirror=str(mirror))
+        await self.release(prepared)
+        return None
+
+    async def release(self, prepared: Prepared) -> None:
+        await asyncio.to_thread(self._remove, prepared.root)
+        prepared.lease.unlink(missing_ok=True)
+
+    async def _make(
+        self, mirror: Path, key: tuple[Path, str], name: str, make: CloneMaker, env: dict[str, str]
+    ) -> Prepared | None:
+        root = self.root / name
+        lease = mirror / "ballet-leases" / f"prepared-{os.getpid()}-{name}"
+        try:
+            async with locked(mirror):
+                lease.parent.mkdir(exist_ok=True)
+                lease.write_text(str(root))
+                root.mkdir(parents=True)
+                # Under the lock, so no fetch moves a ref between the clone and its refs.
+                refs = await all_refs(mirror, env)
+                start_sha, branch, existed = await make(mirror, root / "repo")
+        except Exception as exc:
+            log.info("no clone prepared", branch=key[1], error=repr(exc))
+            await asyncio.to_thread(self._remove, root)
+            lease.unlink(missing_ok=True)
+            return None
+        return Prepared(root, lease, refs, branch, start_sha, existed, time.monotonic())
+
+    def _made(self, key: tuple[Path, str], done: asyncio.Task[Prepared | None]) -> None:
+        if self._making.get(key) is done:
+            del self._making[key]
+        prepared = None if done.cancelled() or done.exception() else done.result()
+        if prepared is None:
+            return
+        old = self._ready.pop(key, None)
+        if old is not None and old.root != prepared.root:
+            self._discard_soon(old)
+        self._ready[key] = prepared
+        while len(self._ready) > KEEP:
+            self._discard_soon(self._ready.pop(next(iter(self._ready))))
+
+    def _discard_soon(self, prepared: Prepared) -> None:
+        task = asyncio.create_task(self.release(prepared))
+        task.add_done_callback(lambda _: None)
+
+    async def aclose(self) -> None:
+        for task in list(self._making.values()):
+            task.cancel()
+        await asyncio.gather(*self._making.values(), return_exceptions=True)
+        for prepared in list(self._ready.values()):
+            await self.release(prepared)
+        self._ready.clear()
+
+
+def _alive(pid: str) -> bool:
+    """Whether the process that named a directory `pid` still runs (a reused pid
+    only keeps a dead worker's clones a while longer)."""
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
