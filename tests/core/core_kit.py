@@ -118,6 +118,7 @@ class Ticket:
         }
         fields.update(request)
         self.minutes = 0.0
+        self.grace = timedelta(0)  # BALLET_WRITE_GRACE_SECONDS: none unless a test sets it
         self.record: Record | None = None
         self.effects: list[AnyEffect] = []
         self.feed(TicketRequested(**fields))
@@ -128,7 +129,7 @@ class Ticket:
         return self.record
 
     def feed(self, event: AnyEvent) -> list[AnyEffect]:
-        self.record, self.effects = advance(self.record, event)
+        self.record, self.effects = advance(self.record, event, write_grace=self.grace)
         return self.effects
 
     def now(self, step: float = 1) -> datetime:

@@ -8,6 +8,7 @@ body holds `marker_for(key.render())` and edits it instead of posting a second.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -73,6 +74,10 @@ class UpsertTrackingComment(Effect):
     target: Literal["issue", "pr"]
     marker: MarkerKey
     body: str
+    # Not written before this time, and not at all if a later write of the same
+    # comment comes first (core/outbox.py): a session's start that an instant
+    # session's end supersedes at once is never worth a request. None: at once.
+    not_before: datetime | None = None
 
 
 class PostReportComment(Effect):
@@ -131,6 +136,8 @@ class SetCheckRun(Effect):
     # session whose log's end the completed check shows.
     page: str = ""
     job_key: str | None = None
+    # As for UpsertTrackingComment: an "in progress" run a completed one soon overwrites.
+    not_before: datetime | None = None
 
 
 class SessionSpec(Frozen):

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Literal
 
-from ballet.core import check_runs, render, reviews, steps, verbs
+from ballet.core import check_runs, outbox, render, reviews, steps, verbs
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
@@ -141,9 +142,12 @@ COMMANDS: dict[Verb, CommandRule] = {
 # fmt: on
 
 
-def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEffect]]:
+def advance(
+    record: Record | None, event: AnyEvent, *, write_grace: timedelta = timedelta(0)
+) -> tuple[Record, list[AnyEffect]]:
     """One transition. Raises `IllegalEvent` (nothing changed) when the event
-    does not apply to the ticket now."""
+    does not apply to the ticket now. `write_grace` defers the writes of a
+    session's start that its end would supersede (`outbox.with_grace`)."""
     status = record.status if record is not None else None
     rule = TABLE.get((status, event.kind))
     if rule is None:
@@ -170,7 +174,7 @@ def advance(record: Record | None, event: AnyEvent) -> tuple[Record, list[AnyEff
                 repo=tx.rec.ticket.repo, number=tx.number, target=target, marker=key, body=body
             )
         )
-    return tx.rec, tx.effects
+    return tx.rec, outbox.with_grace(record, tx.rec, event.kind, tx.effects, event.now, write_grace)
 
 
 def shows_change(before: Record | None, after: Record) -> bool:

@@ -12,12 +12,26 @@ is worth a request to GitHub:
   and then removed again (or removed and added back) is never touched;
 - marking a draft ready for review is left to a merge of the same PR behind
   it, which marks the draft ready itself with the PR it reads anyway.
+
+Writes of a session's start are deferred (`with_grace`): a transition that
+starts a session (or a wait on the platform) gives its "in progress" check run
+and its tracking-comment edit a not-before time, `grace` after the event. The
+drain leaves such an effect in the outbox until then and carries on with the
+effects behind it; once due it is written, unless a later effect has rewritten
+the same comment or check run meanwhile — an instant session's end (its check
+run created completed, the next tracking edit) supersedes both, so they cost
+nothing. A write a person waits for is never deferred: report comments,
+questions, replies, labels, the merge, a state that ends the ticket or awaits
+a person, and whatever a person's command or review caused. A due effect is
+skipped only for a later one that is due too (or when it is itself deferred):
+never is a write held back because a later one waits.
 Pure: the edge asks, and carries out what is left.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 
 from ballet.core.effects import (
     ALL_LABELS,
@@ -30,14 +44,67 @@ from ballet.core.effects import (
     SetLabels,
     UpsertTrackingComment,
 )
+from ballet.core.record import Record
 
 LabelEffect = SetLabels | RemoveLabels
 # The effects a later one can make redundant.
 Coalescable = UpsertTrackingComment | SetCheckRun | SetLabels | RemoveLabels | MarkReadyForReview
 
 
-def superseded(effect: AnyEffect, later: Sequence[AnyEffect]) -> bool:
-    """A later effect writes the same tracking comment or check run over this one."""
+# Events a person caused: what they changed is shown at once, never deferred.
+PEOPLE_EVENTS = frozenset({"command_issued", "review_submitted", "ticket_requested"})
+# Platform waits a session's start is like: Ballet's own, over in a moment when
+# nothing holds them (an instant merge), else worth showing.
+PLATFORM_WAITS = frozenset({"checks", "merge_result"})
+
+
+def due(effect: AnyEffect, now: datetime | None) -> bool:
+    """Whether `effect` may be carried out at `now` (None: everything is due)."""
+    not_before = getattr(effect, "not_before", None)
+    return now is None or not_before is None or not_before <= now
+
+
+def with_grace(
+    before: Record | None,
+    after: Record,
+    event_kind: str,
+    effects: Sequence[AnyEffect],
+    now: datetime,
+    grace: timedelta,
+) -> list[AnyEffect]:
+    """`effects` with the writes of a session's start deferred by `grace` (see above)."""
+    if grace <= timedelta(0) or event_kind in PEOPLE_EVENTS:
+        return list(effects)
+    until = now + grace
+    tracking = _start_like(before, after)
+    out: list[AnyEffect] = []
+    for effect in effects:
+        running = isinstance(effect, SetCheckRun) and effect.status != "completed"
+        edit = tracking and isinstance(effect, UpsertTrackingComment) and effect.target == "pr"
+        out.append(effect.model_copy(update={"not_before": until}) if running or edit else effect)
+    return out
+
+
+def _start_like(before: Record | None, after: Record) -> bool:
+    """The tracking comment's new state is a session's start (or a platform wait's)
+    that a quick end supersedes; the comment exists already on the PR (its first
+    write is the record's backup, never deferred)."""
+    if before is None or before.pr_number is None or before.pr_number != after.pr_number:
+        return False
+    if after.status == "running":
+        return after.open_run is not None
+    w = after.waiting
+    return after.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
+
+
+def superseded(effect: AnyEffect, later: Sequence[AnyEffect], now: datetime | None = None) -> bool:
+    """A later effect writes the same tracking comment or check run over this one.
+
+    At `now`, a due effect gives way only to a later one that is due as well: a
+    deferred rewrite must not hold back a write that is due (None: all are due).
+    """
+    if due(effect, now):
+        later = [e for e in later if due(e, now)]
     if isinstance(effect, UpsertTrackingComment):
         same = (effect.repo, effect.number, effect.marker)
         return any(

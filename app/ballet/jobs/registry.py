@@ -32,7 +32,7 @@ from ballet.jobs.reconciler import RECONCILE_CRON
 from ballet.jobs.retries import MAX_DEFERRALS
 from ballet.jobs.services import Services
 from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
-from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB
+from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB, DRAIN_TICKET_JOB
 from ballet.queue import EVENTS_QUEUE, connect, redis_settings, sessions_queue
 from ballet.settings import Settings
 
@@ -59,7 +59,7 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             EVENTS_QUEUE,
             max_jobs=settings.event_slots,
             job_timeout=300,
-            functions=(HANDLE_DELIVERY_JOB, APPLY_TICKET_EVENT_JOB),
+            functions=(HANDLE_DELIVERY_JOB, APPLY_TICKET_EVENT_JOB, DRAIN_TICKET_JOB),
             cron_jobs=(RECONCILE_CRON,),
         ),
         *(

@@ -12,6 +12,7 @@ itself, to save the queue's poll; the queued job then finds it applied.)
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -29,6 +30,7 @@ from ballet.queue import EVENTS_QUEUE
 log = structlog.get_logger("ballet.jobs.ticket_events")
 
 APPLY_TICKET_EVENT = "apply_ticket_event"
+DRAIN_TICKET = "drain_ticket"
 # While its result is kept, arq refuses a second job for the same event id; a
 # later duplicate is refused by the ticket service's applied-event window and
 # the engine's stale-job-key check. An hour keeps a minute's ticks cheap.
@@ -93,3 +95,38 @@ APPLY_TICKET_EVENT_JOB: Function = func(
     keep_result=KEEP_RESULT_SECONDS,
     max_tries=MAX_DEFERRALS,
 )
+
+
+async def drain_later(redis: ArqRedis, ticket: str, when: datetime) -> None:
+    """Drain `ticket`'s outbox at `when`, when a deferred write is due (tickets/drain.py).
+    One job per ticket and time; a lost one costs only a delay: the ticket's next
+    drain (its next event, the reconciler's tick) writes what is due."""
+    await redis.enqueue_job(
+        DRAIN_TICKET,
+        ticket,
+        _job_id=f"drain:{ticket}:{when.timestamp():.3f}",
+        _queue_name=EVENTS_QUEUE,
+        _defer_until=when,
+    )
+
+
+async def drain_ticket(ctx: dict[str, Any], ticket: str) -> None:
+    """The job: carry out what is due in the ticket's outbox."""
+    services: Services = ctx["services"]
+    drain = getattr(services.tickets, "drain", None)
+    if drain is None:
+        return  # a worker without the GitHub edge: nothing to write with
+    try:
+        await drain(ticket)
+    except (RateLimited, ForgeUnavailable) as exc:
+        wait = contention(exc)
+        if wait is not None:
+            raise wait from exc
+        failures = await count_failure(services.redis, ctx)
+        if failures >= MAX_TRIES:
+            raise
+        raise Retry(defer=RETRY_BASE_SECONDS * failures**2) from exc
+    await forget_failures(services.redis, ctx)
+
+
+DRAIN_TICKET_JOB: Function = func(drain_ticket, name=DRAIN_TICKET, max_tries=MAX_DEFERRALS)

@@ -17,15 +17,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import structlog
 
 from ballet import metrics
-from ballet.core import outbox
 from ballet.core.config import Runtime
-from ballet.core.effects import AnyEffect, MarkerKey, RemoveLabels, SetLabels
+from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import (
     AnyEvent,
     ChecksCompleted,
@@ -34,7 +33,6 @@ from ballet.core.events import (
     TicketRequested,
 )
 from ballet.core.machine import IllegalEvent, advance
-from ballet.core.outbox import Coalescable
 from ballet.core.pools import PoolAccess
 from ballet.core.record import split_key, ticket_key
 from ballet.core.reviews import VERDICTS
@@ -59,17 +57,15 @@ from ballet.github.intents import (
 from ballet.github.translate import translate
 from ballet.tickets import repo_config
 from ballet.tickets.branch_writes import BranchWriter
+from ballet.tickets.drain import Drain, Later
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.page_links import PageLinks
 from ballet.tickets.start import Refusal, request_ticket
-from ballet.tickets.store import OutboxEntry, RecordStore
+from ballet.tickets.store import RecordStore
 
 log = structlog.get_logger("ballet.github")
-
-# One event's effects and their follow-ups; far beyond any real transition.
-MAX_EFFECTS_PER_EVENT = 200
 
 
 class DeliveryLike(Protocol):
@@ -106,9 +102,13 @@ class TicketService:
         pages: PageLinks | None = None,
         pools: PoolAccess | None = None,  # BALLET_POOLS: which repository may use which pool
         branches: BranchWriter | None = None,  # branch writes by git (tickets/branch_writes.py)
+        write_grace: timedelta = timedelta(0),  # BALLET_WRITE_GRACE_SECONDS (core/outbox.py)
+        later: Later | None = None,  # drains a ticket again when a deferred write is due
     ) -> None:
         self._pools = pools
         self._branches = branches
+        self._write_grace = write_grace
+        self._outbox = Drain(store, clock, later)
         self._forges = forges
         self._find_installation = find_installation
         self._store = store
@@ -259,7 +259,7 @@ class TicketService:
             log.info("no such ticket", ticket=key, kind=event.kind)
             return False
         try:
-            new, effects = advance(record, event)
+            new, effects = advance(record, event, write_grace=self._write_grace)
         except IllegalEvent as exc:
             metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
@@ -274,30 +274,19 @@ class TicketService:
         return True
 
     async def _drain(self, key: str, ctx: _Ctx) -> None:
-        folded: set[str] = set()  # label changes already carried out in a net change
-        for _ in range(MAX_EFFECTS_PER_EVENT):
-            entry = await self._store.next_effect(key)
-            if entry is None:
-                return
-            if entry.id not in folded:
-                for effect in await self._coalesce(key, entry, folded):
-                    await self._carry_out(key, entry.id, effect, ctx)
-            await self._store.effect_done(key, entry)
-        raise RuntimeError(f"ticket {key}: more than {MAX_EFFECTS_PER_EVENT} effects in a row")
+        async def carry_out(entry_id: str, effect: AnyEffect) -> None:
+            await self._carry_out(key, entry_id, effect, ctx)
 
-    async def _coalesce(self, key: str, entry: OutboxEntry, folded: set[str]) -> list[AnyEffect]:
-        """What is left of `entry` once the effects behind it are counted (core.outbox)."""
-        effect = entry.effect
-        if not isinstance(effect, Coalescable):
-            return [effect]
-        later = await self._store.effects_after(key)
-        if outbox.superseded(effect, [e.effect for e in later]):
-            return []
-        if not isinstance(effect, SetLabels | RemoveLabels):
-            return [effect]
-        same = [e for e in later if outbox.same_issue_labels(effect, e.effect)]
-        folded.update(e.id for e in same)
-        return list(outbox.net_labels([effect, *(e.effect for e in same)]))
+        await self._outbox.run(key, carry_out)
+
+    async def drain(self, key: str) -> None:
+        """Carry out ticket `key`'s effects that are due (the deferred drain job)."""
+        repo, _ = split_key(key)
+        installation = await self._installation_of(repo)
+        if installation is None:
+            return  # no installation serves it any longer: nothing can be written
+        async with self._store.locked(key):
+            await self._drain(key, self._ctx(installation))
 
     async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: _Ctx) -> None:
         try:

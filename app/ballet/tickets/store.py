@@ -49,6 +49,7 @@ FINISHED_TTL_SECONDS = 30 * 24 * 3600
 class OutboxEntry:
     id: str  # unique per effect: "<ticket>@<record version>#<index>"
     effect: AnyEffect
+    raw: str = ""  # as Redis holds it, to remove this entry wherever it stands
 
 
 def tracking_marker(key: str) -> str:
@@ -174,10 +175,15 @@ class RecordStore:
             return None
         return _entry(raw)
 
-    async def effects_after(self, key: str) -> list[OutboxEntry]:
-        """The effects waiting behind the next one, in order (to see what they redo)."""
-        raws = await _sync_or_async(self._redis.lrange(self._k("outbox", key), 1, -1))
+    async def outbox(self, key: str) -> list[OutboxEntry]:
+        """Every effect still to carry out, in order (deferred ones among them)."""
+        raws = await _sync_or_async(self._redis.lrange(self._k("outbox", key), 0, -1))
         return [_entry(raw) for raw in raws]
+
+    async def remove_effect(self, key: str, entry: OutboxEntry) -> None:
+        """Drop `entry`, carried out or made redundant, wherever it stands: effects
+        behind a deferred one are carried out before it (tickets/drain.py)."""
+        await _sync_or_async(self._redis.lrem(self._k("outbox", key), 1, entry.raw))
 
     async def effect_done(self, key: str, entry: OutboxEntry) -> None:
         raw = await _sync_or_async(self._redis.lindex(self._k("outbox", key), 0))
@@ -237,7 +243,8 @@ class RecordStore:
 
 def _entry(raw: bytes | str) -> OutboxEntry:
     data = json.loads(raw)
-    return OutboxEntry(id=data["id"], effect=_effect.validate_python(data["effect"]))
+    effect = _effect.validate_python(data["effect"])
+    return OutboxEntry(id=data["id"], effect=effect, raw=_text(raw))
 
 
 def _glob_escape(text: str) -> str:
