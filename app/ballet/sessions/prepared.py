@@ -151,6 +151,11 @@ class PreparedClones:
         task = asyncio.create_task(self.release(prepared))
         task.add_done_callback(lambda _: None)
 
+    async def made(self) -> None:
+        """Wait until the clones being prepared are ready (or failed)."""
+        if self._making:
+            await asyncio.wait(list(self._making.values()))
+
     async def aclose(self) -> None:
         for task in list(self._making.values()):
             task.cancel()
