@@ -4,8 +4,12 @@ HTTP cache (a 304 still answers a repeated GET)."""
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import AsyncIterator
+
 import pytest
 from ballet.github.client import GitHubAppCredentials, GitHubClients
+from ballet.github.sealed_cache import PACKED, packing, unpacking
 from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
 from redis.asyncio import Redis
 
@@ -36,3 +40,60 @@ async def test_cached_tokens_are_sealed_and_still_shared(
     await second.call("GET", f"/repos/{REPO}")
     assert fake_github.token_requests == 1
     assert fake_github.requests_to("GET", f"/repos/{REPO}") == 2
+
+
+async def test_cached_bodies_are_kept_compressed_and_read_back_whole(
+    redis: Redis, app_private_key: str, fake_github: FakeGitHub
+) -> None:
+    # A finished ticket's responses stay cached for a day: compressed, they cost a
+    # fraction of what GitHub sent.
+    fake_github.add_issue(REPO, 7, title="Big", body="multiply six by seven\n" * 2000)
+    credentials = GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API)
+    first = (
+        await GitHubClients(credentials, redis)
+        .installation(INSTALLATION_ID)
+        .call("GET", f"/repos/{REPO}/issues/7")
+    )
+    body = first.content
+    assert len(body) > 40_000
+    streams = [key async for key in redis.scan_iter("*:stream:*")]
+    kept = [b"".join(await redis.lrange(key, 0, -1)) for key in streams]
+    ours = [value for value in kept if value.startswith(PACKED)]
+    assert len(ours) == 1 and len(ours[0]) < len(body) / 10, [len(v) for v in kept]
+    assert zlib.decompress(ours[0][len(PACKED) :]) == body
+
+    # Another worker's GET is answered from the cache (or by a 304) with the same body.
+    second = (
+        await GitHubClients(credentials, redis)
+        .installation(INSTALLATION_ID)
+        .call("GET", f"/repos/{REPO}/issues/7")
+    )
+    assert second.content == body
+    assert fake_github.requests_to("GET", f"/repos/{REPO}/issues/7") <= 2
+
+
+async def _chunks(*chunks: bytes) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        (b'{"a": ', b"1}"),  # kept before bodies were compressed: served as it is
+        (b"{",),
+        (),
+    ],
+)
+async def test_bodies_cached_uncompressed_are_served_as_they_are(
+    chunks: tuple[bytes, ...],
+) -> None:
+    assert b"".join([c async for c in unpacking(_chunks(*chunks))]) == b"".join(chunks)
+
+
+async def test_a_compressed_body_reads_back_however_it_is_split() -> None:
+    body = b'{"number": 7, "body": "' + b"seven " * 5000 + b'"}'
+    packed = b"".join([c async for c in packing(_chunks(body[:10], body[10:]))])
+    for size in (1, 3, len(PACKED), 4096, len(packed)):
+        pieces = [packed[i : i + size] for i in range(0, len(packed), size)]
+        assert b"".join([c async for c in unpacking(_chunks(*pieces))]) == body
