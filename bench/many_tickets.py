@@ -143,8 +143,11 @@ async def main(args: argparse.Namespace) -> int:
                     flush=True,
                 )
                 try:
+                    # Each look reads a repository's whole state from the sandbox, which
+                    # shares its process with the web app: ~40 looks a second at most.
+                    poll = max(5.0, args.tickets / 40)
                     run = await run_tickets(
-                        stack, "many", args.tickets, timeout=args.timeout, poll_seconds=5.0
+                        stack, "many", args.tickets, timeout=args.timeout, poll_seconds=poll
                     )
                 except TimeoutError as exc:
                     print(f"not all merged: {exc}", flush=True)

@@ -97,8 +97,8 @@ async def test_a_finished_session_ends_its_tail_and_readers_see_it(
     assert ended.finished and ended.lines == ()
     from_start = await logs.live(JOB_KEY)
     assert from_start.finished and [line.seq for line in from_start.lines] == [0, 1]
-    # The stream goes soon: a finished session is read from the object store.
-    assert 0 < await redis.ttl(stream_key(JOB_KEY)) <= FINISHED_TTL_SECONDS
+    # The stream goes within a minute: a finished session is read from the object store.
+    assert 0 < await redis.ttl(stream_key(JOB_KEY)) <= FINISHED_TTL_SECONDS <= 60
 
 
 async def test_a_reader_after_the_tail_expired_is_told_the_session_finished(

@@ -27,9 +27,12 @@ STREAM_PREFIX = "ballet:log:"
 # Renewed by every append: the stream of a worker that died mid-session (it
 # never writes `end`) goes away a day after its last line.
 LIVE_TTL_SECONDS = 24 * 3600
-# After `end`, the finished log is read from the object store; the stream stays
-# a little for readers that were a few lines behind, then goes.
-FINISHED_TTL_SECONDS = 600
+# After `end`, the finished log is read from the object store (it is there before
+# `end` is written); the stream stays a minute for readers that were a few lines
+# behind (a reader asks every few seconds), then goes: with many sessions a
+# finished stream (~4 KB even for a few lines) was a tenth of what a finished
+# ticket left in Redis while it stayed ten minutes.
+FINISHED_TTL_SECONDS = 60
 # A longer BLOCK would outlast the web pool's 5 s socket timeout (queue.open_pool)
 # and fail as a timeout; an empty chunk only makes the reader ask again.
 MAX_BLOCK_MS = 4000
