@@ -121,6 +121,12 @@ def print_families(found: dict[str, Family], tickets: int) -> None:
             f" {entry.bytes / tickets / 1e3:>9.1f}  {entry.ttl_range()}"
         )
     print(f"{'all keys':<60} {'':>7} {total / 1e6:>7.2f} {total / tickets / 1e3:>9.1f}")
+    # What stays past the hour, against what goes within it (results, live logs, ticks).
+    lasting = sum(f.bytes for f in found.values() if f.without_ttl or max(f.ttls) > 3600)
+    print(
+        f"of them kept past an hour: {lasting / tickets / 1e3:.1f} KB a ticket;"
+        f" going within the hour: {(total - lasting) / tickets / 1e3:.1f} KB a ticket"
+    )
 
 
 async def main(args: argparse.Namespace) -> int:

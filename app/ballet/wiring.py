@@ -119,6 +119,8 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose,)
     if session_jobs.prefetch is not None:
         closers += (session_jobs.prefetch.aclose,)
+    # Clones prepared for sessions that never came (the ticket ended): gone with the worker.
+    closers += (session_jobs.workspaces.prepared.aclose,)
     return services_for(
         settings,
         redis,

@@ -136,7 +136,8 @@ async def _run_and_deliver(
             if spec.branch is not None:
                 # The ticket's next session, likely on this worker, finds its clone
                 # made while the result is applied (sessions/prepared.py).
-                jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base)
+                disk = workspace_disk(jobs.options.isolation, spec.runtime_config)
+                jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base, disk=disk)
             finished = await _deliver(jobs, spec, result)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))

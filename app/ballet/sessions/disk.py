@@ -24,6 +24,7 @@ from ballet.sessions.mounts import mounts
 
 MS_NOSUID, MS_NODEV = 0x2, 0x4
 MNT_DETACH = 0x2
+MS_MOVE = 0x2000
 # Inodes in proportion to the size (one per 4 KiB): a session making millions of
 # empty files fills its disk, as a large file does, rather than the worker's memory.
 BYTES_PER_INODE = 4096
@@ -48,6 +49,14 @@ def mount_limited(path: Path, size: int) -> None:
     if _libc().mount(source, os.fsencode(path), b"tmpfs", flags, options) != 0:
         error = ctypes.get_errno()
         raise OSError(error, f"cannot mount a tmpfs on {path}: {os.strerror(error)}")
+
+
+def move_mount(source: Path, target: Path) -> None:
+    """The tmpfs at `source` moved to the (empty) directory `target`, all it holds
+    with it: a clone prepared on a session's disk handed to the session (prepared.py)."""
+    if _libc().mount(os.fsencode(source), os.fsencode(target), None, MS_MOVE, None) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"cannot move the tmpfs at {source} to {target}: {os.strerror(error)}")
 
 
 def unmount(path: Path) -> None:

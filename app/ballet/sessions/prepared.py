@@ -33,6 +33,7 @@ from pathlib import Path
 
 import structlog
 
+from ballet.sessions.disk import mount_limited, unmount_stale
 from ballet.sessions.mirror import all_refs, locked
 
 log = structlog.get_logger("ballet.sessions.prepared")
@@ -52,6 +53,7 @@ class Prepared:
     start_sha: str
     branch_existed: bool
     made: float  # time.monotonic()
+    disk: int | None  # the size of the disk (a tmpfs at `root`) it was made on; None: none
 
     @property
     def clone(self) -> Path:
@@ -77,22 +79,31 @@ class PreparedClones:
         """Remove the clones dead worker processes prepared (their leases then hold
         nothing, and gc drops them)."""
         parent = self.root.parent
+        unmount_stale(parent)  # their disks first: a mount outlives its worker
         for entry in parent.iterdir() if parent.is_dir() else ():
             if entry != self.root and not _alive(entry.name):
                 self._remove(entry)
 
     def start(
-        self, mirror: Path, branch: str, name: str, make: CloneMaker, env: dict[str, str]
+        self,
+        mirror: Path,
+        branch: str,
+        name: str,
+        make: CloneMaker,
+        env: dict[str, str],
+        disk: int | None = None,
     ) -> None:
         """Begin preparing `branch`'s clone; an earlier one of it is replaced."""
         key = (mirror, branch)
         self._count += 1
         name = f"{name}-{self._count}"
-        task = asyncio.create_task(self._make(mirror, key, name, make, env))
+        task = asyncio.create_task(self._make(mirror, key, name, make, env, disk))
         self._making[key] = task
         task.add_done_callback(lambda done: self._made(key, done))
 
-    async def claim(self, mirror: Path, branch: str, env: dict[str, str]) -> Prepared | None:
+    async def claim(
+        self, mirror: Path, branch: str, env: dict[str, str], disk: int | None = None
+    ) -> Prepared | None:
         """The clone prepared of `branch`, if it is still what a fresh clone would be;
         the caller moves `clone` away and then calls `release`."""
         key = (mirror, branch)
@@ -104,9 +115,10 @@ class PreparedClones:
             return None
         async with locked(mirror):
             fresh = await all_refs(mirror, env) == prepared.refs
-        if fresh and time.monotonic() - prepared.made < MAX_AGE_SECONDS:
+        young = time.monotonic() - prepared.made < MAX_AGE_SECONDS
+        if fresh and young and prepared.disk == disk:
             return prepared
-        log.info("prepared clone is stale", branch=branch, mirror=str(mirror))
+        log.info("prepared clone not taken", branch=branch, fresh=fresh, young=young)
         await self.release(prepared)
         return None
 
@@ -115,7 +127,13 @@ class PreparedClones:
         prepared.lease.unlink(missing_ok=True)
 
     async def _make(
-        self, mirror: Path, key: tuple[Path, str], name: str, make: CloneMaker, env: dict[str, str]
+        self,
+        mirror: Path,
+        key: tuple[Path, str],
+        name: str,
+        make: CloneMaker,
+        env: dict[str, str],
+        disk: int | None,
     ) -> Prepared | None:
         root = self.root / name
         lease = mirror / "ballet-leases" / f"prepared-{os.getpid()}-{name}"
@@ -124,6 +142,8 @@ class PreparedClones:
                 lease.parent.mkdir(exist_ok=True)
                 lease.write_text(str(root))
                 root.mkdir(parents=True)
+                if disk is not None:  # the session's own disk, made ahead with its clone
+                    mount_limited(root, disk)
                 # Under the lock, so no fetch moves a ref between the clone and its refs.
                 refs = await all_refs(mirror, env)
                 start_sha, branch, existed = await make(mirror, root / "repo")
@@ -132,7 +152,7 @@ class PreparedClones:
             await asyncio.to_thread(self._remove, root)
             lease.unlink(missing_ok=True)
             return None
-        return Prepared(root, lease, refs, branch, start_sha, existed, time.monotonic())
+        return Prepared(root, lease, refs, branch, start_sha, existed, time.monotonic(), disk)
 
     def _made(self, key: tuple[Path, str], done: asyncio.Task[Prepared | None]) -> None:
         if self._making.get(key) is done:

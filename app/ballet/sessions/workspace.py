@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from ballet.sessions.disk import mount_limited, unmount, unmount_stale
+from ballet.sessions.disk import mount_limited, move_mount, unmount, unmount_stale
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.mirror import locked, mirror_heads
@@ -107,7 +107,7 @@ class Workspaces:
         # Per mirror: when this process's last successful fetch began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
-        self.prepared = PreparedClones(self.root, remove_tree)
+        self.prepared = PreparedClones(self.root, _remove)
         self.prepared.sweep()
 
     def mirror_path(self, repo: str) -> Path:
@@ -181,14 +181,14 @@ class Workspaces:
             lease.write_text(str(root))
         try:
             root.mkdir(parents=True)
-            if disk is not None:
+            claimed = await self._claim(mirror, root, branch, base, disk)
+            if disk is not None and claimed is None:
                 mount_limited(root, disk)
             home.mkdir()
             files.mkdir()
             if tmp is not None:
                 tmp.mkdir()
                 tmp.chmod(0o1777)  # as /tmp is
-            claimed = None if disk is not None else await self._claim(mirror, clone, branch, base)
             if claimed is None:
                 made = await self._clone(mirror, clone, branch, base, repo)
             else:
@@ -205,7 +205,7 @@ class Workspaces:
             prepared=claimed is not None,
         )  # fmt: skip
 
-    def prepare(self, repo: str, *, branch: str, base: str) -> None:
+    def prepare(self, repo: str, *, branch: str, base: str, disk: int | None = None) -> None:
         """Begin making the next session's clone of `branch` now (prepared.py); call
         once this session's processes are gone and its push is in the mirror."""
         mirror = self.mirror_path(repo)
@@ -216,17 +216,25 @@ class Workspaces:
             return await self._clone(source, clone, branch, base, repo)
 
         name = directory_name(f"{repo}:{branch}")
-        self.prepared.start(mirror, f"{branch}\n{base}", name, make, self.git_env)
+        self.prepared.start(mirror, f"{branch}\n{base}", name, make, self.git_env, disk)
 
     async def _claim(
-        self, mirror: Path, clone: Path, branch: str | None, base: str
+        self, mirror: Path, root: Path, branch: str | None, base: str, disk: int | None
     ) -> tuple[str, str, bool] | None:
-        """The clone prepared of this branch moved into place, if still fresh."""
-        prepared = await self.prepared.claim(mirror, f"{branch or base}\n{base}", self.git_env)
+        """The clone prepared of this branch moved into `root` (with the disk it was
+        made on, if any), if it is still what a fresh clone would be."""
+        key = f"{branch or base}\n{base}"
+        prepared = await self.prepared.claim(mirror, key, self.git_env, disk)
         if prepared is None:
             return None
         try:
-            prepared.clone.rename(clone)
+            if disk is None:
+                prepared.clone.rename(root / "repo")
+            else:
+                move_mount(prepared.root, root)
+        except OSError as error:
+            log.info("prepared clone not moved", error=str(error))
+            return None
         finally:
             await self.prepared.release(prepared)
         return prepared.start_sha, prepared.branch, prepared.branch_existed
