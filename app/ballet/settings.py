@@ -101,9 +101,9 @@ class Settings(BaseSettings):
     # 0.05 s costs an idle worker ~40 cheap Redis commands a second (two queues) and
     # cuts ~0.2 s off a transition against arq's usual 0.2 s (docs/performance.md).
     queue_poll_seconds: float = Field(default=0.05, gt=0)
-    # A session's start writes its "in progress" check run and tracking-comment edit
-    # only if it still runs this long after: a quicker session's end rewrites both,
-    # and they are never written (docs/performance.md, API economy). 0: at once.
+    # A session's "in progress" check run (a merge's, and its tracking edit) is
+    # written only if it still runs this long after: a quicker end rewrites it, and
+    # it is never written (docs/performance.md, API economy). 0: at once.
     write_grace_seconds: float = Field(default=5.0, ge=0)
     # Agent sessions run in bubblewrap (docs/security.md); `none` runs them as the
     # worker's own processes, which an operator must choose explicitly.

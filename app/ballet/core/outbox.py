@@ -13,14 +13,16 @@ is worth a request to GitHub:
 - marking a draft ready for review is left to a merge of the same PR behind
   it, which marks the draft ready itself with the PR it reads anyway.
 
-Writes of a session's start are deferred (`with_grace`): a transition that
-starts a session (or a wait on the platform) gives its "in progress" check run
-and its tracking-comment edit a not-before time, `grace` after the event. The
-drain leaves such an effect in the outbox until then and carries on with the
-effects behind it; once due it is written, unless a later effect has rewritten
-the same comment or check run meanwhile — an instant session's end (its check
-run created completed, the next tracking edit) supersedes both, so they cost
-nothing. A write a person waits for is never deferred: report comments,
+Writes of a start are deferred (`with_grace`): an "in progress" check run (a
+session's start, a merge under way), and the tracking-comment edit of Ballet's
+own platform wait (the merge, checks before it), get a not-before time, `grace`
+after the event. The drain leaves such an effect in the outbox until then and
+carries on with the effects behind it; once due it is written, unless a later
+effect has rewritten the same comment or check run meanwhile — an instant
+session's end creates its check run completed, an instant merge's result
+writes the next tracking state — so they cost nothing. A session's start is
+still written to the tracking comment at once: it is the record's backup.
+A write a person waits for is never deferred: report comments,
 questions, replies, labels, the merge, a state that ends the ticket or awaits
 a person, and whatever a person's command or review caused. A due effect is
 skipped only for a later one that is due too (or when it is itself deferred):
@@ -86,13 +88,13 @@ def with_grace(
 
 
 def _start_like(before: Record | None, after: Record) -> bool:
-    """The tracking comment's new state is a session's start (or a platform wait's)
-    that a quick end supersedes; the comment exists already on the PR (its first
-    write is the record's backup, never deferred)."""
+    """The tracking comment's new state is Ballet's own platform wait (the merge under
+    way, checks before it) that a quick end supersedes, on the PR's existing comment.
+    A session's start is written at once: the comment is the record's backup, and a
+    record rebuilt after losing Redis that did not know the running session would
+    refuse its result (tests/e2e/test_redis_lost.py)."""
     if before is None or before.pr_number is None or before.pr_number != after.pr_number:
         return False
-    if after.status == "running":
-        return after.open_run is not None
     w = after.waiting
     return after.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
 
