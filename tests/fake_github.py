@@ -146,6 +146,7 @@ class FakeGitHub:
             ("PUT", _p(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/merge"), self._merge),
             ("PUT", _p(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/update-branch"), self._update_branch),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/pulls/(\d+)/requested_reviewers"), self._reviewers),
+            ("GET", _p(r"/repos/([^/]+/[^/]+)/issues/(\d+)/timeline"), self._timeline),
             ("GET", _p(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments"), self._list_comments),
             ("POST", _p(r"/repos/([^/]+/[^/]+)/issues/(\d+)/comments"), self._create_comment),
             ("PATCH", _p(r"/repos/([^/]+/[^/]+)/issues/comments/(\d+)"), self._edit_comment),
@@ -495,6 +496,28 @@ class FakeGitHub:
         page = int(request.url.params.get("page", 1))
         found = [self._comment_json(repo, c) for c in self.comments_on(int(number))]
         return httpx.Response(200, json=found[(page - 1) * per_page : page * per_page])
+
+    def _timeline(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:
+        """Only `cross-referenced` events: one per pull request whose body names `#n`
+        (the App opens every PR here)."""
+        named = re.compile(rf"#{int(number)}\b")
+        events = [
+            {
+                "event": "cross-referenced",
+                "source": {
+                    "type": "issue",
+                    "issue": {
+                        **self._pr_json(pr_repo, pr),
+                        "repository_url": f"https://api.github.com/repos/{pr_repo}",
+                        "pull_request": {"merged_at": None},
+                        "user": {"login": self.bot_login, "type": "Bot"},
+                    },
+                },
+            }
+            for (pr_repo, _), pr in self.prs.items()
+            if pr_repo == repo and named.search(pr.body)
+        ]
+        return httpx.Response(200, json=events)
 
     def _create_comment(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:
         c = FakeComment(

@@ -23,6 +23,7 @@ from ballet.core.events import (
     ReviewSubmitted,
 )
 from ballet.core.machine import IllegalEvent
+from ballet.core.outbox import superseded
 from core_kit import Ticket, agent, at, make_pipeline, platform
 
 
@@ -186,13 +187,26 @@ def test_a_person_closing_the_pr_cancels_the_ticket() -> None:
 
 def test_pr_opened_moves_the_tracking_comment_once() -> None:
     t = Ticket()
+    started = t.of(UpsertTrackingComment)
+    t.open_pr(number=8, sha="c0")
+    # Opened at the start: the record goes to the PR, the issue gets no pointer (the
+    # start's comment, not yet written, gives way to the PR's: test_outbox.py).
+    targets = [(e.target, e.number) for e in t.of(UpsertTrackingComment)]
+    assert targets == [("pr", 8)]
+    assert superseded(started[-1], t.of(UpsertTrackingComment))
+    assert t.rec.head_sha == "c0"
+    with pytest.raises(IllegalEvent, match="already has pull request #8"):
+        t.feed(PullRequestOpened(now=t.now(), number=9, head_sha="c9"))
+
+
+def test_a_pr_opened_after_the_start_leaves_a_pointer_on_the_issue() -> None:
+    # The issue's tracking comment was written by then: it must not go stale.
+    t = Ticket()
+    t.command("/ballet status")  # a transition, and its tracking edit, before the PR
     t.open_pr(number=8, sha="c0")
     targets = [(e.target, e.number) for e in t.of(UpsertTrackingComment)]
     assert targets == [("issue", 7), ("pr", 8)]
     assert "Ballet tracks this ticket on #8." in t.of(UpsertTrackingComment)[0].body
-    assert t.rec.head_sha == "c0"
-    with pytest.raises(IllegalEvent, match="already has pull request #8"):
-        t.feed(PullRequestOpened(now=t.now(), number=9, head_sha="c9"))
 
 
 def checks_ticket() -> Ticket:

@@ -13,6 +13,7 @@ from ballet.core.effects import (
     UpsertTrackingComment,
 )
 from ballet.core.outbox import net_labels, same_issue_labels, superseded
+from ballet.core.render import STATE_BLOCK_START
 
 REPO = "octo/demo"
 KEY = MarkerKey(ticket=f"{REPO}#1", kind="tracking")
@@ -64,3 +65,15 @@ def test_labels_fold_into_their_net_change() -> None:
     assert net_labels([waiting]) == [waiting]
     assert same_issue_labels(waiting, no_running)
     assert not same_issue_labels(waiting, RemoveLabels(repo=REPO, number=2, labels=()))
+
+
+def test_the_starts_record_on_the_issue_gives_way_to_the_prs() -> None:
+    # The ticket's start writes its record on the issue; the PR opened right behind
+    # it takes the record, and GitHub links it from the issue by itself.
+    on_issue = UpsertTrackingComment(
+        repo=REPO, number=1, target="issue", marker=KEY, body=f"x {STATE_BLOCK_START}…-->"
+    )
+    assert superseded(on_issue, [tracking(2, "the record on the PR")])
+    # A pointer (a PR opened later) stays: the issue's comment must not go stale.
+    pointer = on_issue.model_copy(update={"body": "Ballet tracks this ticket on #2."})
+    assert not superseded(pointer, [tracking(2, "the record on the PR")])

@@ -10,7 +10,7 @@ import pytest
 from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 from ballet.core.effects import React, SetLabels
 from ballet.core.record import Record, TicketRef, encode_record
-from ballet.github.forge import Comment
+from ballet.github.forge import Comment, IssueBrief
 from ballet.github.intents import TicketTarget
 from ballet.tickets.store import RecordStore, tracking_marker
 from redis.asyncio import Redis
@@ -153,5 +153,64 @@ async def test_a_record_is_rebuilt_only_from_the_apps_own_tracking_comment(
         await client.flushdb()
         own = RecordStore(client, own_login="ballet[bot]")
         assert await own.load(real.key, github) == real  # type: ignore[arg-type]
+    finally:
+        await client.aclose()
+
+
+class _Issues:
+    """GitHub as a rebuild reads it: comments per issue or PR, and the issue's
+    cross-references (the PRs whose text names it), oldest first."""
+
+    def __init__(self, comments: dict[int, list[Comment]], naming: list[IssueBrief]) -> None:
+        self.comments, self.naming = comments, naming
+        self.read: list[int] = []
+
+    async def list_comments(self, repo: str, number: int) -> list[Comment]:
+        self.read.append(number)
+        return self.comments.get(number, [])
+
+    async def cross_references(self, repo: str, number: int) -> tuple[IssueBrief, ...]:
+        return tuple(self.naming)
+
+
+def pull(number: int, author: str) -> IssueBrief:
+    return IssueBrief(
+        repo=REPO, number=number, title="t", state="open", url="", is_pull=True, author=author
+    )
+
+
+async def test_the_record_is_found_on_the_apps_pr_that_names_the_issue(
+    github_redis_url: str,
+) -> None:
+    # Since issue 24 the issue keeps no pointer: a ticket's PR is the App's PR whose
+    # "Closes #7" GitHub lists on the issue's timeline. A passer-by's PR naming the
+    # issue, with a forged tracking comment of its own, is not even read.
+    real = record(version=6, stage="implement", pr_number=12)
+    forged = record(version=99, status="done", stage=None, pr_number=13)
+    marker = tracking_marker(real.key)
+    github = _Issues(
+        {
+            12: [
+                Comment(
+                    id=1, body=f"{marker}\n{encode_record(real)}", author="ballet[bot]", html_url=""
+                )
+            ],
+            13: [
+                Comment(
+                    id=2,
+                    body=f"{marker}\n{encode_record(forged)}",
+                    author="ballet[bot]",
+                    html_url="",
+                )
+            ],
+        },
+        [pull(12, "Ballet[bot]"), pull(13, "mallory")],
+    )
+    client = Redis.from_url(github_redis_url)
+    await client.flushdb()
+    try:
+        store = RecordStore(client, own_login="ballet[bot]")
+        assert await store.load(real.key, github) == real  # type: ignore[arg-type]
+        assert github.read == [7, 12]  # the issue, then the App's PR only
     finally:
         await client.aclose()

@@ -83,21 +83,21 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
         ("POST", "/app/installations/77/access_tokens"),
         ("GET", f"{R}/contents/.ballet.yml"),
         ("GET", f"{R}/collaborators/Codertocat/permission"),
-        ("GET", f"{R}/issues/1/comments"),  # a record to rebuild? none
+        ("GET", f"{R}/issues/1/comments"),  # a record to rebuild? none on the issue,
+        ("GET", f"{R}/issues/1/timeline"),  # nor on a PR of the App's naming it
         # First try: no PR or branch from an earlier attempt to look for.
         ("GET", f"{R}/branches/master"),  # its commit and tree in one read
         ("POST", f"{R}/git/commits"),  # the empty seed commit
         ("POST", f"{R}/git/refs"),
         ("POST", f"{R}/pulls"),
         ("POST", f"{R}/issues/1/labels"),
-        # The issue's full tracking comment would be replaced at once: only the pointer.
-        ("GET", f"{R}/issues/1/comments"),  # conditional: a 304
-        ("POST", f"{R}/issues/1/comments"),  # the pointer to the PR
+        # The issue gets no comment: its record moves to the PR opened at once, and
+        # GitHub links the PR from the issue itself ("Closes #1").
         # The PR is Ballet's own and new: the memo's ledger knows nothing is on it yet.
         # (No check run: the head is the empty seed commit, see core/check_runs.py.)
         ("POST", f"{R}/issues/101/comments"),  # tracking comment on the PR
     ]
-    assert repo.not_modified == 1
+    assert repo.not_modified == 0
     pr = repo.prs[(REPO, 101)]
     assert pr.draft and pr.head == BRANCH and pr.base == "master"
     assert "Closes #1" in pr.body
@@ -106,8 +106,7 @@ async def test_labelled_issue_opens_branch_and_draft_pr_with_exact_api_calls(
     record = tracking_record(repo, 101)
     assert record.pr_number == 101 and record.status == "running" and record.stage == "implement"
     assert record.branch == BRANCH
-    (issue_comment,) = repo.comments_on(1)
-    assert "#101" in issue_comment.body and "ballet:state" not in issue_comment.body
+    assert not repo.comments_on(1)  # the PR's "Closes #1" links it from the issue
     (session,) = launcher.launched
     assert session.spec.stage == "implement" and session.spec.branch == BRANCH
 
@@ -251,7 +250,7 @@ async def test_rate_limited_start_resumes_without_duplicates(
     # arq runs the job again later: the outbox carries on where it stopped.
     await service.on_delivery(labeled(webhooks_dir))
     assert len(repo.prs) == 1
-    assert [c.issue for c in repo.comments.values()] == [1, 101]
+    assert [c.issue for c in repo.comments.values()] == [101]
     assert tracking_record(repo, 101).pr_number == 101
     assert len(launcher.launched) == 1
 

@@ -280,14 +280,23 @@ def pr_opened(tx: Tx, ev: PullRequestOpened) -> None:
     # Only a PR Ballet opens from a fresh branch starts on its seed commit.
     seed = ev.head_sha if rec.head_sha is None else None
     tx.set(pr_number=ev.number, head_sha=rec.head_sha or ev.head_sha, seed_sha=seed)
-    # The issue keeps a short pointer; the full record moves to the PR.
-    key = steps.tracking_key(tx.rec)
-    body = render.with_marker(render.pointer(tx.rec), key.render())
-    tx.emit(
-        UpsertTrackingComment(
-            repo=rec.ticket.repo, number=rec.ticket.number, target="issue", marker=key, body=body
+    # The full record moves to the PR. A PR opened at the ticket's start comes before
+    # the issue got any comment (the start's tracking comment, behind the opening in
+    # the outbox, gives way to the PR's: core/outbox.py), and GitHub links the PR
+    # from the issue itself ("Closes #N"). A PR that came later finds the issue's
+    # comment written: it becomes a pointer, so no stale state is left there.
+    if rec.version > 1:
+        key = steps.tracking_key(tx.rec)
+        body = render.with_marker(render.pointer(tx.rec), key.render())
+        tx.emit(
+            UpsertTrackingComment(
+                repo=rec.ticket.repo,
+                number=rec.ticket.number,
+                target="issue",
+                marker=key,
+                body=body,
+            )
         )
-    )
 
 
 def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:

@@ -47,6 +47,7 @@ from ballet.core.effects import (
     UpsertTrackingComment,
 )
 from ballet.core.record import Record
+from ballet.core.render import STATE_BLOCK_START
 
 LabelEffect = SetLabels | RemoveLabels
 # The effects a later one can make redundant.
@@ -109,8 +110,19 @@ def superseded(effect: AnyEffect, later: Sequence[AnyEffect], now: datetime | No
         later = [e for e in later if due(e, now)]
     if isinstance(effect, UpsertTrackingComment):
         same = (effect.repo, effect.number, effect.marker)
+        moved = effect.target == "issue" and STATE_BLOCK_START in effect.body
         return any(
-            isinstance(e, UpsertTrackingComment) and (e.repo, e.number, e.marker) == same
+            isinstance(e, UpsertTrackingComment)
+            and (
+                (e.repo, e.number, e.marker) == same
+                # The record, not yet written on the issue, moves to the PR opened
+                # behind it: written there, it is not worth writing here too.
+                or (
+                    moved
+                    and e.target == "pr"
+                    and (e.repo, e.marker) == (effect.repo, effect.marker)
+                )
+            )
             for e in later
         )
     if isinstance(effect, SetCheckRun):

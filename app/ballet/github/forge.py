@@ -174,6 +174,7 @@ class IssueBrief:
     merged: bool = False  # a pull request that was merged
     body: str = ""
     labels: tuple[str, ...] = ()
+    author: str = ""  # the login that opened it
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,10 @@ class PullRef(_Lenient):
     merged_at: str | None = None
 
 
+class UserRef(_Lenient):
+    login: str = ""
+
+
 class LabelData(_Lenient):
     name: str | None = None
 
@@ -48,6 +52,7 @@ class IssueData(_Lenient):
     labels: list[LabelData | str] = []
     pull_request: PullRef | None = None
     parent_issue_url: str | None = None
+    user: UserRef | None = None
 
     def brief(self) -> IssueBrief:
         names = (lbl if isinstance(lbl, str) else lbl.name for lbl in self.labels)
@@ -61,6 +66,7 @@ class IssueData(_Lenient):
             merged=self.pull_request is not None and self.pull_request.merged_at is not None,
             body=self.body or "",
             labels=tuple(n for n in names if n),
+            author=self.user.login if self.user is not None else "",
         )
 
 

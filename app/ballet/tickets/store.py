@@ -132,13 +132,35 @@ class RecordStore:
             if record is not None:
                 found.append(record)
             pointed = pointed or points_to
-        # Once the PR exists the full record lives there; the issue keeps a pointer.
+        # Once the PR exists the full record lives there. A ticket started before
+        # issue 24 left a pointer on the issue; one started since left nothing there
+        # (GitHub links the PR from the issue itself, by its "Closes #N"), so the PR
+        # is the one of the App's that the issue's timeline says names it.
+        prs: tuple[int, ...] = ()
         pr = next((r.pr_number for r in found if r.pr_number), pointed)
-        if pr is not None and pr not in (issue, pr_hint):
-            record, _ = await _record_on(forge, repo, pr, marker, self._own_login)
+        if pr is not None:
+            prs = (pr,)
+        elif not found and pr_hint is None:
+            prs = await self._prs_naming(forge, repo, issue)
+        for number in prs:
+            if number in (issue, pr_hint):
+                continue
+            record, _ = await _record_on(forge, repo, number, marker, self._own_login)
             if record is not None:
                 found.append(record)
         return max(found, key=lambda r: r.version, default=None)
+
+    async def _prs_naming(self, forge: Forge, repo: str, issue: int) -> tuple[int, ...]:
+        """The App's pull requests in `repo` whose text names `issue`, newest first
+        (anyone may open a PR naming an issue; only the App's are worth a read)."""
+        own = (self._own_login or "").casefold()
+        return tuple(
+            ref.number
+            for ref in reversed(await forge.cross_references(repo, issue))
+            if ref.is_pull
+            and ref.repo.casefold() == repo.casefold()
+            and (not own or ref.author.casefold() == own)
+        )
 
     async def commit(
         self, record: Record, effects: Sequence[AnyEffect], event_id: str | None
