@@ -12,7 +12,7 @@ from ballet.core.effects import (
     SetLabels,
     UpsertTrackingComment,
 )
-from ballet.core.outbox import net_labels, same_issue_labels, superseded
+from ballet.core.outbox import net_labels, same_issue_labels, superseded, unwritten_close
 from ballet.core.render import STATE_BLOCK_START
 
 REPO = "octo/demo"
@@ -77,3 +77,18 @@ def test_the_starts_record_on_the_issue_gives_way_to_the_prs() -> None:
     # A pointer (a PR opened later) stays: the issue's comment must not go stale.
     pointer = on_issue.model_copy(update={"body": "Ballet tracks this ticket on #2."})
     assert not superseded(pointer, [tracking(2, "the record on the PR")])
+
+
+def test_a_start_never_shown_needs_no_close_on_the_head_it_left() -> None:
+    # A rework's implement starts on the head the first implement left ("in
+    # progress" deferred), pushes a new head at once: its close on the old head
+    # would only overwrite the first implement's verdict there.
+    start = check("in_progress", head="c1", name="ballet/implement")
+    close = check("completed", head="c1", name="ballet/implement").model_copy(
+        update={"closes_start": True}
+    )
+    done = check("completed", head="c2", name="ballet/implement")
+    assert superseded(start, [close, done])
+    assert unwritten_close(start, [done, close]) == 1
+    assert unwritten_close(start, [done]) is None  # nothing to drop with it
+    assert unwritten_close(close, [close]) is None  # a close is no start

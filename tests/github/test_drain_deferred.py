@@ -158,3 +158,22 @@ async def test_a_due_write_is_not_held_for_a_deferred_rewrite(store: RecordStore
     edge = await drain_at(store, T)
     assert edge.written == [tracking("question answered")]
     assert [e.effect for e in await store.outbox(KEY)] == [tracking("review", DUE)]
+
+
+async def test_a_start_never_written_leaves_nothing_to_close_on_the_head_it_left(
+    store: RecordStore,
+) -> None:
+    # A rework's review starts on c1 (its "in progress" deferred) and the head moves
+    # at once: the close on c1 would only overwrite the verdict an earlier review
+    # left there, so neither is written; a start already written is still closed.
+    close = check("completed").model_copy(update={"closes_start": True, "conclusion": "neutral"})
+    await store.commit(record(1), [check("in_progress", DUE)], None)
+    await store.commit(record(2), [close, REPORT], None)
+    edge = await drain_at(store, T + timedelta(seconds=1))
+    assert edge.written == [REPORT]
+    assert await store.outbox(KEY) == []
+
+    await store.commit(record(3), [check("in_progress", DUE)], None)
+    assert (await drain_at(store, DUE)).written == [check("in_progress", DUE)]  # shown
+    await store.commit(record(4), [close], None)
+    assert (await drain_at(store, DUE)).written == [close]  # so it is closed

@@ -144,4 +144,5 @@ def _superseded(rec: Record, run: StageRun, old_head: str, head: str) -> SetChec
         status="completed",
         conclusion="neutral",
         summary=f"The pull request's head moved to {head}; this run goes on there.",
+        closes_start=True,
     )

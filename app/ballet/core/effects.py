@@ -138,6 +138,9 @@ class SetCheckRun(Effect):
     job_key: str | None = None
     # As for UpsertTrackingComment: an "in progress" run a completed one soon overwrites.
     not_before: datetime | None = None
+    # Only closes this run's "in progress" on a head the PR left (core/check_runs.py):
+    # if that was never written, neither is this (core/outbox.py `unwritten_close`).
+    closes_start: bool = False
 
 
 class SessionSpec(Frozen):

@@ -134,6 +134,24 @@ def superseded(effect: AnyEffect, later: Sequence[AnyEffect], now: datetime | No
     return False
 
 
+def unwritten_close(effect: AnyEffect, later: Sequence[AnyEffect]) -> int | None:
+    """Where in `later` the close of `effect`'s run on the head it left stands, when
+    `effect` is a deferred "in progress" check run dropped unwritten: with nothing
+    shown to close, the close is not written either (it would only overwrite the
+    verdict an earlier run of the stage left on that head). None: no such close."""
+    if not isinstance(effect, SetCheckRun) or effect.status == "completed":
+        return None
+    run = _run(effect)
+    return next(
+        (
+            i
+            for i, e in enumerate(later)
+            if isinstance(e, SetCheckRun) and e.closes_start and _run(e) == run
+        ),
+        None,
+    )
+
+
 def _run(effect: SetCheckRun) -> tuple[str, str, str, str]:
     return (effect.repo, effect.name, effect.head_sha, effect.run_key)
 

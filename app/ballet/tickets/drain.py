@@ -54,6 +54,13 @@ class Drain:
                 for effect in self._coalesce(entry, entries[index + 1 :], folded, now):
                     await carry_out(entry.id, effect)
             await self._store.remove_effect(key, entry)
+            if redundant:
+                # After the start it closes is gone: a crash between the two leaves a
+                # close to write, never a start shown "in progress" for good.
+                later = [e.effect for e in entries[index + 1 :]]
+                close = outbox.unwritten_close(entry.effect, later)
+                if close is not None:
+                    await self._store.remove_effect(key, entries[index + 1 + close])
         raise RuntimeError(f"ticket {key}: more than {MAX_EFFECTS_PER_EVENT} effects in a row")
 
     async def _come_back(self, key: str, held: list[OutboxEntry]) -> None:
