@@ -105,7 +105,11 @@ class TicketRun:
 
 
 def _app_level(path: str) -> bool:
-    return path.startswith(("/app/", "/installation/"))
+    """Not the ticket's: the App's own requests, and the reconciler's listing of a
+    repository's live tickets by label (once per Redis loss, here the stack's start)."""
+    return path.startswith(("/app/", "/installation/")) or (
+        path.startswith("/repos/") and path.count("/") == 4 and path.endswith("/issues")
+    )
 
 
 def merged(view: View) -> bool:
