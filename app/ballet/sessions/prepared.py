@@ -74,6 +74,7 @@ class PreparedClones:
         self._ready: dict[tuple[Path, str], Prepared] = {}
         self._making: dict[tuple[Path, str], asyncio.Task[Prepared | None]] = {}
         self._count = 0  # each clone its own directory: a replaced one is removed apart
+        self._closed = False  # the worker stops: a session ending now prepares nothing
 
     def sweep(self) -> None:
         """Remove the clones dead worker processes prepared (their leases then hold
@@ -94,6 +95,8 @@ class PreparedClones:
         disk: int | None = None,
     ) -> None:
         """Begin preparing `branch`'s clone; an earlier one of it is replaced."""
+        if self._closed:
+            return
         key = (mirror, branch)
         self._count += 1
         name = f"{name}-{self._count}"
@@ -177,6 +180,7 @@ class PreparedClones:
             await asyncio.wait(list(self._making.values()))
 
     async def aclose(self) -> None:
+        self._closed = True
         for task in list(self._making.values()):
             task.cancel()
         await asyncio.gather(*self._making.values(), return_exceptions=True)
