@@ -34,9 +34,10 @@ async def test_default_pipeline_to_merged(stack: Stack) -> None:
     ]
     await assert_merged_cleanly(stack, view, repo, number)
     pr = record.pr_number
-    # The tracking comment lives on the PR; the issue points at it.
-    on_issue = ballet_comments(view, number)
-    assert len(on_issue) == 1 and f"#{pr}" in on_issue[0]
+    # The tracking comment lives on the PR; the issue gets no comment of Ballet's
+    # (GitHub links the PR from it: its body says "Closes #N", issue 24).
+    assert ballet_comments(view, number) == []
+    assert f"Closes #{number}" in view.issue(pr)["body"]
     # One report per stage run, on the PR, each saying its outcome.
     on_pr = ballet_comments(view, pr)
     for stage, outcome in (("review", "approve"), ("verify", "pass"), ("integrate", "merged")):
