@@ -86,7 +86,7 @@ async def running_stack(
     `session_egress_allow` is BALLET_SESSION_EGRESS_ALLOW (e.g. a model server here).
     `worker=False` leaves the worker out: a test runs `ballet worker` processes of
     its own (`worker_env` gives their environment), to kill them as an OOM would.
-    `write_spacing_seconds` paces the App's writes as in production (0.75); other
+    `write_spacing_seconds` paces the App's writes as in production (1.0); other
     keywords are settings too (a benchmark's queue poll)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
