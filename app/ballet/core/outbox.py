@@ -80,12 +80,23 @@ def with_grace(
         return list(effects)
     until = now + grace
     tracking = _start_like(before, after)
+    passing = _may_pass_at_once(after)
     out: list[AnyEffect] = []
     for effect in effects:
-        running = isinstance(effect, SetCheckRun) and effect.status != "completed"
+        running = passing and isinstance(effect, SetCheckRun) and effect.status != "completed"
         edit = tracking and isinstance(effect, UpsertTrackingComment) and effect.target == "pr"
         out.append(effect.model_copy(update={"not_before": until}) if running or edit else effect)
     return out
+
+
+def _may_pass_at_once(after: Record) -> bool:
+    """The ticket runs a session or waits on Ballet's own platform wait: over in a
+    moment when nothing holds it. A stage waiting for a person (an approval, a
+    question) shows its "in progress" at once: that person is who it is for."""
+    if after.status == "running":
+        return after.open_run is not None
+    w = after.waiting
+    return after.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
 
 
 def _start_like(before: Record | None, after: Record) -> bool:

@@ -143,6 +143,8 @@ async def _run_and_deliver(
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"
     await _apply_now(services, ticket_of(spec), finished, finished_event_id(spec.job_key))
+    if spec.branch is not None:
+        await _unless_a_session_is_next(jobs, spec, spec.branch)
     log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
     return result.report.outcome
 
@@ -184,6 +186,18 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
         jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
     )
     return event
+
+
+async def _unless_a_session_is_next(jobs: SessionJobs, spec: SessionSpec, branch: str) -> None:
+    """Drop the clone prepared as the session ended when its result started no
+    session: the ticket ended, or waits for a person (a later session clones afresh)."""
+    try:
+        record = await jobs.tickets.record(ticket_of(spec))
+    except Exception as exc:  # the clone then ages out; nothing else depends on it
+        log.info("prepared clone kept", job_key=spec.job_key, reason=repr(exc))
+        return
+    if record is None or record.status != "running" or record.open_run is None:
+        await jobs.workspaces.unprepare(spec.repo, branch=branch, base=spec.base)
 
 
 async def _apply_now(

@@ -125,6 +125,17 @@ class PreparedClones:
         await self.release(prepared)
         return None
 
+    async def drop(self, mirror: Path, branch: str) -> None:
+        """No session is about to take `branch`'s clone (its ticket ended, or waits
+        for a person): it is not kept on the worker's disk."""
+        key = (mirror, branch)
+        making = self._making.get(key)
+        if making is not None:
+            await asyncio.wait([making])
+        prepared = self._ready.pop(key, None)
+        if prepared is not None:
+            await self.release(prepared)
+
     async def release(self, prepared: Prepared) -> None:
         await asyncio.to_thread(self._remove, prepared.root)
         prepared.lease.unlink(missing_ok=True)

@@ -218,6 +218,10 @@ class Workspaces:
         name = directory_name(f"{repo}:{branch}")
         self.prepared.start(mirror, f"{branch}\n{base}", name, make, self.git_env, disk)
 
+    async def unprepare(self, repo: str, *, branch: str, base: str) -> None:
+        """Drop the clone `prepare` began: no session of the branch is next."""
+        await self.prepared.drop(self.mirror_path(repo), f"{branch}\n{base}")
+
     async def _claim(
         self, mirror: Path, root: Path, branch: str | None, base: str, disk: int | None
     ) -> tuple[str, str, bool] | None:
