@@ -87,6 +87,10 @@ def plant(path):
 
 attempt("write_mirror", lambda: plant(targets["mirror"] + "/objects/planted"))
 attempt("hook_mirror", lambda: plant(targets["mirror"] + "/hooks/pre-push"))
+# Where the ticket's next clone is made ahead (sessions/prepared.py): a file planted
+# there would be in the next session's clone, judged as someone else's work.
+attempt("list_prepared", lambda: os.listdir(targets["prepared"]))
+attempt("plant_prepared", lambda: plant(targets["prepared"] + "/planted"))
 for name, port in targets["ports"].items():
     attempt(f"direct_{name}", lambda port=port: tcp(port))
     attempt(f"proxy_{name}", lambda port=port: via_proxy(f"127.0.0.1:{port}"))

@@ -43,6 +43,8 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
     files = demo.repo_files(HOSTILE_YML) | {".ballet/hostile.py": HOSTILE}
     request = demo.new_repo_request(repo_name, ballet_yml=HOSTILE_YML) | {"files": files}
     repo = (await stack.create_repo(request))["full_name"]
+    prepared = settings.workspaces.resolve() / "prepared" / "next-session"
+    prepared.mkdir(parents=True)  # as a clone made ahead would be, on the worker
     targets = {
         "secrets": [webhook_secret, key.splitlines()[1][:40], "BALLET_PRIVATE_KEY", "ghs_"],
         "worker_pid": os.getpid(),  # the worker runs in this process
@@ -50,6 +52,7 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
                   "valkey_acl": str(data / "valkey" / "users.acl")},
         "workspaces": str(settings.workspaces.resolve()),
         "mirror": str(settings.workspaces.resolve() / "mirrors" / f"{repo}.git"),
+        "prepared": str(prepared),
         "ports": {"redis": redis.port or 6379, "web": urlsplit(stack.web_url).port,
                   "github_api": urlsplit(stack.api_url).port},
         "git_url": f"{stack.api_url.rstrip('/')}/{repo}.git",
@@ -68,6 +71,7 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
     assert set(got) == {"namespace"}, got
     assert namespace_ends(got["namespace"])  # its setsid child is gone too
     assert not list(tmp_path.glob("pwned*"))  # Ballet's git ran none of its hooks
+    assert not (prepared / "planted").exists()  # nor reached a clone made ahead
     # Its attempts through the proxy were refused and said so.
     assert "403" in findings["proxy_redis"][1] and "403" in findings["proxy_github"][1]
     assert view.record is not None and view.record.status == "done"
