@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 from ballet.core.effects import (
     AnyEffect,
     MarkerKey,
@@ -18,9 +17,10 @@ from ballet.core.effects import (
     SetCheckRun,
     UpsertTrackingComment,
 )
-from ballet.core.record import Record, TicketRef
+from ballet.core.record import Record
 from ballet.tickets.drain import Drain
 from ballet.tickets.store import RecordStore
+from github_edge_kit import stored_record
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -31,32 +31,7 @@ KEY = f"{REPO}#7"
 
 
 def record(version: int) -> Record:
-    pipeline = ResolvedPipeline(
-        name="default",
-        version=1,
-        hash="h",
-        ticket_type="default",
-        branch="ballet/{ticket}-{slug}",
-        base=None,
-        iteration_limit=3,
-        budget={},
-        signoffs=(),
-        roles={},
-        approvers=None,
-        policy=Policy(),
-        stages=(ResolvedStage(id="review", kind="agent", name="Review"),),
-    )
-    return Record(
-        ticket=TicketRef(repo=REPO, number=7, author="octocat", title="t"),
-        ticket_type="default",
-        pipeline=pipeline,
-        status="running",
-        base="main",
-        policy=Policy(),
-        created_at=T,
-        updated_at=T,
-        version=version,
-    )
+    return stored_record(REPO, version=version)
 
 
 def check(status: str, not_before: datetime | None = None) -> SetCheckRun:

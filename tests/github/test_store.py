@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
-from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 from ballet.core.effects import React, SetLabels
-from ballet.core.record import Record, TicketRef, encode_record
+from ballet.core.record import Record, encode_record
 from ballet.github.forge import Comment, IssueBrief
 from ballet.github.intents import TicketTarget
 from ballet.tickets.store import RecordStore, tracking_marker
+from github_edge_kit import stored_record
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -21,32 +21,7 @@ REPO = "octo/demo"
 
 
 def record(**changes: object) -> Record:
-    pipeline = ResolvedPipeline(
-        name="default",
-        version=1,
-        hash="h",
-        ticket_type="default",
-        branch="ballet/{ticket}-{slug}",
-        base=None,
-        iteration_limit=3,
-        budget={},
-        signoffs=(),
-        roles={},
-        approvers=None,
-        policy=Policy(),
-        stages=(ResolvedStage(id="implement", kind="agent", name="Implement"),),
-    )
-    base = Record(
-        ticket=TicketRef(repo=REPO, number=7, author="octocat", title="t"),
-        ticket_type="default",
-        pipeline=pipeline,
-        status="running",
-        base="main",
-        policy=Policy(),
-        created_at=NOW,
-        updated_at=NOW,
-    )
-    return base.model_copy(update=changes)
+    return stored_record(REPO, **changes)
 
 
 @pytest.fixture(params=[False, True], ids=["bytes", "text"])

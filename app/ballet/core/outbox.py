@@ -93,10 +93,12 @@ def _may_pass_at_once(after: Record) -> bool:
     """The ticket runs a session or waits on Ballet's own platform wait: over in a
     moment when nothing holds it. A stage waiting for a person (an approval, a
     question) shows its "in progress" at once: that person is who it is for."""
-    if after.status == "running":
-        return after.open_run is not None
-    w = after.waiting
-    return after.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
+    return (after.status == "running" and after.open_run is not None) or _platform_wait(after)
+
+
+def _platform_wait(rec: Record) -> bool:
+    w = rec.waiting
+    return rec.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
 
 
 def _start_like(before: Record | None, after: Record) -> bool:
@@ -107,8 +109,7 @@ def _start_like(before: Record | None, after: Record) -> bool:
     refuse its result (tests/e2e/test_redis_lost.py)."""
     if before is None or before.pr_number is None or before.pr_number != after.pr_number:
         return False
-    w = after.waiting
-    return after.status == "waiting" and w is not None and w.kind in PLATFORM_WAITS
+    return _platform_wait(after)
 
 
 def superseded(effect: AnyEffect, later: Sequence[AnyEffect], now: datetime | None = None) -> bool:
