@@ -25,18 +25,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import timeline
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
-from ballet.demo.stack import running_stack
+from ballet.demo.stack import Stack, running_stack, worker_env
 from ballet.demo.watch import View, wait_until
 from ballet.logs import configure_logging
 from ballet.sessions import process, runner
@@ -53,6 +59,37 @@ async def _timed_run_process(argv: Sequence[str], **kwargs: Any) -> process.Proc
     return outcome
 
 
+@contextmanager
+def _timed_worker(
+    stack: Stack, notes: Path, phases: bool, overrides: dict[str, Any]
+) -> Iterator[None]:
+    """`bench/timed_worker.py` on the stack: a `ballet worker` noting its agents' runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
+    env.pop("REDIS_URL", None)
+    env.update(worker_env(stack.settings))
+    env.update(BENCH_TIMELINE=str(notes), BENCH_PHASES="1" if phases else "0")
+    if "queue_poll_seconds" in overrides:
+        env["BALLET_QUEUE_POLL_SECONDS"] = str(overrides["queue_poll_seconds"])
+    script = Path(__file__).with_name("timed_worker.py")
+    with (notes.parent / "worker.log").open("wb") as log:
+        proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=log, stderr=log)
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _read_notes(notes: Path) -> None:
+    for line in notes.read_text().splitlines():
+        entry = json.loads(line)
+        if "run" in entry:
+            RUNS.append((entry["run"][0], entry["run"][1]))
+        else:
+            name, start, end = entry["span"]
+            timeline.SPANS.append(timeline.Span(name, start, end))
+
+
 def merged(view: View) -> bool:
     pull, record = view.pull, view.record
     return pull is not None and bool(pull["merged"]) and record is not None
@@ -64,26 +101,42 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main(
-    tickets: int, spacing: float, data: Path, overrides: dict[str, Any], phases: bool
+    tickets: int,
+    spacing: float,
+    data: Path,
+    overrides: dict[str, Any],
+    phases: bool,
+    worker_process: bool,
 ) -> None:
-    if phases:
-        timeline.install()
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
+    if phases and not worker_process:
+        timeline.install()
     walls: list[float] = []
-    per_ticket: list[list[tuple[float, float]]] = []
     starts: list[float] = []  # when each ticket was filed
-    async with running_stack(data, write_spacing_seconds=spacing, **overrides) as stack:
-        for index in range(1, tickets + 1):
-            created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
-            repo: str = created["full_name"]
-            await asyncio.sleep(1.0)  # let the repository's own install and CI settle
-            first = len(RUNS)
-            start = time.monotonic()
-            number = await file_ticket(stack, repo, demo.ISSUE_TITLE, demo.ISSUE_BODY, demo.AUTHOR)
-            await wait_until(stack, repo, number, merged, timeout=180)
-            walls.append(time.monotonic() - start)
-            per_ticket.append(RUNS[first:])
-            starts.append(start)
+    notes = data / "timeline.jsonl"
+    async with running_stack(
+        data, write_spacing_seconds=spacing, worker=not worker_process, **overrides
+    ) as stack:
+        with _timed_worker(stack, notes, phases, overrides) if worker_process else nullcontext():
+            for index in range(1, tickets + 1):
+                created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
+                repo: str = created["full_name"]
+                await asyncio.sleep(1.0)  # let the repository's own install and CI settle
+                start = time.monotonic()
+                number = await file_ticket(
+                    stack, repo, demo.ISSUE_TITLE, demo.ISSUE_BODY, demo.AUTHOR
+                )
+                await wait_until(stack, repo, number, merged, timeout=180)
+                walls.append(time.monotonic() - start)
+                starts.append(start)
+    if worker_process:
+        _read_notes(notes)
+    # Tickets run one at a time: a ticket's agents are those that ran while it did.
+    per_ticket = [
+        sorted(r for r in RUNS if s <= r[0] <= s + w) for s, w in zip(starts, walls, strict=True)
+    ]
+    where = "in a `ballet worker` process of its own" if worker_process else "in this process"
+    print(f"worker {where}; sessions' python3 is {shutil.which('python3')}")
     gaps: dict[str, list[float]] = defaultdict(list)
     names = ("implement→review", "review→verify")
     for runs in per_ticket:
@@ -130,8 +183,23 @@ if __name__ == "__main__":
     parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
     parser.add_argument("--poll", type=float, default=None, help="queue poll delay, seconds")
     parser.add_argument("--phases", action="store_true", help="print each step's timing")
+    parser.add_argument(
+        "--worker-process",
+        action="store_true",
+        help="run the worker as its own process (as deployed), not beside the sandbox",
+    )
+    parser.add_argument(
+        "--direct-python",
+        action="store_true",
+        help="put this interpreter's own directory first on PATH (no pyenv shim per start)",
+    )
     args = parser.parse_args()
     configure_logging("warning")
+    if args.direct_python:
+        real = Path(os.path.realpath(sys.executable)).parent
+        os.environ["PATH"] = f"{real}{os.pathsep}{os.environ['PATH']}"
     extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
-        asyncio.run(main(args.tickets, args.spacing, Path(tmp), extra, args.phases))
+        asyncio.run(
+            main(args.tickets, args.spacing, Path(tmp), extra, args.phases, args.worker_process)
+        )
