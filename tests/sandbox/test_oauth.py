@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -149,11 +148,11 @@ def test_a_code_works_once(sandbox: BackgroundSandbox, admin: httpx.Client) -> N
 
 def test_a_code_expires(tmp_path: Path, receiver: Receiver) -> None:
     with (
-        BackgroundSandbox(tmp_path, receiver.url, oauth_code_ttl_seconds=1) as sandbox,
+        BackgroundSandbox(tmp_path, receiver.url) as sandbox,
         httpx.Client(base_url=sandbox.api_url) as admin,
     ):
         code = query_of(authorize(admin, sandbox))["code"]
-        time.sleep(5.1)
+        admin.post("/_sandbox/oauth/expire").raise_for_status()
         assert exchange(admin, sandbox, code=code)["error"] == "bad_verification_code"
 
 
@@ -278,9 +277,7 @@ def test_user_tokens_expire_and_only_user_tokens_list_installations(
     tmp_path: Path, receiver: Receiver
 ) -> None:
     with (
-        # Long enough that a loaded machine's sign-in and first request fit in it (a
-        # second did not: the token had expired before its first use).
-        BackgroundSandbox(tmp_path, receiver.url, user_token_ttl_seconds=5) as sandbox,
+        BackgroundSandbox(tmp_path, receiver.url) as sandbox,
         httpx.Client(base_url=sandbox.api_url) as admin,
     ):
         token = sign_in(admin, sandbox, "reader")
@@ -290,7 +287,7 @@ def test_user_tokens_expire_and_only_user_tokens_list_installations(
         assert person.status_code == 403
         assert "authorized to a GitHub App" in person.json()["message"]
         assert admin.get("/user").status_code == 401
-        time.sleep(5.1)
+        admin.post("/_sandbox/oauth/expire").raise_for_status()
         expired = admin.get("/user", headers={"Authorization": f"Bearer {token}"})
         assert (expired.status_code, expired.json()["message"]) == (401, "Bad credentials")
 

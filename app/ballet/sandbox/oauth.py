@@ -18,6 +18,7 @@
 - `POST /session` (form `login`, `return_to`) and `POST /logout`: the browser's sign-in.
 - `PUT /_sandbox/app/callback_urls` `{"urls": [...] | null}`: register callback URLs
   (null: the default, `<Ballet's public URL>/oauth/callback`, from the webhook URL).
+- `POST /_sandbox/oauth/expire`: every code and user token handed out expires now.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import json
 import re
 import secrets
 import string
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -302,10 +304,22 @@ async def set_callback_urls(request: Request) -> JSONResponse:
     return respond({"urls": callback_urls(sb)})
 
 
+async def expire_all(request: Request) -> JSONResponse:
+    """Every code and user token the flow has handed out expires now (tests of expiry
+    ask for it instead of sleeping past a short lifetime). Refresh tokens still work,
+    as they do at GitHub once a user token has expired."""
+    sb = sandbox_of(request)
+    gone = now() - timedelta(seconds=1)
+    sb.oauth_codes = {k: replace(c, expires_at=gone) for k, c in sb.oauth_codes.items()}
+    sb.user_tokens = {k: replace(t, expires_at=gone) for k, t in sb.user_tokens.items()}
+    return respond({"codes": len(sb.oauth_codes), "user_tokens": len(sb.user_tokens)})
+
+
 ROUTES = [
     Route("/login/oauth/authorize", authorize),
     Route("/login/oauth/access_token", access_token, methods=["POST"]),
     Route("/session", session, methods=["POST"]),
     Route("/logout", logout, methods=["POST"]),
     Route("/_sandbox/app/callback_urls", set_callback_urls, methods=["PUT"]),
+    Route("/_sandbox/oauth/expire", expire_all, methods=["POST"]),
 ]
