@@ -1,29 +1,61 @@
-"""The GitHub edge's own test helpers: a launcher that records, a webhook delivery, and
-a ticket's record as the store keeps it."""
+"""The GitHub edge's own test helpers: a launcher that records, the ticket service on
+the fake GitHub, a webhook delivery, and a ticket's record as the store keeps it."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
+from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage, Runtime
 from ballet.core.effects import CancelSession, StartSession
 from ballet.core.record import Record, TicketRef
+from ballet.github.app import GitHubApp
+from ballet.github.forge import AppIdentity
+from ballet.tickets.decided import decided_by
+from ballet.tickets.live import LiveTickets
+from ballet.tickets.memo import Memo
+from ballet.tickets.service import TicketService
+from ballet.tickets.store import RecordStore
+from redis.asyncio import Redis
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+APP = AppIdentity(app_id=4242, slug="ballet-test")
 
 
 @dataclass
 class RecordingLauncher:
     launched: list[StartSession] = field(default_factory=list)
     cancelled: list[CancelSession] = field(default_factory=list)
+    # Per launch: since when a mirror fetch would do for it (tickets/decided.py), and when.
+    decided: list[tuple[float | None, float]] = field(default_factory=list)
 
     async def launch(self, effect: StartSession) -> None:
         self.launched.append(effect)
+        self.decided.append((decided_by(), time.monotonic()))
 
     async def cancel(self, effect: CancelSession) -> None:
         self.cancelled.append(effect)
+
+
+def ticket_service(
+    forges: GitHubApp, redis: Redis, launcher: RecordingLauncher, store: RecordStore | None = None
+) -> TicketService:
+    """The ticket service of the edge tests: the fake GitHub, this Redis, `launcher`."""
+    return TicketService(
+        forges.for_installation,
+        store or RecordStore(redis),
+        Memo(redis),
+        launcher,
+        app=APP,
+        default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
+        clock=lambda: NOW,
+        live_tickets=LiveTickets(redis),
+        find_installation=forges.installation_of,
+    )
 
 
 @dataclass(frozen=True)

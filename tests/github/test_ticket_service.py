@@ -6,26 +6,22 @@ import json
 from pathlib import Path
 
 import pytest
-from ballet.core.config import Runtime
 from ballet.core.effects import MarkerKey, PostReportComment
 from ballet.core.events import SessionFinished
 from ballet.core.record import Record, decode_record
 from ballet.core.render import marker_for
 from ballet.core.report import Report
 from ballet.github.app import GitHubApp
-from ballet.github.forge import AppIdentity, RateLimited
+from ballet.github.forge import RateLimited
 from ballet.tickets.interpret import Interpreter
-from ballet.tickets.live import LIVE_TICKETS, LiveTickets
+from ballet.tickets.live import LIVE_TICKETS
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
-from ballet.tickets.store import RecordStore
 from fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
-from github_edge_kit import NOW, Delivery, RecordingLauncher
+from github_edge_kit import NOW, Delivery, RecordingLauncher, ticket_service
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
-
-APP = AppIdentity(app_id=4242, slug="ballet-test")
 
 
 @pytest.fixture
@@ -35,17 +31,7 @@ def launcher() -> RecordingLauncher:
 
 @pytest.fixture
 def service(forges: GitHubApp, redis: Redis, launcher: RecordingLauncher) -> TicketService:
-    return TicketService(
-        forges.for_installation,
-        RecordStore(redis),
-        Memo(redis),
-        launcher,
-        app=APP,
-        default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
-        clock=lambda: NOW,
-        live_tickets=LiveTickets(redis),
-        find_installation=forges.installation_of,
-    )
+    return ticket_service(forges, redis, launcher)
 
 
 def labeled(webhooks_dir: Path, label: str = "ballet", sender: str = "Codertocat") -> Delivery:

@@ -31,6 +31,7 @@ from ballet.jobs import pools
 from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.session_specs import ticket_of
 from ballet.queue import sessions_queue
+from ballet.tickets.decided import decided_by
 from ballet.tickets.live import LiveTickets
 
 log = structlog.get_logger("ballet.jobs.launcher")
@@ -121,7 +122,7 @@ class ArqSessionLauncher:
             and mine
             and preferred in (None, self._worker_id)
         ):
-            self.prefetch.launched(job_key, spec.repo)
+            self.prefetch.launched(job_key, spec.repo, decided=decided_by())
         log.info(
             "session launched" if job else "session already queued",
             job_key=job_key,

@@ -4,10 +4,13 @@ Between the engine launching a session and a session job picking it up lie a
 queue poll and a busy event loop (the launching transition's GitHub writes);
 the session job's first and longest step is then fetching the mirror. So the
 worker that launches a session starts that fetch at once, in the background,
-and notes when it launched it; a session job of this process then takes a
-fetch begun at or after its launch (and finished moments ago, see
-`Workspaces.refresh`) as its own. The session still sees GitHub as it was after
-the engine decided to start it, and still gets its own fresh clone.
+and notes since when a fetch will do: the engine's decision to start it
+(tickets/decided.py; the launch when that is not known). A session job of this
+process then takes a fetch begun at or after that moment (and finished moments
+ago, see `Workspaces.refresh`) as its own, and so does the prefetch: a ticket's
+first session takes the fetch its start made to write the branch, after the
+decision, in the same drain. The session still sees GitHub as it was after the
+engine decided to start it, and still gets its own fresh clone.
 
 Worker-local and best effort: a session picked up by another worker (or a
 failed prefetch) fetches for itself, as without it.
@@ -46,12 +49,16 @@ class MirrorPrefetch:
         self._launched: OrderedDict[str, float] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def launched(self, job_key: str, repo: str) -> None:
-        """A session of `repo` was just queued: note when, and start fetching."""
-        self._launched[job_key] = time.monotonic()
+    def launched(self, job_key: str, repo: str, *, decided: float | None = None) -> None:
+        """A session of `repo` was just queued: note since when a fetch will do, and
+        start one unless one begun since then is at hand. `decided`: a
+        `time.monotonic()` no earlier than the engine's decision to start it
+        (tickets/decided.py); None: the launch itself."""
+        since = time.monotonic() if decided is None else min(decided, time.monotonic())
+        self._launched[job_key] = since
         while len(self._launched) > KEEP_LAUNCHES:
             self._launched.popitem(last=False)
-        task = asyncio.create_task(self._refresh(repo))
+        task = asyncio.create_task(self._refresh(repo, since))
         self._tasks.add(task)  # a task nobody holds may be collected mid-fetch
         task.add_done_callback(self._tasks.discard)
 
@@ -59,10 +66,10 @@ class MirrorPrefetch:
         """When this process launched the session, if it did (taken once)."""
         return self._launched.pop(job_key, None)
 
-    async def _refresh(self, repo: str) -> None:
+    async def _refresh(self, repo: str, since: float) -> None:
         try:
             url, token = await clone_access(self._tickets, repo)
-            await self._workspaces.refresh(repo, url, token)
+            await self._workspaces.refresh(repo, url, token, since=since)
         except Exception as exc:
             # The session's own refresh fetches, and reports what goes wrong.
             log.info("mirror prefetch failed", repo=repo, error=repr(exc))

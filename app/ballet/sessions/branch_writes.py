@@ -93,12 +93,17 @@ class MirrorBranches:
                     f"{sha}:{ref}", cwd=mirror, env=auth_environment(env, token),
                 )  # fmt: skip
             except GitError as error:
-                if _EXISTS.search(error.stderr):
-                    return  # it appeared since the fetch (a concurrent try): there it is
-                raise _failed(f"could not create {branch!r} in {repo}", error) from error
-            # GitHub has it now, and so does the mirror: the first session's fetch of
-            # the ticket finds its branch there already.
-            await run_git("update-ref", ref, sha, "", cwd=mirror, env=env)
+                if not _EXISTS.search(error.stderr):
+                    raise _failed(f"could not create {branch!r} in {repo}", error) from error
+                sha = ""  # it appeared since the fetch (a concurrent try): there it is
+            if sha:
+                # GitHub has it now, and so does the mirror: the first session's fetch
+                # of the ticket finds its branch there already.
+                await run_git("update-ref", ref, sha, "", cwd=mirror, env=env)
+                return
+        # Fetched into the mirror too: the first session may take this start's fetch
+        # as its own (jobs/prefetch.py).
+        await workspaces.refresh(repo, url, token)
 
     async def delete_branch(self, repo: str, *, url: str, token: str | None, branch: str) -> None:
         """`branch` gone from GitHub (and the mirror); one already gone is success."""

@@ -57,6 +57,7 @@ from ballet.github.intents import (
 from ballet.github.translate import translate
 from ballet.tickets import repo_config
 from ballet.tickets.branch_writes import BranchWriter
+from ballet.tickets.decided import decided_now, deciding
 from ballet.tickets.drain import Drain, Later
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
@@ -231,9 +232,10 @@ class TicketService:
             raise ForgeError(f"no App installation is known for {repo}; is Ballet installed there?")
         ctx = self._ctx(installation)
         async with self._store.locked(key):
-            await self._drain(key, ctx)
-            applied = await self._apply(key, event, event_id, ctx, pr_hint)
-            await self._drain(key, ctx)
+            with deciding():
+                await self._drain(key, ctx)
+                applied = await self._apply(key, event, event_id, ctx, pr_hint)
+                await self._drain(key, ctx)
         return applied
 
     async def _installation_of(self, repo: str) -> int | None:
@@ -265,6 +267,7 @@ class TicketService:
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
         await self._store.commit(new, effects, event_id)
+        decided_now()  # a session it starts may take a mirror fetched from now on
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
         # or platform wait times out too); an ended one stops getting them.
         await self._live.track(new)
@@ -286,7 +289,8 @@ class TicketService:
         if installation is None:
             return  # no installation serves it any longer: nothing can be written
         async with self._store.locked(key):
-            await self._drain(key, self._ctx(installation))
+            with deciding():
+                await self._drain(key, self._ctx(installation))
 
     async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: _Ctx) -> None:
         try:
