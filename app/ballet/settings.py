@@ -80,6 +80,15 @@ class Settings(BaseSettings):
     delivery_dedupe_seconds: int = Field(default=DEFAULT_DEDUPE_SECONDS, ge=60)
     # A failed delivery is retried after this many seconds times its try squared.
     delivery_retry_seconds: float = Field(default=5.0, ge=0)
+    # The reconciler sweeps every this many seconds, at the same seconds of each
+    # minute on every worker (so once across them): a divisor of 60 (default 30).
+    reconcile_seconds: int = Field(default=30, ge=1, le=60)
+    # A running session's job beats this often; its heartbeat lives 4 beats, so a
+    # dead worker's session is seen as crashed within 4 beats plus a sweep.
+    session_heartbeat_seconds: float = Field(default=10.0, gt=0, le=300)
+    # A webhook delivery GitHub failed to hand over is asked for again by a sweep
+    # once its attempt is this old (its first attempt may still be on its way).
+    redelivery_settle_seconds: float = Field(default=30.0, ge=0)
     max_webhook_bytes: int = Field(default=MAX_WEBHOOK_BYTES, ge=1024)
     # The runtime of repositories without a `.ballet.yml`, and the variables of
     # the worker's environment its sessions may see (their API keys).
@@ -176,6 +185,13 @@ class Settings(BaseSettings):
         if value is not None:
             least = MIN_MEMORY if info.field_name == "session_max_memory" else MIN_DISK
             parse_size(value, minimum=least)  # raises saying what to write instead
+        return value
+
+    @field_validator("reconcile_seconds")
+    @classmethod
+    def _check_reconcile(cls, value: int) -> int:
+        if 60 % value:
+            raise ValueError(f"{value} does not divide a minute: use e.g. 5, 10, 15, 20 or 30")
         return value
 
     @field_validator("pools", mode="before")

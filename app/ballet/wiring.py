@@ -127,7 +127,12 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         edge.service,
         tickets=edge.service,
         session_jobs=session_jobs,
-        redeliveries=Redeliveries(redis, edge.github, clock=lambda: datetime.now(UTC)),
+        redeliveries=Redeliveries(
+            redis,
+            edge.github,
+            clock=lambda: datetime.now(UTC),
+            settle=timedelta(seconds=settings.redelivery_settle_seconds),
+        ),
         closers=closers,
     )
 
@@ -273,6 +278,7 @@ def session_jobs_for(
         crash_retries=settings.session_crash_retries,
         returns=ReturnReads(tickets.forge_for, own_app_id=settings.app_id),
         logs=SessionLogs.from_settings(settings, redis),
+        heartbeat_seconds=settings.session_heartbeat_seconds,
     )
     if heartbeat_seconds is not None:
         jobs = replace(jobs, heartbeat_seconds=heartbeat_seconds)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from ballet.demo.stack import Stack, running_stack
-from scenarios import e2e_redis
+from scenarios import BARE_REDIS_DB, e2e_redis
 
 
 @pytest.fixture
@@ -24,10 +24,6 @@ def anyio_backend() -> str:
 async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
     async with running_stack(tmp_path, redis_url=await e2e_redis(redis_url)) as running:
         yield running
-
-
-# The database of the tests that run `ballet worker` processes of their own.
-BARE_REDIS_DB = 6
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ from markers import find_marker
 MARKER = "<!-- ballet:marker "
 # This area's own Redis database, emptied before each test; other areas use others.
 REDIS_DB = 5
+# The database of the tests that run `ballet worker` processes of their own.
+BARE_REDIS_DB = 6
 STATE = "ballet:state"
 
 

@@ -9,11 +9,25 @@ the ticket runs to its merge with nobody clicking "Redeliver".
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
-from ballet.demo.stack import Stack, free_port
-from scenarios import assert_merged_cleanly, merged, new_repo, ticket, wait_until
+from ballet.demo.stack import Stack, free_port, running_stack
+from scenarios import assert_merged_cleanly, e2e_redis, merged, new_repo, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The reconciler sweeps every 5 s and asks for a failed delivery 5 s after its
+    attempt (by default 30 s and 30 s): the same recipe, sooner."""
+    url = await e2e_redis(redis_url)
+    async with running_stack(
+        tmp_path, redis_url=url, reconcile_seconds=5, redelivery_settle_seconds=5.0
+    ) as running:
+        yield running
 
 
 async def point_webhook(stack: Stack, url: str) -> None:

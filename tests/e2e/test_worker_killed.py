@@ -17,17 +17,39 @@ import asyncio
 import signal
 import subprocess
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from ballet.demo.stack import Stack, worker_process
+from ballet.demo.stack import Stack, running_stack, worker_process
 from ballet.demo.watch import View
 from ballet.queue import connect
 from process_namespaces import namespace_ends
-from scenarios import assert_merged_cleanly, markers, merged, new_repo, ticket, wait_until
+from scenarios import (
+    BARE_REDIS_DB,
+    assert_merged_cleanly,
+    e2e_redis,
+    markers,
+    merged,
+    new_repo,
+    ticket,
+    wait_until,
+)
 from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def bare_stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The stack without its in-process worker, its workers' sessions beating every
+    2 s (alive 8 s) and their reconciler sweeping every 2 s: the dead worker's session
+    is found crashed within ~10 s of the kill, not the defaults' ~70 s."""
+    url = await e2e_redis(redis_url, BARE_REDIS_DB)
+    async with running_stack(
+        tmp_path, redis_url=url, worker=False, reconcile_seconds=2, session_heartbeat_seconds=2.0
+    ) as running:
+        yield running
 
 
 async def hanging_agent(data_dir: Path, worker: subprocess.Popen[bytes], log: Path) -> str:

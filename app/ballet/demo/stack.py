@@ -145,6 +145,9 @@ def worker_env(settings: Settings) -> dict[str, str]:
         "BALLET_SESSION_SLOTS": str(settings.session_slots),
         "BALLET_WRITE_SPACING_SECONDS": str(settings.write_spacing_seconds),
         "BALLET_SESSION_AFFINITY_SECONDS": str(settings.session_affinity_seconds),
+        "BALLET_RECONCILE_SECONDS": str(settings.reconcile_seconds),
+        "BALLET_SESSION_HEARTBEAT_SECONDS": str(settings.session_heartbeat_seconds),
+        "BALLET_REDELIVERY_SETTLE_SECONDS": str(settings.redelivery_settle_seconds),
         **({"BALLET_POOLS": settings.pools.render()} if settings.pools.rules else {}),
     }
 

@@ -41,9 +41,12 @@ class HookDeliveries(Protocol):
     async def redeliver(self, delivery_id: int) -> None: ...
 
 
-def undelivered(attempts: Iterable[HookDelivery], now: datetime) -> list[HookDelivery]:
+def undelivered(
+    attempts: Iterable[HookDelivery], now: datetime, settle: timedelta = SETTLE
+) -> list[HookDelivery]:
     """For each delivery none of whose attempts succeeded, its latest attempt (to
-    redeliver); deliveries still settling are left for the next sweep."""
+    redeliver); deliveries still settling (attempted less than `settle` ago) are
+    left for the next sweep."""
     latest: dict[str, HookDelivery] = {}
     arrived: set[str] = set()
     for attempt in attempts:
@@ -52,7 +55,7 @@ def undelivered(attempts: Iterable[HookDelivery], now: datetime) -> list[HookDel
         elif attempt.guid not in latest or _when(attempt, now) > _when(latest[attempt.guid], now):
             latest[attempt.guid] = attempt
     return sorted(
-        (a for g, a in latest.items() if g not in arrived and now - _when(a, now) > SETTLE),
+        (a for g, a in latest.items() if g not in arrived and now - _when(a, now) > settle),
         key=lambda a: _when(a, now),
     )
 
@@ -63,10 +66,18 @@ def _when(attempt: HookDelivery, now: datetime) -> datetime:
 
 
 class Redeliveries:
-    def __init__(self, redis: Redis, github: HookDeliveries, clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        github: HookDeliveries,
+        clock: Callable[[], datetime],
+        *,
+        settle: timedelta = SETTLE,
+    ) -> None:
         self._redis = redis
         self._github = github
         self._clock = clock
+        self._settle = settle  # Settings.redelivery_settle_seconds
 
     async def sweep(self) -> list[str]:
         """Ask again for what GitHub failed to deliver; the GUIDs asked for."""
@@ -78,7 +89,7 @@ class Redeliveries:
         if raw is not None:
             since = max(since, datetime.fromisoformat(raw.decode()) - WINDOW / 24)
         asked: list[str] = []
-        for attempt in undelivered(await self._github.hook_deliveries(since), now):
+        for attempt in undelivered(await self._github.hook_deliveries(since), now, self._settle):
             key = ASKED_PREFIX + attempt.guid
             count = int(await self._redis.incr(key))
             await self._redis.expire(key, ASKED_KEEP_SECONDS)

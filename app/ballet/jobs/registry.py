@@ -28,7 +28,7 @@ from arq.worker import Function, Worker
 from ballet.jobs.deliveries import HANDLE_DELIVERY_JOB
 from ballet.jobs.pool_worker import PoolWorker, SharedSlots
 from ballet.jobs.pools import PoolMembership
-from ballet.jobs.reconciler import RECONCILE_CRON
+from ballet.jobs.reconciler import reconcile_cron
 from ballet.jobs.retries import MAX_DEFERRALS
 from ballet.jobs.services import Services
 from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
@@ -60,7 +60,7 @@ def queue_specs(settings: Settings) -> list[QueueSpec]:
             max_jobs=settings.event_slots,
             job_timeout=300,
             functions=(HANDLE_DELIVERY_JOB, APPLY_TICKET_EVENT_JOB, DRAIN_TICKET_JOB),
-            cron_jobs=(RECONCILE_CRON,),
+            cron_jobs=(reconcile_cron(settings.reconcile_seconds),),
         ),
         *(
             QueueSpec(
