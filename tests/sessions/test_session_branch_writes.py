@@ -12,6 +12,7 @@ import pytest
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.sessions import GitIdentity, Workspaces
 from ballet.sessions.branch_writes import BranchWriteError, MirrorBranches
+from ballet.sessions.mirror import mirror_heads
 
 REPO = "octo/demo"
 BRANCH = "ballet/3-fix-it"
@@ -133,5 +134,46 @@ def test_the_merged_branch_is_deleted_and_one_already_gone_is_success(
         await other.delete_branch(REPO, url=url, token=USER, branch=BRANCH)
         mirror = branches.workspaces.mirror_path(REPO)
         assert not (mirror / "refs" / "heads" / BRANCH).exists()
+
+    asyncio.run(scenario())
+
+
+class RacingWorkspaces(Workspaces):
+    """Real workspaces whose first fetch is followed, at once, by another worker
+    starting the same branch: it appears on GitHub after this mirror's fetch."""
+
+    def __init__(self, root: Path, rival: MirrorBranches, url: str) -> None:
+        super().__init__(root)
+        self.rival, self.url, self.raced = rival, url, False
+
+    async def refresh(
+        self, repo: str, clone_url: str, token: str | None, *, since: float | None = None
+    ) -> Path:
+        mirror = await super().refresh(repo, clone_url, token, since=since)
+        if not self.raced:
+            self.raced = True
+            await self.rival.start_branch(
+                REPO, url=self.url, token=USER, branch=BRANCH, base="main", message="Theirs"
+            )
+        return mirror
+
+
+def test_a_branch_made_meanwhile_is_kept_and_fetched_into_the_mirror(
+    sandbox: BackgroundSandbox, tmp_path: Path
+) -> None:
+    url = f"{sandbox.api_url}/{REPO}.git"
+
+    async def scenario() -> None:
+        rival = MirrorBranches(Workspaces(tmp_path / "rival"), BOT)
+        racing = RacingWorkspaces(tmp_path / "ws", rival, url)
+        await MirrorBranches(racing, BOT).start_branch(
+            REPO, url=url, token=USER, branch=BRANCH, base="main", message="Mine"
+        )
+        sha = _head(sandbox, BRANCH)
+        assert sha is not None and racing.raced
+        assert _api(sandbox, f"/git/commits/{sha}").json()["message"].strip() == "Theirs"
+        # The first session may take this start's fetch as its own: the branch is there.
+        heads = await mirror_heads(racing.mirror_path(REPO), (BRANCH,), racing.git_env)
+        assert heads[BRANCH] == sha
 
     asyncio.run(scenario())
