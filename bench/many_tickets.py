@@ -2,9 +2,13 @@
 
 Starts the sandbox, the web app and an embedded Valkey (the `ballet sandbox
 demo` stack without its in-process worker), then `--workers` real `ballet
-worker` processes on that Valkey. Files N demo tickets at once, each in a
-repository of its own, with the scripted agent (instant sessions), and waits
-until every one has merged. Then, once the App has gone quiet, it checks that
+worker` processes on that Valkey; the web app is a `ballet web` process of its
+own (on the bench's event loop, beside the sandbox and the watchers, it answered
+the sandbox's webhooks too late at 1,000 tickets). Files N demo tickets at once,
+`--per-repo` to a repository (each an issue on a branch of its own; creating a
+repository runs the sandbox's CI), with the scripted agent (instant sessions) and
+write pacing off (`--spacing`, as the sandbox allows), and waits until every one
+has merged. Then, once the App has gone quiet, it checks that
 nothing was doubled (each issue: one pull request, one merge, one tracking
 comment, one report comment per stage run, one check run per stage name on
 the head, no session run twice; read from the sandbox's admin API) and prints
@@ -13,14 +17,16 @@ writes), and Valkey's memory: `INFO memory`'s used_memory before and after,
 per finished ticket, and `MEMORY USAGE` of every key summed by key family
 (with how many keys expire, and when).
 
-    .venv/bin/python bench/many_tickets.py [--tickets 1000] [--workers 4] [--slots 4]
+    .venv/bin/python bench/many_tickets.py [--tickets 1000] [--workers 4] [--per-repo 10]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -72,6 +78,23 @@ def _span(seconds: int) -> str:
     if seconds >= 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds} s"
+
+
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """A live process's CPU time (user + system) and its reaped children's (sessions, git)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / tick
+    return own, (int(fields[13]) + int(fields[14])) / tick
+
+
+async def valkey_cpu(url: str) -> float:
+    redis = Redis.from_url(url)
+    try:
+        info = await redis.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    finally:
+        await redis.aclose()
 
 
 async def used_memory(url: str) -> int:
@@ -131,36 +154,64 @@ def print_families(found: dict[str, Family], tickets: int) -> None:
 
 async def main(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="ballet-bench-many-") as tmp:
+        logs_dir = Path(args.logs or tmp)
+        logs_dir.mkdir(parents=True, exist_ok=True)
         async with running_stack(
             Path(tmp),
             session_slots=args.slots,
             worker=False,
             write_spacing_seconds=args.spacing,
+            web_log=logs_dir / "web.log",
         ) as stack:
             url = stack.settings.require_redis_url()
             before = await used_memory(url)
-            logs = [Path(tmp) / f"worker-{i}.log" for i in range(1, args.workers + 1)]
+            logs = [logs_dir / f"worker-{i}.log" for i in range(1, args.workers + 1)]
             with ExitStack() as workers:
-                for log in logs:
-                    workers.enter_context(worker_process(stack, log))
+                procs = [workers.enter_context(worker_process(stack, log)) for log in logs]
+                repos = -(-args.tickets // args.per_repo)
+                pacing = f"{args.spacing}s apart" if args.spacing else "pacing off"
                 print(
-                    f"{args.tickets} tickets, {args.workers} workers of {args.slots} session"
-                    f" slots, writes {args.spacing}s apart",
+                    f"{args.tickets} tickets in {repos} repositories, {args.workers} workers"
+                    f" of {args.slots} session slots, a `ballet web` process, writes {pacing}",
                     flush=True,
                 )
+                started = time.monotonic()
                 try:
                     # Each look reads a repository's whole state from the sandbox, which
-                    # shares its process with the web app: ~40 looks a second at most.
-                    poll = max(5.0, args.tickets / 40)
+                    # shares the bench's process: ~40 looks a second at most.
+                    poll = max(5.0, args.tickets / 50)
                     run = await run_tickets(
-                        stack, "many", args.tickets, timeout=args.timeout, poll_seconds=poll
+                        stack,
+                        "many",
+                        args.tickets,
+                        timeout=args.timeout,
+                        poll_seconds=poll,
+                        per_repo=args.per_repo,
+                        progress=lambda n, s: print(f"  {n} merged after {s:.0f} s", flush=True),
                     )
                 except TimeoutError as exc:
                     print(f"not all merged: {exc}", flush=True)
-                    for log in logs:
+                    for log in [*logs, logs_dir / "web.log"]:
                         print(f"--- {log.name} (tail)\n{log.read_text()[-3000:]}", flush=True)
                     return 1
-                print(f"all merged in {run.seconds:.1f} s; waiting for quiet", flush=True)
+                cpu = {
+                    "workers (own)": sum(cpu_seconds(p.pid)[0] for p in procs),
+                    "their sessions and git": sum(cpu_seconds(p.pid)[1] for p in procs),
+                }
+                if stack.web_process is not None:
+                    cpu["web"] = sum(cpu_seconds(stack.web_process.pid))
+                mine = resource.getrusage(resource.RUSAGE_SELF)
+                theirs = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu["bench: sandbox, watching"] = mine.ru_utime + mine.ru_stime
+                cpu["bench's children: CI, git"] = theirs.ru_utime + theirs.ru_stime
+                cpu["valkey"] = await valkey_cpu(url)
+                creating = time.monotonic() - started - run.seconds
+                print(
+                    f"{repos} repositories created in {creating:.1f} s; from the first ticket"
+                    f" filed, all merged in {run.seconds:.1f} s;"
+                    " waiting for quiet",
+                    flush=True,
+                )
                 quiet = time.monotonic()
                 problems = await recheck(stack, run)
                 print(f"quiet and checked after {time.monotonic() - quiet:.1f} s", flush=True)
@@ -169,6 +220,11 @@ async def main(args: argparse.Namespace) -> int:
     per_ticket = (after - before) / args.tickets
     print(run.describe("merged"), flush=True)
     print(f"{args.tickets / run.seconds * 60:.1f} tickets/minute", flush=True)
+    print(
+        f"CPU seconds until all merged, {sum(cpu.values()) / args.tickets:.2f} a ticket: "
+        + ", ".join(f"{name} {seconds:.0f}" for name, seconds in cpu.items()),
+        flush=True,
+    )
     if problems:
         print(f"DOUBLED in {len(problems)} tickets:")
         for key, what in sorted(problems.items())[:20]:
@@ -189,7 +245,9 @@ if __name__ == "__main__":
     parser.add_argument("--tickets", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=4, help="`ballet worker` processes")
     parser.add_argument("--slots", type=int, default=4, help="session slots per worker")
-    parser.add_argument("--spacing", type=float, default=0.0, help="write pacing (s)")
+    parser.add_argument("--spacing", type=float, default=0.0, help="write pacing (s); 0: off")
+    parser.add_argument("--per-repo", type=int, default=10, help="tickets to a repository")
+    parser.add_argument("--logs", default=None, help="keep the processes' logs in this directory")
     parser.add_argument("--timeout", type=float, default=7200)
     configure_logging("warning")
     sys.exit(asyncio.run(main(parser.parse_args())))

@@ -2,7 +2,9 @@
 what they cost: the end-to-end fault test and `bench/faults.py` share it.
 
 Each ticket gets a repository of its own (so their requests can be told
-apart by path); all are labelled at once and waited for together.
+apart by path), or `per_repo` tickets share one (creating a repository runs
+the sandbox's CI: a thousand took half an hour); all are labelled at once and
+waited for together.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ import asyncio
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from ballet.core.check_runs import name_of
+from ballet.core.record import Record, RecordFormatError, decode_record
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, find_record
@@ -86,10 +90,15 @@ async def run_tickets(
     faults: dict[str, Any] | None = None,
     timeout: float = 300.0,
     poll_seconds: float = 0.2,
+    per_repo: int = 1,
+    progress: Callable[[int, float], None] | None = None,
 ) -> LoadRun:
-    """File `count` demo tickets at once in repositories `<prefix>-<i>`; wait for all merges.
-    Each ticket's state is read every `poll_seconds`: with hundreds of tickets, a
-    slower poll keeps the watching from costing more than the work watched."""
+    """File `count` demo tickets at once, `per_repo` in each repository `<prefix>-<i>`;
+    wait for all merges. Each repository's state is read every `poll_seconds`: with
+    hundreds of them, a slower poll keeps the watching from costing more than the
+    work watched. Tickets in one repository are issues of their own, each on its own
+    branch: each adds a test of its own and the same function (merged cleanly).
+    `progress(merged, seconds)` is told how many have merged about once a minute."""
     making = asyncio.Semaphore(CREATING_AT_ONCE)
 
     async def create(i: int) -> str:
@@ -97,7 +106,9 @@ async def run_tickets(
             created = await stack.create_repo(demo.new_repo_request(f"{prefix}-{i}"))
             return str(created["full_name"])
 
-    repos = list(await asyncio.gather(*(create(i) for i in range(count))))
+    repos = list(await asyncio.gather(*(create(i) for i in range(-(-count // per_repo)))))
+    # Ticket i's repository; filed round the repositories, not one repository after another.
+    homes = [repos[i % len(repos)] for i in range(count)]
     # One client each for filing and for looking, not one per request: making an httpx
     # client costs ~20 ms of CPU (its TLS context), and a thousand made at once stall
     # the event loop the web app shares with them until GitHub's webhooks time out.
@@ -111,25 +122,38 @@ async def run_tickets(
             async with filing:
                 return await _file(user, repo)
 
+        merged: dict[str, int] = {}
+
+        async def tell() -> None:
+            while progress is not None:
+                await asyncio.sleep(60)
+                progress(sum(merged.values()), time.monotonic() - began)
+
+        telling = asyncio.create_task(tell())
         try:
-            numbers = await asyncio.gather(*(filed(r) for r in repos))
-            views = await asyncio.gather(
+            numbers = await asyncio.gather(*(filed(r) for r in homes))
+            wanted: dict[str, list[int]] = {}
+            for repo, number in zip(homes, numbers, strict=True):
+                wanted.setdefault(repo, []).append(number)
+            seen = await asyncio.gather(
                 *(
-                    _watch(admin, r, n, timeout=timeout, every_seconds=poll_seconds)
-                    for r, n in zip(repos, numbers, strict=True)
+                    _watch(admin, repo, ns, merged, timeout=timeout, every_seconds=poll_seconds)
+                    for repo, ns in wanted.items()
                 )
             )
         finally:
+            telling.cancel()
             summary = None
             if faults is not None:
                 ended = await admin.delete("/_sandbox/faults")
                 summary = ended.json()
         seconds = time.monotonic() - began
         logged = (await admin.get("/_sandbox/requests")).json()
+    views = dict(zip(wanted, seen, strict=True))
     chosen = set(repos)
     mine = [r for r in logged if _repo_of(r["path"]) in chosen]
     return LoadRun(
-        views=list(zip(repos, numbers, views, strict=True)),
+        views=[(r, n, views[r][n]) for r, n in zip(homes, numbers, strict=True)],
         seconds=seconds,
         requests=mine,
         faults=summary,
@@ -158,11 +182,18 @@ async def _file(user: httpx.AsyncClient, repo: str) -> int:
 
 
 async def _watch(
-    admin: httpx.AsyncClient, repo: str, number: int, *, timeout: float, every_seconds: float
-) -> View:
-    """The ticket once merged (as `demo.watch.wait_until`, on a shared client)."""
+    admin: httpx.AsyncClient,
+    repo: str,
+    numbers: list[int],
+    merged: dict[str, int],
+    *,
+    timeout: float,
+    every_seconds: float,
+) -> dict[int, View]:
+    """The repository's tickets once all merged (as `demo.watch.wait_until`, on a
+    shared client, one look for them all); `merged[repo]`: how many are so far."""
     deadline = time.monotonic() + timeout
-    view: View | None = None
+    state: dict[str, Any] | None = None
     while True:
         try:
             response = await admin.get(f"/_sandbox/repos/{repo}/state")
@@ -171,14 +202,38 @@ async def _watch(
             pass  # the sandbox cannot answer now (a thousand looks queue): next time
         else:
             state = response.json()
-            view = View(state, find_record(state, number))
-            if _merged(view):
-                return view
+            records = _records(state)
+            views = {n: View(state, records.get(n)) for n in numbers}
+            merged[repo] = sum(_merged(v) for v in views.values())
+            if merged[repo] == len(numbers):
+                return views
         if time.monotonic() > deadline:
-            record = view.record if view is not None else None
-            summary = "no tracking record" if record is None else f"status={record.status}"
-            raise TimeoutError(f"{repo}#{number} did not merge in {timeout:.0f}s: {summary}")
+            late = []
+            for n in numbers:
+                record = find_record(state, n) if state is not None else None
+                if record is None:
+                    late.append(f"{repo}#{n}: no tracking record")
+                elif record.status != "done":
+                    late.append(f"{repo}#{n}: status={record.status}")
+            raise TimeoutError(f"did not merge in {timeout:.0f}s: {'; '.join(late)}")
         await asyncio.sleep(every_seconds)
+
+
+def _records(state: dict[str, Any]) -> dict[int, Record]:
+    """Each ticket's newest tracking record in the repository (as `find_record` for
+    all at once: a record is decoded once a look, not once per ticket)."""
+    found: dict[int, Record] = {}
+    for comment in state["comments"]:
+        if STATE not in comment["body"]:
+            continue
+        try:
+            record = decode_record(comment["body"])
+        except RecordFormatError:
+            continue
+        number = record.ticket.number
+        if number not in found or record.version > found[number].version:
+            found[number] = record
+    return found
 
 
 def _merged(view: View) -> bool:
@@ -192,29 +247,41 @@ def doubled(view: View, number: int, requests: list[dict[str, Any]]) -> list[str
     """What a merged ticket shows more than once, read from GitHub's side: more than one
     pull request, merge, tracking comment, report comment per stage run, check run per
     stage name, or run of a session. Empty when nothing is doubled. `requests`: the
-    App's requests on the ticket's repository (a second merge shows only there)."""
+    App's requests on the ticket's repository (a second merge shows only there). Other
+    tickets of the same repository are left out: only the issue's own count."""
     found: list[str] = []
     record = view.record
     if record is None:
         return ["no tracking record"]
-    pulls = len(view.state["pulls"])
-    if pulls != 1:
-        found.append(f"{pulls} pull requests")
+    # Its pull requests: from its branch, or any branch Ballet names after the issue.
+    pulls = [
+        p
+        for p in view.state["pulls"]
+        if p["head"] == record.branch or p["head"].startswith(f"ballet/{number}-")
+    ]
+    if len(pulls) != 1:
+        found.append(f"{len(pulls)} pull requests")
+    merging = tuple(f"/pulls/{p['number']}/merge" for p in pulls)
     merges = sum(
-        r["method"] == "PUT" and r["path"].endswith("/merge") and r["status"] < 300
-        for r in requests
+        r["method"] == "PUT" and r["path"].endswith(merging) and r["status"] < 300 for r in requests
     )
     if merges != 1:
         found.append(f"{merges} merges")
-    tracking = [c for c in view.state["comments"] if STATE in c["body"]]
+    tracking = [c for c in view.state["comments"] if STATE in c["body"] and _tracks(c, number)]
     if len(tracking) != 1:
         found.append(f"{len(tracking)} tracking comments")
     markers = [m["key"] for c in view.state["comments"] if (m := _MARKER.search(c["body"]))]
-    reports = Counter(m for m in markers if ":report:" in m)
+    ticket = f"#{number}:"
+    reports = Counter(m for m in markers if ":report:" in m and ticket in m)
     refs = Counter(r.report_ref for r in record.history if r.report_ref is not None)
     if reports != refs:
         found.append(f"report comments {dict(reports)} for runs {dict(refs)}")
-    ours = [r for r in view.state["check_runs"] if r["name"].startswith("ballet/")]
+    heads = {p["head_sha"] for p in pulls} | {record.head_sha, record.seed_sha}
+    ours = [
+        r
+        for r in view.state["check_runs"]
+        if r["name"].startswith("ballet/") and r["head_sha"] in heads
+    ]
     twice = [k for k, n in Counter((r["head_sha"], r["name"]) for r in ours).items() if n > 1]
     head = record.head_sha
     on_head = Counter(r["name"] for r in ours if r["head_sha"] == head)
@@ -232,9 +299,26 @@ def doubled(view: View, number: int, requests: list[dict[str, Any]]) -> list[str
     return found
 
 
+def _tracks(comment: dict[str, Any], number: int) -> bool:
+    """A tracking comment of the ticket of issue `number` (wherever it was written)."""
+    try:
+        return decode_record(comment["body"]).ticket.number == number
+    except RecordFormatError:
+        return bool(comment["issue"] == number)
+
+
+def doubled_in_repo(state: dict[str, Any]) -> list[str]:
+    """What a repository shows twice that no one ticket may own: a check run of one
+    name twice on one head, whichever ticket's head it is."""
+    ours = [r for r in state["check_runs"] if r["name"].startswith("ballet/")]
+    twice = [k for k, n in Counter((r["head_sha"], r["name"]) for r in ours).items() if n > 1]
+    return [f"check runs twice on one head: {twice}"] if twice else []
+
+
 async def recheck(stack: Stack, run: LoadRun) -> dict[str, list[str]]:
     """Each ticket looked at again once the App has gone quiet (what a late duplicate
-    would add shows only then): `repo#n` → what it shows doubled, for those that do."""
+    would add shows only then): `repo#n` (or `repo` for what no one ticket owns) →
+    what it shows doubled, for those that do."""
     async with stack.admin() as admin:
         await admin.post("/_sandbox/settle")
         logged: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
@@ -249,16 +333,23 @@ async def recheck(stack: Stack, run: LoadRun) -> dict[str, list[str]]:
     by_repo: dict[str, list[dict[str, Any]]] = {}
     for r in run.requests:
         by_repo.setdefault(_repo_of(r["path"]) or "", []).append(r)
+    numbers: dict[str, list[int]] = {}
+    for repo, n, _ in run.views:
+        numbers.setdefault(repo, []).append(n)
     looking = asyncio.Semaphore(16)
 
-    async def one(admin: httpx.AsyncClient, repo: str, number: int) -> tuple[str, list[str]]:
+    async def one(admin: httpx.AsyncClient, repo: str) -> list[tuple[str, list[str]]]:
         async with looking:
             response = await admin.get(f"/_sandbox/repos/{repo}/state")
         response.raise_for_status()
         state = response.json()
-        view = View(state, find_record(state, number))
-        return f"{repo}#{number}", doubled(view, number, by_repo.get(repo, []))
+        found = [(repo, doubled_in_repo(state))]
+        records = _records(state)
+        for n in numbers[repo]:
+            view = View(state, records.get(n))
+            found.append((f"{repo}#{n}", doubled(view, n, by_repo.get(repo, []))))
+        return found
 
     async with stack.admin() as admin:
-        found = await asyncio.gather(*(one(admin, repo, n) for repo, n, _ in run.views))
-    return {key: problems for key, problems in found if problems}
+        found = await asyncio.gather(*(one(admin, repo) for repo in numbers))
+    return {key: problems for each in found for key, problems in each if problems}

@@ -43,6 +43,7 @@ class Stack:
     web_url: str
     settings: Settings
     sandbox: BackgroundSandbox
+    web_process: subprocess.Popen[bytes] | None = None  # `ballet web`, when run apart
 
     def user(self, login: str) -> httpx.AsyncClient:
         """A client acting as a sandbox user through the REST API, as a person would."""
@@ -79,6 +80,7 @@ async def running_stack(
     session_egress_allow: tuple[str, ...] = (),
     worker: bool = True,
     write_spacing_seconds: float = 0.0,
+    web_log: Path | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
@@ -87,7 +89,9 @@ async def running_stack(
     `worker=False` leaves the worker out: a test runs `ballet worker` processes of
     its own (`worker_env` gives their environment), to kill them as an OOM would.
     `write_spacing_seconds` paces the App's writes as in production (1.0); other
-    keywords are settings too (a benchmark's queue poll)."""
+    keywords are settings too (a benchmark's queue poll). `web_log`: the web app runs
+    as a `ballet web` process of its own, logging there, not on this event loop (a
+    bench's many watchers and the sandbox here would answer GitHub's webhooks late)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
@@ -114,18 +118,25 @@ async def running_stack(
             write_spacing_seconds=write_spacing_seconds,
             **overrides,
         )
-        web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
+        web: WebServer | None = None
+        web_proc: subprocess.Popen[bytes] | None = None
+        if web_log is None:
+            web = WebServer(create_app(settings, url), "127.0.0.1", web_port)
+        else:
+            argv = ["web", "--host", "127.0.0.1", "--port", str(web_port)]
+            web_proc = stack.enter_context(_ballet_process(argv, web_env(settings), web_log))
         workers = [WorkerGroup(settings, url, build_services)] if worker else []
-        tasks = [asyncio.create_task(web.run())]
+        tasks = [asyncio.create_task(web.run())] if web is not None else []
         tasks += [asyncio.create_task(w.run()) for w in workers]
         try:
-            await _wait_ready(web_url, tasks)
-            yield Stack(sandbox.api_url, web_url, settings, sandbox)
+            await _wait_ready(web_url, tasks, web_proc)
+            yield Stack(sandbox.api_url, web_url, settings, sandbox, web_proc)
         finally:
-            web.stop()
+            if web is not None:
+                web.stop()
             for w in workers:
                 w.stop()
-            _, pending = await asyncio.wait(tasks, timeout=20)
+            _, pending = await asyncio.wait(tasks, timeout=20) if tasks else (set(), set())
             for task in pending:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -152,13 +163,29 @@ def worker_env(settings: Settings) -> dict[str, str]:
     }
 
 
-async def _wait_ready(web_url: str, tasks: list[asyncio.Task[None]]) -> None:
+def web_env(settings: Settings) -> dict[str, str]:
+    """The environment of a `ballet web` process serving this stack (its pages too)."""
+    env = worker_env(settings)
+    for name in ("public_url", "github_web_url", "github_client_id"):
+        if (value := getattr(settings, name)) is not None:
+            env[f"BALLET_{name.upper()}"] = value
+    if settings.github_client_secret is not None:
+        env["BALLET_GITHUB_CLIENT_SECRET"] = settings.github_client_secret.get_secret_value()
+    return env
+
+
+async def _wait_ready(
+    web_url: str, tasks: list[asyncio.Task[None]], proc: subprocess.Popen[bytes] | None = None
+) -> None:
     async with httpx.AsyncClient(base_url=web_url, timeout=2) as client:
-        for _ in range(200):
+        # A process of its own imports the app first: give it longer than a task.
+        for _ in range(200 if proc is None else 1200):
             for task in tasks:
                 if task.done():
                     task.result()
                     raise RuntimeError("Ballet stopped while starting")
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"`ballet web` exited ({proc.returncode}) while starting")
             with contextlib.suppress(httpx.HTTPError):
                 if (await client.get("/readyz")).status_code == 200:
                     return
@@ -178,14 +205,25 @@ def worker_process(
     """A `ballet worker` on the stack's Valkey and sandbox; stopped (TERM) when the block ends.
     `pools`: its `--pool`s (none: `default`); `data_dir`: mirrors and workspaces of its
     own, as on another machine; `worker_id`: its BALLET_WORKER_ID."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
-    env.pop("REDIS_URL", None)
-    env.update(worker_env(stack.settings))
+    env = worker_env(stack.settings)
     if data_dir is not None:
         env["BALLET_DATA_DIR"] = str(data_dir)
     if worker_id is not None:
         env["BALLET_WORKER_ID"] = worker_id
-    argv = [sys.executable, "-m", "ballet", "worker", *(f"--pool={p}" for p in pools)]
+    with _ballet_process(["worker", *(f"--pool={p}" for p in pools)], env, log) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def _ballet_process(
+    args: list[str], settings_env: dict[str, str], log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`ballet <args>` with these settings (none inherited), logging to `log`;
+    stopped (TERM, then KILL after 30 s) when the block ends."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
+    env.pop("REDIS_URL", None)
+    env.update(settings_env)
+    argv = [sys.executable, "-m", "ballet", *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out)
     try:
