@@ -30,6 +30,49 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# The files that take longest (seconds each, whole stacks and real agent CLIs), roughly
+# longest first. `./run test` spreads whole files over its processes in collection
+# order (`--dist loadfile --no-loadscope-reorder`): started first, a long file runs
+# beside the many short ones; started last, it would run alone at the end.
+LONGEST_FIRST = (
+    "e2e/test_real_cli.py",
+    "e2e/test_steering.py",
+    "e2e/test_people_heard.py",
+    "e2e/test_redelivery.py",
+    "e2e/test_github_faults.py",
+    "e2e/test_pools.py",
+    "e2e/test_e2e_commands.py",
+    "e2e/test_people.py",
+    "e2e/test_flow_metrics.py",
+    "e2e/test_request_budget.py",
+    "e2e/test_concurrent_events.py",
+    "runtimes/test_real_clis.py",
+    "e2e/test_rework.py",
+    "e2e/test_epic_and_merge.py",
+    "e2e/test_redis_lost.py",
+    "e2e/test_worker_killed.py",
+    "e2e/test_lost_delivery.py",
+    "web/test_worker_limits.py",
+    "watch/test_watch_hostile.py",
+    "e2e/test_limits_bar.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first (LONGEST_FIRST), then every other file in the e2e area,
+    then the rest as collected; a file's tests keep their order."""
+    tests = Path(__file__).resolve().parent
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        where = item.path.relative_to(tests).as_posix() if item.path.is_relative_to(tests) else ""
+        if where in rank:
+            return 0, rank[where]
+        return (1, 0) if where.startswith("e2e/") else (2, 0)
+
+    items.sort(key=order)  # stable
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     """Async tests (`pytest.mark.anyio`) run on asyncio, the loop arq and Ballet use."""
