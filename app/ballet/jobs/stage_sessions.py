@@ -82,15 +82,16 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         )
         await deliver_crash(jobs.redis, ticket_of(spec), crashed)
         return CRASHED
-    await _taken(services, jobs, spec)
     # The workspace (mirror fetch, clone) needs only the engine's spec: it is made
-    # while the issue, the record and the reports are read, not after them; and it
-    # is removed once the result is delivered and applied, not before.
+    # while the issue, the record and the reports are read, not after them (nor after
+    # this worker notes it took the session); and it is removed once the result is
+    # delivered and applied, not before.
     # Where to clone from and with what token: asked once, for the workspace and the
     # runner's spec (the push's URL) alike.
     access = asyncio.create_task(clone_access(jobs.tickets, spec.repo))
     workspace = asyncio.create_task(_open_workspace(jobs, spec, access))
     try:
+        await _taken(services, jobs, spec)
         with metrics.POOL_RUNNING.labels(metrics.pool_label(spec.pool)).track_inprogress():
             return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
     finally:
