@@ -143,6 +143,9 @@ class Settings(BaseSettings):
     github_client_id: str | None = None
     github_client_secret: SecretStr | None = None
     web_session_secret: SecretStr | None = None
+    # A session page's live log says it is alive (an SSE comment) after this many quiet
+    # seconds, so proxies that cut idle connections keep the stream (default 15).
+    live_keepalive_seconds: float = Field(default=15.0, gt=0, le=300)
     # Session logs (docs/operations.md, Session logs): the live tail in a Redis stream
     # of about `log_live_max_lines` lines, the finished log gzip in an object store:
     # BALLET_LOG_STORE unset keeps it under BALLET_DATA_DIR/logs on this machine, else

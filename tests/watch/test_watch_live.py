@@ -7,12 +7,26 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
-from watch_kit import Site, finish_session, lines, live_url_of, new_ticket
+from ballet.settings import Settings
+from watch_kit import Site, finish_session, lines, live_url_of, new_ticket, running_site
 
 pytestmark = pytest.mark.anyio
+
+# The keep-alive after this many quiet seconds (BALLET_LIVE_KEEPALIVE_SECONDS, by
+# default 15): the stream reads in 4 s waits, so it comes after the first wait past it.
+KEEPALIVE = 3.0
+
+
+@pytest.fixture
+async def quick_site(watch_redis_url: str, tmp_path: Path) -> AsyncIterator[Site]:
+    """The pages, their live logs' keep-alive after KEEPALIVE quiet seconds."""
+    async with running_site(tmp_path, watch_redis_url, live_keepalive_seconds=KEEPALIVE) as running:
+        yield running
 
 
 class Events:
@@ -57,7 +71,8 @@ class Events:
         return got, event["id"]
 
 
-async def test_lines_written_after_connecting_stream_live_then_end(site: Site) -> None:
+async def test_lines_written_after_connecting_stream_live_then_end(quick_site: Site) -> None:
+    site = quick_site
     await site.create_repo("acme", "open", private=False, collaborators={})
     record = await new_ticket(site, "acme/open", 5, "Live")
     run = record.open_run
@@ -76,10 +91,11 @@ async def test_lines_written_after_connecting_stream_live_then_end(site: Site) -
             assert response.headers["cache-control"] == "no-store"
             events = Events(response)
             assert await events.next() == {"retry": "3000"}
-            # Quiet: a keep-alive comment after 15 seconds, so proxies keep the stream.
+            # Quiet: a keep-alive comment after KEEPALIVE seconds, so proxies keep the stream.
             started = time.monotonic()
             assert await events.next(timeout=25) == {"comment": "keep-alive"}
-            assert time.monotonic() - started >= 14
+            assert time.monotonic() - started >= KEEPALIVE - 1
+            assert Settings.model_fields["live_keepalive_seconds"].default == 15.0
             await site.logs.append(key, lines(["first live line", "<b>second</b>"], first=1))
             sent, resume_from = await events.lines(2)
             # Only what came after the page: the scrollback is the page's own.

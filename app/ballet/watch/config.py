@@ -35,6 +35,8 @@ class WatchConfig:
     client_secret: str | None = field(repr=False)
     session_key: bytes = field(repr=False)
     app: AppCredentials | None = None  # None: no App yet, so no ticket to show
+    # A live log's keep-alive after this many quiet seconds (BALLET_LIVE_KEEPALIVE_SECONDS).
+    keepalive_seconds: float = 15.0
 
     @property
     def sign_in(self) -> bool:
@@ -54,6 +56,7 @@ def watch_config(settings: Settings) -> WatchConfig:
         client_secret=secret.get_secret_value() if secret is not None else None,
         session_key=_session_key(settings),
         app=AppCredentials(settings.app_id, key) if settings.app_id and key else None,
+        keepalive_seconds=settings.live_keepalive_seconds,
     )
 
 

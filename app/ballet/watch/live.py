@@ -26,7 +26,6 @@ from ballet.watch.render import private_headers
 from ballet.watch.sessions import Session, session_of
 from ballet.watch.state import logs_of, watch_state
 
-KEEPALIVE_SECONDS = 15.0
 # Each read waits this long for a line (the store caps it below the pool's timeout),
 # so a closed connection or a lost access is noticed within it.
 BLOCK_MS = 4000
@@ -56,6 +55,7 @@ async def live(request: Request) -> Response:
 async def _events(
     request: Request, logs: SessionLogs, found: Session, after: str
 ) -> AsyncIterator[str]:
+    keepalive = watch_state(request).config.keepalive_seconds
     quiet_since = checked_at = time.monotonic()
     yield "retry: 3000\n\n"
     while not await request.is_disconnected():
@@ -72,7 +72,7 @@ async def _events(
         if chunk.finished:
             yield f"id: {after}\nevent: end\ndata: {{}}\n\n"
             return
-        if now - quiet_since >= KEEPALIVE_SECONDS:
+        if now - quiet_since >= keepalive:
             yield ": keep-alive\n\n"
             quiet_since = now
         if now - checked_at >= CACHE_SECONDS:
