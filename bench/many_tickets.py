@@ -162,6 +162,8 @@ async def main(args: argparse.Namespace) -> int:
             worker=False,
             write_spacing_seconds=args.spacing,
             web_log=logs_dir / "web.log",
+            # One at a time, a thousand tickets' deliveries fell minutes behind.
+            webhooks_at_once=args.webhooks_at_once,
         ) as stack:
             url = stack.settings.require_redis_url()
             before = await used_memory(url)
@@ -172,7 +174,8 @@ async def main(args: argparse.Namespace) -> int:
                 pacing = f"{args.spacing}s apart" if args.spacing else "pacing off"
                 print(
                     f"{args.tickets} tickets in {repos} repositories, {args.workers} workers"
-                    f" of {args.slots} session slots, a `ballet web` process, writes {pacing}",
+                    f" of {args.slots} session slots, a `ballet web` process, writes {pacing},"
+                    f" {args.webhooks_at_once} webhooks posted at once",
                     flush=True,
                 )
                 started = time.monotonic()
@@ -187,7 +190,11 @@ async def main(args: argparse.Namespace) -> int:
                         timeout=args.timeout,
                         poll_seconds=poll,
                         per_repo=args.per_repo,
-                        progress=lambda n, s: print(f"  {n} merged after {s:.0f} s", flush=True),
+                        progress=lambda n, s: print(
+                            f"  {n} merged after {s:.0f} s;"
+                            f" {stack.sandbox.sandbox.hooks.waiting()} webhooks waiting",
+                            flush=True,
+                        ),
                     )
                 except TimeoutError as exc:
                     print(f"not all merged: {exc}", flush=True)
@@ -247,6 +254,9 @@ if __name__ == "__main__":
     parser.add_argument("--slots", type=int, default=4, help="session slots per worker")
     parser.add_argument("--spacing", type=float, default=0.0, help="write pacing (s); 0: off")
     parser.add_argument("--per-repo", type=int, default=10, help="tickets to a repository")
+    parser.add_argument(
+        "--webhooks-at-once", type=int, default=8, help="deliveries the sandbox posts at once"
+    )
     parser.add_argument("--logs", default=None, help="keep the processes' logs in this directory")
     parser.add_argument("--timeout", type=float, default=7200)
     configure_logging("warning")

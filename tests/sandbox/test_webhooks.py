@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from ballet.sandbox.server import BackgroundSandbox
+from ballet.sandbox.webhooks import WebhookQueue
 
 from .conftest import (
     Receiver,
@@ -199,3 +204,39 @@ def test_closing_a_pull_request_unmerged_and_labels_with_colons(
     ]
     closed = receiver.received[-1].payload["pull_request"]
     assert (closed["merged"], closed["state"]) == (False, "closed")
+
+
+@pytest.mark.anyio
+async def test_deliveries_are_posted_several_at_once_when_asked() -> None:
+    """`posting_at_once`: GitHub posts several deliveries at a time; a bench with
+    thousands of tickets needs it (one at a time fell minutes behind)."""
+    in_flight = most = 0
+
+    async def receive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal in_flight, most
+        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
+                assert length is not None
+                await reader.readexactly(int(length[1]))
+                in_flight += 1
+                most = max(most, in_flight)
+                await asyncio.sleep(0.2)
+                in_flight -= 1
+                writer.write(b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+
+    server = await asyncio.start_server(receive, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    queue = WebhookQueue(f"http://127.0.0.1:{port}/webhooks", "secret", 1, posting_at_once=4)
+    posting = asyncio.create_task(queue.run())
+    try:
+        for i in range(8):
+            queue.send("ping", {"zen": str(i)})
+        await asyncio.wait_for(queue.idle(), 10)
+    finally:
+        posting.cancel()
+        server.close()
+    assert most == 4
+    assert [d.status_code for d in queue.log] == [202] * 8

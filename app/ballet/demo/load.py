@@ -148,7 +148,7 @@ async def run_tickets(
                 ended = await admin.delete("/_sandbox/faults")
                 summary = ended.json()
         seconds = time.monotonic() - began
-        logged = (await admin.get("/_sandbox/requests")).json()
+        logged = (await admin.get("/_sandbox/requests", timeout=300)).json()
     views = dict(zip(wanted, seen, strict=True))
     chosen = set(repos)
     mine = [r for r in logged if _repo_of(r["path"]) in chosen]
@@ -170,15 +170,29 @@ def _repo_of(path: str) -> str | None:
 
 
 async def _file(user: httpx.AsyncClient, repo: str) -> int:
-    """The demo issue, labelled with the trigger label (as `demo.run.file_ticket`)."""
-    issue = await user.post(
-        f"/repos/{repo}/issues", json={"title": demo.ISSUE_TITLE, "body": demo.ISSUE_BODY}
+    """The demo issue, labelled with the trigger label (as `demo.run.file_ticket`).
+    A request the sandbox could not answer (a busy one drops connections) is sent
+    again: an issue filed twice stays unlabelled, and a label is added once."""
+    issue = await _sent(
+        user, f"/repos/{repo}/issues", {"title": demo.ISSUE_TITLE, "body": demo.ISSUE_BODY}
     )
-    issue.raise_for_status()
-    number: int = issue.json()["number"]
-    labelled = await user.post(f"/repos/{repo}/issues/{number}/labels", json={"labels": ["ballet"]})
-    labelled.raise_for_status()
+    number: int = issue["number"]
+    await _sent(user, f"/repos/{repo}/issues/{number}/labels", {"labels": ["ballet"]})
     return number
+
+
+async def _sent(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> Any:
+    for attempt in range(1, 4):
+        try:
+            response = await client.post(path, json=body)
+        except httpx.TransportError:
+            if attempt == 3:
+                raise
+            await asyncio.sleep(attempt)
+            continue
+        response.raise_for_status()
+        return response.json()
+    raise AssertionError("unreachable")
 
 
 async def _watch(
@@ -320,11 +334,18 @@ async def recheck(stack: Stack, run: LoadRun) -> dict[str, list[str]]:
     would add shows only then): `repo#n` (or `repo` for what no one ticket owns) →
     what it shows doubled, for those that do."""
     async with stack.admin() as admin:
-        await admin.post("/_sandbox/settle")
-        logged: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
+        # With thousands of tickets, the webhooks still to post and the request log
+        # take longer than a request's usual 30 s.
+        while True:
+            try:
+                (await admin.post("/_sandbox/settle", timeout=600)).raise_for_status()
+                break
+            except httpx.TransportError:
+                await asyncio.sleep(1.0)
+        logged: list[dict[str, Any]] = (await admin.get("/_sandbox/requests", timeout=300)).json()
         while True:  # until the App makes no more requests for a while
             await asyncio.sleep(3.0)
-            now: list[dict[str, Any]] = (await admin.get("/_sandbox/requests")).json()
+            now: list[dict[str, Any]] = (await admin.get("/_sandbox/requests", timeout=300)).json()
             if len(now) == len(logged):
                 break
             logged = now
@@ -339,8 +360,15 @@ async def recheck(stack: Stack, run: LoadRun) -> dict[str, list[str]]:
     looking = asyncio.Semaphore(16)
 
     async def one(admin: httpx.AsyncClient, repo: str) -> list[tuple[str, list[str]]]:
-        async with looking:
-            response = await admin.get(f"/_sandbox/repos/{repo}/state")
+        for attempt in range(5):
+            try:
+                async with looking:
+                    response = await admin.get(f"/_sandbox/repos/{repo}/state", timeout=120)
+                break
+            except httpx.TransportError:
+                if attempt == 4:
+                    raise
+                await asyncio.sleep(1.0)
         response.raise_for_status()
         state = response.json()
         found = [(repo, doubled_in_repo(state))]

@@ -37,6 +37,11 @@ def free_port() -> int:
         return port
 
 
+# A connection idle this long is not used again: the sandbox's server (uvicorn) closes
+# one idle for 5 s, and a request sent on it as it closes fails with a ReadError.
+KEEP_ALIVE = httpx.Limits(keepalive_expiry=2.0)
+
+
 @dataclass
 class Stack:
     api_url: str
@@ -51,10 +56,11 @@ class Stack:
             base_url=self.api_url,
             headers={"Authorization": f"token sandbox-user:{login}"},
             timeout=30,
+            limits=KEEP_ALIVE,
         )
 
     def admin(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(base_url=self.api_url, timeout=30)
+        return httpx.AsyncClient(base_url=self.api_url, timeout=30, limits=KEEP_ALIVE)
 
     async def create_repo(self, request: dict[str, Any]) -> dict[str, Any]:
         async with self.admin() as client:
@@ -81,6 +87,7 @@ async def running_stack(
     worker: bool = True,
     write_spacing_seconds: float = 0.0,
     web_log: Path | None = None,
+    webhooks_at_once: int = 1,
     **overrides: Any,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
@@ -91,13 +98,18 @@ async def running_stack(
     `write_spacing_seconds` paces the App's writes as in production (1.0); other
     keywords are settings too (a benchmark's queue poll). `web_log`: the web app runs
     as a `ballet web` process of its own, logging there, not on this event loop (a
-    bench's many watchers and the sandbox here would answer GitHub's webhooks late)."""
+    bench's many watchers and the sandbox here would answer GitHub's webhooks late).
+    `webhooks_at_once`: deliveries the sandbox posts at once (1: in order)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
         url = redis_url or stack.enter_context(embedded_valkey(data_dir / "ballet"))
         sandbox = stack.enter_context(
-            BackgroundSandbox(data_dir / "sandbox", webhook_url=f"{web_url}/webhooks")
+            BackgroundSandbox(
+                data_dir / "sandbox",
+                webhook_url=f"{web_url}/webhooks",
+                webhooks_at_once=webhooks_at_once,
+            )
         )
         app_state = sandbox.sandbox.app
         settings = Settings(

@@ -72,9 +72,11 @@ def new_sandbox(
     callback_urls: list[str] | None = None,
     oauth_code_ttl_seconds: float = 600,
     user_token_ttl_seconds: float = 8 * 3600,
+    webhooks_at_once: int = 1,
 ) -> Sandbox:
     """`callback_urls`: the App's OAuth callback URLs; None: `<public URL>/oauth/callback`,
-    the public URL being the webhook URL's scheme and host (see oauth.callback_urls)."""
+    the public URL being the webhook URL's scheme and host (see oauth.callback_urls).
+    `webhooks_at_once`: deliveries posted at once (1: in the order they were made)."""
     identity = new_app_identity(app_id, slug)
     if callback_urls is not None:
         identity.callback_urls = tuple(callback_urls)
@@ -84,7 +86,9 @@ def new_sandbox(
         base_url=base_url.rstrip("/"),
         token_ttl_seconds=token_ttl_seconds,
         ci_timeout_seconds=ci_timeout_seconds,
-        hooks=WebhookQueue(webhook_url, identity.webhook_secret, app_id),
+        hooks=WebhookQueue(
+            webhook_url, identity.webhook_secret, app_id, posting_at_once=webhooks_at_once
+        ),
         oauth_code_ttl_seconds=oauth_code_ttl_seconds,
         user_token_ttl_seconds=user_token_ttl_seconds,
     )

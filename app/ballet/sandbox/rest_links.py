@@ -110,12 +110,17 @@ def _pattern(sb: Sandbox, target: Repo, number: int, same_repo: bool) -> re.Patt
 def _referrers(sb: Sandbox, repo: Repo, item: Issue) -> list[tuple[datetime, Repo, Issue, str]]:
     """(when, repository, issue or pull request, who) of each item naming `item`, earliest."""
     found: dict[tuple[str, int], tuple[datetime, Repo, Issue, str]] = {}
+    hashed, slashed = f"#{item.number}", f"/{item.number}"
     for other in sb.repos.values():
         pattern = _pattern(sb, repo, item.number, other is repo)
         texts = [(i.number, i.body or "", i.created_at, i.user) for i in other.issues.values()]
         texts += [(c.issue_number, c.body, c.created_at, c.user) for c in other.comments.values()]
         for number, text, when, who in texts:
-            if (other is repo and number == item.number) or not pattern.search(text):
+            if other is repo and number == item.number:
+                continue
+            # Every form names it as `#<n>` or `/<n>`: a plain search first, the pattern
+            # only then (all repositories' texts are read: thousands with many tickets).
+            if (hashed not in text and slashed not in text) or not pattern.search(text):
                 continue
             key = (other.full_name, number)
             if key not in found or when < found[key][0]:

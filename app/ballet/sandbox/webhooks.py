@@ -61,6 +61,10 @@ class WebhookQueue:
     app_id: int
     # The events the App subscribed to (set by the manifest flow); None: every event.
     events: frozenset[str] | None = None
+    # Deliveries posted at once. GitHub posts several at a time, in no promised order;
+    # 1 keeps the order they were made in (what most tests read), more keeps up with
+    # thousands of tickets when each post waits on a busy sandbox.
+    posting_at_once: int = 1
     log: list[Delivery] = field(default_factory=list)
     _queue: asyncio.Queue[Delivery] = field(default_factory=asyncio.Queue)
     _next_id: int = 1
@@ -107,21 +111,33 @@ class WebhookQueue:
         self._queue.put_nowait(again)
         return again
 
+    def waiting(self) -> int:
+        """Deliveries made and not yet posted."""
+        return self._queue.qsize()
+
     async def idle(self) -> None:
         """Wait until every queued delivery has been posted (for tests and the demo)."""
         await self._queue.join()
 
     async def run(self) -> None:
-        async with httpx.AsyncClient(timeout=30) as client:
-            while True:
-                delivery = await self._queue.get()
-                try:
-                    await self._post(client, delivery)
-                except Exception as exc:  # one broken delivery must not stop the queue
-                    delivery.error = f"{type(exc).__name__}: {exc}"
-                    log.exception("webhook delivery crashed", delivery=delivery.id)
-                finally:
-                    self._queue.task_done()
+        # A connection of its own for each post, as GitHub's: a kept-alive one the
+        # receiver closes as it idles (uvicorn: after 5 s) while a busy sandbox is still
+        # about to post on it fails with a ReadError, and the delivery is lost.
+        limits = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=30, limits=limits) as client:
+            posters = [self._posting(client) for _ in range(max(1, self.posting_at_once))]
+            await asyncio.gather(*posters)
+
+    async def _posting(self, client: httpx.AsyncClient) -> None:
+        while True:
+            delivery = await self._queue.get()
+            try:
+                await self._post(client, delivery)
+            except Exception as exc:  # one broken delivery must not stop the queue
+                delivery.error = f"{type(exc).__name__}: {exc}"
+                log.exception("webhook delivery crashed", delivery=delivery.id)
+            finally:
+                self._queue.task_done()
 
     async def _post(self, client: httpx.AsyncClient, delivery: Delivery) -> None:
         delivery.delivered_at = datetime.now(UTC)
