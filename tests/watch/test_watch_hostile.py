@@ -151,8 +151,10 @@ async def test_a_forged_session_cookie_is_no_session(site: Site) -> None:
     await olga.aclose()
     payload, timestamp, signature = cookie.rsplit(".", 2)
 
-    # olga's cookie with one letter of its signature changed.
-    flipped = signature[:-1] + ("A" if signature[-1] != "A" else "B")
+    # olga's cookie with one letter of its signature changed: the first, all six of
+    # whose bits are the MAC's (the last letter's lowest two are padding, which
+    # base64 decoding ignores: changing only those would leave the MAC as it was).
+    flipped = ("A" if signature[0] != "A" else "B") + signature[1:]
     # alice's login in olga's payload, under olga's signature.
     data = URLSafeTimedSerializer(b"x").serializer.loads(_unb64(payload))
     swapped = (
