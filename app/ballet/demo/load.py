@@ -92,18 +92,21 @@ async def run_tickets(
     poll_seconds: float = 0.2,
     per_repo: int = 1,
     progress: Callable[[int, float], None] | None = None,
+    ballet_yml: str = demo.BALLET_YML,
 ) -> LoadRun:
     """File `count` demo tickets at once, `per_repo` in each repository `<prefix>-<i>`;
     wait for all merges. Each repository's state is read every `poll_seconds`: with
     hundreds of them, a slower poll keeps the watching from costing more than the
     work watched. Tickets in one repository are issues of their own, each on its own
     branch: each adds a test of its own and the same function (merged cleanly).
-    `progress(merged, seconds)` is told how many have merged about once a minute."""
+    `progress(merged, seconds)` is told how many have merged about once a minute;
+    `ballet_yml`: the repositories' configuration."""
     making = asyncio.Semaphore(CREATING_AT_ONCE)
 
     async def create(i: int) -> str:
         async with making:
-            created = await stack.create_repo(demo.new_repo_request(f"{prefix}-{i}"))
+            request = demo.new_repo_request(f"{prefix}-{i}", ballet_yml=ballet_yml)
+            created = await stack.create_repo(request)
             return str(created["full_name"])
 
     repos = list(await asyncio.gather(*(create(i) for i in range(-(-count // per_repo)))))
