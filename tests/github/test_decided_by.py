@@ -5,10 +5,12 @@ decision is never taken for the session's own."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
+from ballet.core.effects import AnyEffect
+from ballet.core.record import Record
 from ballet.github.app import GitHubApp
 from ballet.tickets.decided import decided_by
 from ballet.tickets.store import RecordStore
@@ -21,15 +23,17 @@ pytestmark = pytest.mark.anyio
 
 
 class CommitTimes(RecordStore):
-    """The real store, noting when each commit ended."""
+    """The real store, noting when each commit ended and which effects it saved."""
 
     def __init__(self, redis: Redis) -> None:
         super().__init__(redis)
-        self.ended: list[float] = []
+        self.ended: list[tuple[float, tuple[str, ...]]] = []
 
-    async def commit(self, *args: Any, **kwargs: Any) -> None:
-        await super().commit(*args, **kwargs)
-        self.ended.append(time.monotonic())
+    async def commit(
+        self, record: Record, effects: Sequence[AnyEffect], event_id: str | None
+    ) -> None:
+        await super().commit(record, effects, event_id)
+        self.ended.append((time.monotonic(), tuple(e.kind for e in effects)))
 
 
 async def test_a_launch_counts_from_the_commit_that_decided_it(
@@ -40,15 +44,16 @@ async def test_a_launch_counts_from_the_commit_that_decided_it(
     repo.branches = {"master": "a" * 40}
     launcher, store = RecordingLauncher(), CommitTimes(redis)
     service = ticket_service(forges, redis, launcher, store)
-    began = time.monotonic()
 
     await service.on_delivery(labeled(webhooks_dir))
 
     ((decided, launched),) = launcher.decided
-    assert decided is not None
-    # The start's commits (the label, then the PR opened, fed back) came before the
-    # launch; the last of them may be the one that decided it. A fetch begun before
-    # it (the lock's taking, say) must not do.
-    last = max(t for t in store.ended if t <= launched)
-    assert began < last <= decided <= launched
+    # The start's commits: the label's, then the PR opened (fed back). The session is
+    # counted from the end of the one that started it, which saved its StartSession:
+    # not earlier (a fetch begun before the decision must not do), nor from a later
+    # commit (the start's own fetch, for the branch, must do).
+    (deciding,) = [end for end, kinds in store.ended if "start_session" in kinds]
+    later = [end for end, _ in store.ended if end > deciding]
+    assert later, "only one commit: the test would prove less"
+    assert deciding <= decided < min(later) and decided <= launched
     assert decided_by() is None  # outside a ticket's lock: not known

@@ -57,7 +57,7 @@ from ballet.github.intents import (
 from ballet.github.translate import translate
 from ballet.tickets import repo_config
 from ballet.tickets.branch_writes import BranchWriter
-from ballet.tickets.decided import decided_now, deciding
+from ballet.tickets.decided import carrying_out, committed, deciding
 from ballet.tickets.drain import Drain, Later
 from ballet.tickets.interpret import Interpreter, SessionLauncher
 from ballet.tickets.live import LiveTickets
@@ -267,7 +267,7 @@ class TicketService:
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
         await self._store.commit(new, effects, event_id)
-        decided_now()  # a session it starts may take a mirror fetched from now on
+        committed(new.version)  # a session it starts may take a mirror fetched from now on
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
         # or platform wait times out too); an ended one stops getting them.
         await self._live.track(new)
@@ -294,7 +294,8 @@ class TicketService:
 
     async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: _Ctx) -> None:
         try:
-            follow_up = await ctx.interpreter.apply(effect)
+            with carrying_out(entry_id):
+                follow_up = await ctx.interpreter.apply(effect)
         except (RateLimited, ForgeUnavailable):
             raise  # the job is retried later and resumes at this effect
         except ForgeError as exc:
