@@ -48,7 +48,7 @@ from typing import Any
 import timeline
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
-from ballet.demo.stack import Stack, running_stack, worker_env
+from ballet.demo.stack import Stack, process_env, running_stack, worker_env
 from ballet.demo.watch import View, wait_until
 from ballet.logs import configure_logging
 from ballet.sessions import process, runner
@@ -70,9 +70,7 @@ def _timed_worker(
     stack: Stack, notes: Path, phases: bool, overrides: dict[str, Any]
 ) -> Iterator[None]:
     """`bench/timed_worker.py` on the stack: a `ballet worker` noting its agents' runs."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
-    env.pop("REDIS_URL", None)
-    env.update(worker_env(stack.settings))
+    env = process_env(worker_env(stack.settings))
     env.update(BENCH_TIMELINE=str(notes), BENCH_PHASES="1" if phases else "0")
     if "queue_poll_seconds" in overrides:
         env["BALLET_QUEUE_POLL_SECONDS"] = str(overrides["queue_poll_seconds"])

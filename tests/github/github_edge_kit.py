@@ -3,9 +3,11 @@ the fake GitHub, a webhook delivery, and a ticket's record as the store keeps it
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage, Runtime
@@ -18,6 +20,7 @@ from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
 from ballet.tickets.store import RecordStore
+from fake_github import INSTALLATION_ID
 from redis.asyncio import Redis
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -42,7 +45,11 @@ class RecordingLauncher:
 
 
 def ticket_service(
-    forges: GitHubApp, redis: Redis, launcher: RecordingLauncher, store: RecordStore | None = None
+    forges: GitHubApp,
+    redis: Redis,
+    launcher: RecordingLauncher,
+    store: RecordStore | None = None,
+    app: AppIdentity = APP,
 ) -> TicketService:
     """The ticket service of the edge tests: the fake GitHub, this Redis, `launcher`."""
     return TicketService(
@@ -50,7 +57,7 @@ def ticket_service(
         store or RecordStore(redis),
         Memo(redis),
         launcher,
-        app=APP,
+        app=app,
         default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
         clock=lambda: NOW,
         live_tickets=LiveTickets(redis),
@@ -64,6 +71,20 @@ class Delivery:
     event: str
     payload: dict[str, Any]
     received_at: datetime = NOW
+
+
+def labeled(
+    webhooks_dir: Path,
+    label: str = "ballet",
+    sender: str = "Codertocat",
+    delivery_id: str = "d-label",
+) -> Delivery:
+    """GitHub's recorded `issues.labeled` delivery, for the fake's installation."""
+    payload = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
+    payload["label"] = {"name": label}
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["sender"] = {**payload["sender"], "login": sender}
+    return Delivery(id=delivery_id, event="issues", payload=payload)
 
 
 def stored_record(repo: str = "octo/demo", **changes: object) -> Record:

@@ -15,9 +15,8 @@ from ballet.github.app import GitHubApp
 from ballet.tickets.decided import decided_by
 from ballet.tickets.store import RecordStore
 from fake_github import REPO, FakeGitHub
-from github_edge_kit import RecordingLauncher, ticket_service
+from github_edge_kit import RecordingLauncher, labeled, ticket_service
 from redis.asyncio import Redis
-from test_ticket_service import labeled
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import httpx
 import pytest
 from ballet.core.commands import Command
-from ballet.core.config import Runtime
 from ballet.core.events import CommandIssued, ReconcileTick
 from ballet.github.app import GitHubApp
 from ballet.github.client import (
@@ -24,12 +23,9 @@ from ballet.github.client import (
     ServerErrorRetry,
 )
 from ballet.github.forge import AppIdentity, ForgeError, ForgeUnavailable, RateLimited
-from ballet.tickets.live import LiveTickets
-from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
-from ballet.tickets.store import RecordStore
 from fake_github import API, APP_ID, INSTALLATION_ID, REPO, FakeGitHub
-from github_edge_kit import NOW, Delivery, RecordingLauncher
+from github_edge_kit import NOW, RecordingLauncher, labeled, ticket_service
 from prometheus_client import REGISTRY
 from redis.asyncio import Redis
 
@@ -51,25 +47,7 @@ def delta(name: str, **labels: str) -> Callable[[], float]:
 
 @pytest.fixture
 def service(forges: GitHubApp, redis: Redis) -> TicketService:
-    return TicketService(
-        forges.for_installation,
-        RecordStore(redis),
-        Memo(redis),
-        RecordingLauncher(),
-        app=APP,
-        default_runtime=Runtime(adapter="command", command=("python3", "agent.py")),
-        clock=lambda: NOW,
-        live_tickets=LiveTickets(redis),
-        find_installation=forges.installation_of,
-    )
-
-
-def labeled(webhooks_dir: Path, delivery_id: str = "d-metrics") -> Delivery:
-    payload = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
-    payload["label"] = {"name": "ballet"}
-    payload["installation"] = {"id": INSTALLATION_ID}
-    payload["sender"] = {**payload["sender"], "login": "Codertocat"}
-    return Delivery(id=delivery_id, event="issues", payload=payload)
+    return ticket_service(forges, redis, RecordingLauncher(), app=APP)
 
 
 def cancel(comment_id: int) -> CommandIssued:
@@ -96,7 +74,7 @@ async def test_a_labelled_issue_counts_its_event_and_every_request_by_status_cla
     await service.on_delivery(labeled(webhooks_dir))
     # The label added again (another delivery): `.ballet.yml` and the labeller's
     # permission are asked again, conditionally, and GitHub answers 304s.
-    await service.on_delivery(labeled(webhooks_dir, "d-metrics-again"))
+    await service.on_delivery(labeled(webhooks_dir, delivery_id="d-metrics-again"))
 
     assert requested() == 1
     # Every request the fake saw was counted once, in its class: the ticket start

@@ -18,7 +18,7 @@ from ballet.tickets.live import LIVE_TICKETS
 from ballet.tickets.memo import Memo
 from ballet.tickets.service import TicketService
 from fake_github import INSTALLATION_ID, REPO, FakeGitHub, FakePR
-from github_edge_kit import NOW, Delivery, RecordingLauncher, ticket_service
+from github_edge_kit import NOW, Delivery, RecordingLauncher, labeled, ticket_service
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -32,14 +32,6 @@ def launcher() -> RecordingLauncher:
 @pytest.fixture
 def service(forges: GitHubApp, redis: Redis, launcher: RecordingLauncher) -> TicketService:
     return ticket_service(forges, redis, launcher)
-
-
-def labeled(webhooks_dir: Path, label: str = "ballet", sender: str = "Codertocat") -> Delivery:
-    payload = json.loads((webhooks_dir / "issues/labeled.payload.json").read_text())
-    payload["label"] = {"name": label}
-    payload["installation"] = {"id": INSTALLATION_ID}
-    payload["sender"] = {**payload["sender"], "login": sender}
-    return Delivery(id="d-label", event="issues", payload=payload)
 
 
 @pytest.fixture

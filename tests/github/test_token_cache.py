@@ -35,8 +35,10 @@ async def stored_values(redis: Redis) -> list[bytes]:
             values += await redis.lrange(key, 0, -1)
         elif kind == "hash":
             values += [k + b"=" + v for k, v in (await redis.hgetall(key)).items()]
-        elif kind in ("set", "zset"):
-            values += await redis.smembers(key) if kind == "set" else await redis.zrange(key, 0, -1)
+        elif kind == "set":
+            values += await redis.smembers(key)
+        elif kind == "zset":
+            values += await redis.zrange(key, 0, -1)
         else:
             raise AssertionError(f"{key!r} is a {kind}, which this test cannot read")
     return [zlib.decompress(v[len(PACKED) :]) if v.startswith(PACKED) else v for v in values]

@@ -226,15 +226,21 @@ def worker_process(
         yield proc
 
 
+def process_env(settings_env: dict[str, str]) -> dict[str, str]:
+    """This process's environment with Ballet's own settings (none inherited) replaced
+    by `settings_env`: what a `ballet` process serving a stack runs with."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
+    env.pop("REDIS_URL", None)
+    return {**env, **settings_env}
+
+
 @contextlib.contextmanager
 def _ballet_process(
     args: list[str], settings_env: dict[str, str], log: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
     """`ballet <args>` with these settings (none inherited), logging to `log`;
     stopped (TERM, then KILL after 30 s) when the block ends."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALLET_")}
-    env.pop("REDIS_URL", None)
-    env.update(settings_env)
+    env = process_env(settings_env)
     argv = [sys.executable, "-m", "ballet", *args]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, stdout=out, stderr=out)

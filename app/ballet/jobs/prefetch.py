@@ -54,7 +54,7 @@ class MirrorPrefetch:
         start one unless one begun since then is at hand. `decided`: a
         `time.monotonic()` no earlier than the engine's decision to start it
         (tickets/decided.py); None: the launch itself."""
-        since = time.monotonic() if decided is None else min(decided, time.monotonic())
+        since = time.monotonic() if decided is None else decided
         self._launched[job_key] = since
         while len(self._launched) > KEEP_LAUNCHES:
             self._launched.popitem(last=False)

@@ -225,8 +225,5 @@ def reconcile_cron(every_seconds: int = 30) -> CronJob:
     at the same seconds of each minute on every worker, so it runs once across all
     workers (arq's unique cron job id). By default twice a minute: with the
     heartbeat's 40 s time to live, a dead worker's session is seen within ~70 s."""
-    if every_seconds < 1 or 60 % every_seconds:
-        raise ValueError(f"the reconciler's period must divide a minute, not {every_seconds}")
     seconds = set(range(0, 60, every_seconds))
     return cron(reconcile, name="reconcile", second=seconds, unique=True)
-

@@ -95,14 +95,14 @@ class MirrorBranches:
             except GitError as error:
                 if not _EXISTS.search(error.stderr):
                     raise _failed(f"could not create {branch!r} in {repo}", error) from error
-                sha = ""  # it appeared since the fetch (a concurrent try): there it is
-            if sha:
+            else:
                 # GitHub has it now, and so does the mirror: the first session's fetch
                 # of the ticket finds its branch there already.
                 await run_git("update-ref", ref, sha, "", cwd=mirror, env=env)
                 return
-        # Fetched into the mirror too: the first session may take this start's fetch
-        # as its own (jobs/prefetch.py).
+        # It appeared since the fetch (a concurrent try): there it is. Fetched into the
+        # mirror too: the first session may take this start's fetch as its own
+        # (jobs/prefetch.py).
         await workspaces.refresh(repo, url, token)
 
     async def delete_branch(self, repo: str, *, url: str, token: str | None, branch: str) -> None:
