@@ -107,6 +107,7 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         status = 0
+        began = time.monotonic()
 
         async def capture(message: Message) -> None:
             nonlocal status
@@ -124,6 +125,10 @@ class RequestLog:
                     "path": scope["path"],
                     "status": status,
                     "time": time.time(),
+                    # When the sandbox began and ended answering, on the machine's
+                    # monotonic clock: benches subtract GitHub's time from Ballet's.
+                    "began": began,
+                    "ended": time.monotonic(),
                 }
                 if actor.via_app:
                     entry["user"] = actor.login
