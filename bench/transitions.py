@@ -107,6 +107,24 @@ def _merged_at(stack: Stack, repo: str) -> float:
     return float(max(merges))
 
 
+def _answering(stack: Stack) -> list[tuple[float, float]]:
+    """When the sandbox was answering one of the App's requests (REST or git over
+    HTTP), as merged (start, end) intervals on the machine's monotonic clock."""
+    spans = sorted((r["began"], r["ended"]) for r in list(stack.sandbox.sandbox.requests))
+    merged_spans: list[tuple[float, float]] = []
+    for start, end in spans:
+        if merged_spans and start <= merged_spans[-1][1]:
+            merged_spans[-1] = (merged_spans[-1][0], max(end, merged_spans[-1][1]))
+        else:
+            merged_spans.append((start, end))
+    return merged_spans
+
+
+def _covered(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    """How much of [start, end] the (merged, disjoint) spans cover, in seconds."""
+    return sum(max(0.0, min(e, end) - max(s, start)) for s, e in spans)
+
+
 def merged(view: View) -> bool:
     pull, record = view.pull, view.record
     return pull is not None and bool(pull["merged"]) and record is not None
@@ -158,16 +176,26 @@ async def main(
     where = "in a `ballet worker` process of its own" if worker_process else "in this process"
     print(f"worker {where}; sessions' python3 is {shutil.which('python3')}")
     gaps: dict[str, list[float]] = defaultdict(list)
+    own: dict[str, list[float]] = defaultdict(list)  # the gap less GitHub's time in it
+    answering = _answering(stack)
     names = ("implement→review", "review→verify")
     for runs in per_ticket:
         for name, (_, end), (start, _) in zip(names, runs, runs[1:], strict=False):
             gaps[name].append((start - end) * 1000)
+            own[name].append((start - end - _covered(answering, end, start)) * 1000)
     print(f"{tickets} tickets, write spacing {spacing}s, {overrides or 'default settings'}")
-    print(f"{'transition':<22} {'p50 ms':>8} {'p90 ms':>8} {'n':>3}")
+    print(f"{'transition':<22} {'p50 ms':>8} {'p90 ms':>8} {'n':>3}   Ballet's own: p50 / p90 ms")
     for name in names:
-        values = gaps[name]
+        values, mine = gaps[name], own[name]
         if values:
-            print(f"{name:<22} {pct(values, 0.5):>8.0f} {pct(values, 0.9):>8.0f} {len(values):>3}")
+            print(
+                f"{name:<22} {pct(values, 0.5):>8.0f} {pct(values, 0.9):>8.0f} {len(values):>3}"
+                f"   {pct(mine, 0.5):>6.0f} / {pct(mine, 0.9):.0f}"
+            )
+    print(
+        "  (Ballet's own: the gap less the time in it that GitHub's double was answering"
+        " one of the App's requests, git's included)"
+    )
     print(
         f"{'label→merged (s)':<22} {statistics.median(walls):>8.2f} {pct(walls, 0.9):>8.2f} "
         f"{len(walls):>3}"
