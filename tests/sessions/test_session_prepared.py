@@ -18,6 +18,8 @@ import httpx
 import pytest
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.sessions import Workspace, Workspaces
+from ballet.sessions.disk import can_mount
+from ballet.sessions.mounts import mounts
 from ballet.sessions.push import push_ticket_branch
 from git_repos import git, make_origin
 
@@ -209,3 +211,38 @@ def test_no_session_is_given_a_path_to_prepared_clones(tmp_path: Path) -> None:
     assert workspaces.prepared.root.is_relative_to(workspaces.root)
     assert not workspaces.prepared.root.is_relative_to(workspaces.root / "mirrors")
     assert workspaces.prepared.root.name == str(os.getpid())
+
+
+@pytest.mark.parametrize("disk", [None, 8 << 20], ids=["directory", "own-disk"])
+def test_a_worker_stopping_leaves_no_prepared_clone_behind(
+    tmp_path: Path, disk: int | None
+) -> None:
+    # Stopped while one clone is being made and another, just replaced, is being
+    # removed: nothing of either may stay, least of all a mounted disk, which
+    # outlives the worker and keeps its directory busy.
+    if disk is not None and not can_mount():
+        pytest.skip("this machine cannot mount a session's disk (needs root)")
+    origin = make_origin(tmp_path, {"README.md": "# demo\n"})
+
+    async def scenario() -> None:
+        workspaces = Workspaces(tmp_path / "ws")
+        await workspaces.refresh(REPO, origin.as_uri(), None)
+        workspaces.prepare(REPO, branch=BRANCH, base="main", disk=disk)
+        await workspaces.prepared.made()
+        workspaces.prepare(REPO, branch=BRANCH, base="main", disk=disk)  # replaces it
+        root = workspaces.prepared.root
+        # The worker stops while the second is being cloned (its directory made, and
+        # its disk mounted, before git clones into it): a cancelled clone left both.
+        async with asyncio.timeout(30):
+            while not any(p.name.endswith("-2") for p in root.iterdir()):
+                await asyncio.sleep(0.001)
+        await workspaces.prepared.aclose()
+        assert not root.exists() or list(root.iterdir()) == []
+        assert not [m.point for m in mounts() if m.point.is_relative_to(tmp_path)]
+        leases = workspaces.mirror_path(REPO) / "ballet-leases"
+        assert not [p.name for p in leases.iterdir() if p.name.startswith("prepared-")]
+        workspaces.prepare(REPO, branch=BRANCH, base="main", disk=disk)  # stopped: none
+        await workspaces.prepared.made()
+        assert not root.exists() or list(root.iterdir()) == []
+
+    asyncio.run(scenario())

@@ -75,6 +75,9 @@ class PreparedClones:
         self._making: dict[tuple[Path, str], asyncio.Task[Prepared | None]] = {}
         self._count = 0  # each clone its own directory: a replaced one is removed apart
         self._closed = False  # the worker stops: a session ending now prepares nothing
+        # Replaced clones being removed: held, so none is collected mid-removal, and
+        # awaited as the worker stops, so none is left (or left mounted) behind it.
+        self._discarding: set[asyncio.Task[None]] = set()
 
     def sweep(self) -> None:
         """Remove the clones dead worker processes prepared (their leases then hold
@@ -183,7 +186,8 @@ class PreparedClones:
 
     def _discard_soon(self, prepared: Prepared) -> None:
         task = asyncio.create_task(self.release(prepared))
-        task.add_done_callback(lambda _: None)
+        self._discarding.add(task)
+        task.add_done_callback(self._discarding.discard)
 
     async def made(self) -> None:
         """Wait until the clones being prepared are ready (or failed)."""
@@ -191,13 +195,16 @@ class PreparedClones:
             await asyncio.wait(list(self._making.values()))
 
     async def aclose(self) -> None:
+        """Remove every clone this process prepared. One being made is let finish (a
+        local clone, moments): cancelled midway it could leave its directory, lease
+        and disk behind, and a disk stays mounted after its worker is gone."""
         self._closed = True
-        for task in list(self._making.values()):
-            task.cancel()
-        await asyncio.gather(*self._making.values(), return_exceptions=True)
-        for prepared in list(self._ready.values()):
-            await self.release(prepared)
+        await self.made()
+        await asyncio.gather(*self._discarding, return_exceptions=True)
+        ready = list(self._ready.values())
         self._ready.clear()
+        for prepared in ready:
+            await self.release(prepared)
 
 
 def _alive(pid: str) -> bool:
