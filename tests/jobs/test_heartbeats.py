@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from arq import Retry
 from arq.connections import ArqRedis
 from ballet.jobs.heartbeats import beating, heartbeat_key, last_beat, last_beat_key
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError
 
 pytestmark = pytest.mark.anyio
 
@@ -71,3 +73,23 @@ async def test_a_job_that_ends_otherwise_keeps_its_last_beat_for_the_crash_repor
             raise RuntimeError("the worker's disk is gone")
     assert not await redis.exists(heartbeat_key(JOB))
     assert await last_beat(redis, JOB) is not None
+
+
+class DropsOneWrite(ArqRedis):
+    """Valkey, but the first beat's write is lost on the way (a timeout under load)."""
+
+    dropped = 0
+
+    async def evalsha(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.dropped:
+            self.dropped += 1
+            raise ConnectionError("Connection reset by peer")
+        return await super().evalsha(*args, **kwargs)
+
+
+async def test_a_beat_that_fails_once_does_not_silence_the_session(redis: ArqRedis) -> None:
+    flaky = DropsOneWrite(connection_pool=redis.connection_pool)
+    async with beating(flaky, JOB, every_seconds=0.05, clock=lambda: datetime.now(UTC)):
+        await asyncio.sleep(0.3)
+        assert flaky.dropped == 1
+        assert await redis.exists(heartbeat_key(JOB))  # the next beat came

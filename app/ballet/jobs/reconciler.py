@@ -33,11 +33,12 @@ from ballet import metrics
 from ballet.core.events import ReconcileTick, SessionCrashed, WorkerAwaited
 from ballet.core.record import TERMINAL, Record
 from ballet.jobs.artifacts import Artifacts
-from ballet.jobs.heartbeats import is_beating, last_beat
+from ballet.jobs.heartbeats import fence_off
 from ballet.jobs.launcher import pool_of, queue_of
 from ballet.jobs.pools import live_workers, mark_awaiting
 from ballet.jobs.services import Services
-from ballet.jobs.stage_sessions import deliver_crash, is_launched
+from ballet.jobs.session_look import Silent, look
+from ballet.jobs.stage_sessions import deliver_crash
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.source import TicketSource
@@ -95,9 +96,15 @@ class Reconciler:
                     await self._artifacts.forget(ticket)
                     ended.append(ticket)
                     continue
-                job_key = await self._crashed_session(record, now)
-                if job_key is not None and await self._report_crash(record, job_key, now):
-                    crashed.append(job_key)
+                silent = await self._crashed_session(record, now)
+                # The verdict holds only if the session is still silent as it is
+                # fenced off (a stalled worker may have beaten again since the look).
+                if (
+                    silent is not None
+                    and await fence_off(self._redis, silent.job_key, now)
+                    and await self._report_crash(record, silent, now)
+                ):
+                    crashed.append(silent.job_key)
                     metrics.RECONCILER_CRASHED_SESSIONS.inc()
                 await self._unstaffed(record, now)
                 tick = ReconcileTick(now=now)
@@ -121,39 +128,38 @@ class Reconciler:
         await self._live.mark_complete()
         log.warning("live tickets rebuilt from GitHub's labels", tickets=len(found))
 
-    async def _crashed_session(self, record: Record, now: datetime) -> str | None:
-        """The job key of the record's running session if its worker is gone."""
+    async def _crashed_session(self, record: Record, now: datetime) -> Silent | None:
+        """The record's running session, if its worker is gone."""
         run = record.open_run
         if record.status != "running" or run is None or run.job_key is None:
             return None
         job_key = run.job_key
-        if await is_beating(self._redis, job_key):
+        seen = await look(self._redis, job_key)
+        if seen.beating:
             return None
-        began = await last_beat(self._redis, job_key)
+        began = seen.last_beat
         if began is None and now - run.start < LAUNCH_GRACE:
             # The record is saved before its StartSession is enqueued (and a
             # retried outbox enqueues it later still): no job yet is no crash.
             # A job that has beaten once is past that, so its silence counts at once.
             return None
-        queue = await queue_of(self._redis, job_key)
-        status = await Job(job_key, self._redis, _queue_name=queue).status()
-        if status in NOT_STARTED:
+        if seen.status in NOT_STARTED:
             return None  # waiting for a session slot: it has not beaten yet
-        if status == JobStatus.in_progress and began is None:
+        if seen.status == JobStatus.in_progress and began is None:
             return None  # picked up a moment ago, before its first beat
         if (
-            status == JobStatus.not_found
+            seen.status == JobStatus.not_found
             and began is None
             and now - run.start < LAUNCH_LOST
-            and not await is_launched(self._redis, job_key)
+            and not seen.launched
         ):
             # Its StartSession is still in the ticket's outbox (a busy or unreachable
             # GitHub holds the effects before it): nothing was lost, it is on its way.
             # Past LAUNCH_LOST it counts as lost (a Redis that lost the outbox) and the
             # stage runs again; should the old one launch after all, it finds the
-            # ticket moved on and does not run.
+            # ticket moved on (and itself fenced off) and does not run.
             return None
-        return job_key
+        return Silent(job_key, began)
 
     async def _unstaffed(self, record: Record, now: datetime) -> None:
         """Tell the ticket its queued session waits for a worker of a pool with none."""
@@ -172,10 +178,10 @@ class Reconciler:
         await send_ticket_event(self._redis, record.key, event, event_id=event_id)
         log.warning("session waits for a worker", ticket=record.key, pool=pool)
 
-    async def _report_crash(self, record: Record, job_key: str, now: datetime) -> bool:
+    async def _report_crash(self, record: Record, silent: Silent, now: datetime) -> bool:
         run = record.open_run
         assert run is not None
-        since = await last_beat(self._redis, job_key)
+        job_key, since = silent
         event = SessionCrashed(
             now=now,
             job_key=job_key,

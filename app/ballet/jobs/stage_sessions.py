@@ -34,7 +34,7 @@ from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs import pools
 from ballet.jobs.artifacts import Artifact
-from ballet.jobs.heartbeats import beating, last_beat
+from ballet.jobs.heartbeats import Lease, beating, last_beat
 from ballet.jobs.launcher import KEEP_SECONDS, RUN_STAGE_SESSION
 from ballet.jobs.launcher import LAUNCHED_PREFIX as LAUNCHED_PREFIX
 from ballet.jobs.launcher import ArqSessionLauncher as ArqSessionLauncher
@@ -43,7 +43,7 @@ from ballet.jobs.prefetch import clone_access
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
-from ballet.sessions import RunnerSpec, SessionResult, open_workspace, run_session
+from ballet.sessions import GitAuth, RunnerSpec, SessionResult, open_workspace, run_session
 from ballet.sessions.resources import workspace_disk
 from ballet.sessions.workspace import Workspace
 
@@ -132,8 +132,14 @@ async def _run_and_deliver(
             every_seconds=jobs.heartbeat_seconds,
             clock=jobs.clock,
             forget_on=(Retry, asyncio.CancelledError),
-        ):
-            result = await _run(jobs, spec, job_try, access, workspace)
+        ) as lease:
+            result = await _run(jobs, spec, job_try, access, workspace, lease)
+            if not await lease.renew():
+                # Its worker stalled past the heartbeat's life and the reconciler
+                # judged it crashed: another attempt runs the stage, and only that
+                # one's report, artifact and result may land.
+                log.warning("session result dropped: fenced off", job_key=spec.job_key)
+                return FENCED
             if spec.branch is not None:
                 # The ticket's next session, likely on this worker, finds its clone
                 # made while the result is applied (sessions/prepared.py).
@@ -219,6 +225,7 @@ async def _apply_now(
 
 
 CRASHED = "crashed"
+FENCED = "fenced"  # the job's result when the session was judged crashed as it ran
 
 
 async def deliver_crash(redis: ArqRedis, ticket: str, event: SessionCrashed) -> bool:
@@ -239,6 +246,7 @@ async def _run(
     job_try: int,
     access: asyncio.Task[tuple[str, str | None]],
     workspace: asyncio.Task[Workspace],
+    lease: Lease,
 ) -> SessionResult:
     try:
         runner_spec = await build_runner_spec(jobs, spec, clone_url=_url(access))
@@ -251,17 +259,37 @@ async def _run(
             f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
         )
     try:
-        return await run_counted(jobs, runner_spec, workspace)
+        return await run_counted(jobs, runner_spec, workspace, git_auth=_leased(jobs, lease))
     except (RateLimited, ForgeUnavailable) as exc:
         # GitHub failed the clone's or the push's token past its retries: nothing was
         # pushed, so the session runs again later rather than the stage failing on it.
         defer = exc.retry_after_seconds if isinstance(exc, RateLimited) else None
         log.warning("session deferred: GitHub unavailable", job_key=spec.job_key, error=str(exc))
         raise Retry(defer=defer or SESSION_RETRY_SECONDS * job_try) from exc
+    except FencedOff as exc:
+        return failed_result(str(exc))  # dropped, not delivered (`_run_and_deliver`)
     except Exception as exc:
         # A bug or a lost disk must still end the stage with a report, not a silent job.
         log.exception("session could not run", job_key=spec.job_key)
         return failed_result(f"Ballet could not run the session ({exc!r}); see the worker's log.")
+
+
+class FencedOff(Exception):
+    """The session was judged crashed while it ran: it must not push."""
+
+
+def _leased(jobs: SessionJobs, lease: Lease) -> GitAuth:
+    """The git token, for a session that still holds its lease: asked for the push
+    (and any fetch), so a session fenced off while it ran pushes nothing onto the
+    branch the attempt that replaced it works on. A renewed lease keeps the verdict
+    off for the heartbeat's life, far longer than the token's push takes."""
+
+    async def token(repo: str) -> str | None:
+        if not await lease.renew():
+            raise FencedOff(f"{lease.job_key} was judged crashed; another attempt runs")
+        return await jobs.tickets.git_token(repo)
+
+    return token
 
 
 async def _url(access: Awaitable[tuple[str, str | None]]) -> str:
@@ -297,7 +325,10 @@ async def _discard(jobs: SessionJobs, workspace: asyncio.Task[Workspace]) -> Non
 
 
 async def run_counted(
-    jobs: SessionJobs, spec: RunnerSpec, workspace: Awaitable[Workspace] | None = None
+    jobs: SessionJobs,
+    spec: RunnerSpec,
+    workspace: Awaitable[Workspace] | None = None,
+    git_auth: GitAuth | None = None,
 ) -> SessionResult:
     """`run_session`, counted in the session metrics by adapter and how it ended."""
     adapter = spec.runtime.adapter
@@ -306,7 +337,7 @@ async def run_counted(
             result = await run_session(
                 spec,
                 workspaces=jobs.workspaces,
-                git_auth=jobs.tickets.git_token,
+                git_auth=git_auth or jobs.tickets.git_token,
                 parent_env=jobs.parent_env,
                 options=jobs.options,
                 prepared=workspace,
