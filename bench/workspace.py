@@ -8,7 +8,8 @@ side and interleaved, each `--runs` times (median shown):
 - workspace: `Workspaces.create` from the mirror (clone --shared + checkout of
   the ticket branch + identity), as a session gets it;
 - refresh: `Workspaces.refresh` over HTTP with nothing new, which every session
-  start also pays (session start = refresh + workspace);
+  start also pays (session start = refresh + workspace): as the worker has it, a
+  look at the origin's refs (sessions/remote_refs.py) finding no fetch is needed;
 - worktree: `git worktree add --detach` of the mirror, the floor for a checkout;
 - full clone: `git clone --no-local`, which copies every object on the same disk;
 - HTTP clone: what a session would do without the mirror: `git clone` from the
@@ -40,10 +41,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 from ballet.sandbox.auth import issue_token
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.sandbox.state import Repo
-from ballet.sessions import Workspaces
+from ballet.sessions import Workspaces, remote_refs
 from ballet.sessions.git_auth import auth_environment
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -200,7 +202,14 @@ class Stopwatch:
 
 
 async def measure(runs: int, origin: Path, root: Path, url: str, token: str) -> Stopwatch:
-    workspaces = Workspaces(root / "workspaces", parent_env=os.environ)
+    async with remote_refs.new_client() as refs_http:
+        return await _measure(runs, origin, root, url, token, refs_http)
+
+
+async def _measure(
+    runs: int, origin: Path, root: Path, url: str, token: str, refs_http: httpx.AsyncClient
+) -> Stopwatch:
+    workspaces = Workspaces(root / "workspaces", parent_env=os.environ, refs_http=refs_http)
     started = time.perf_counter()
     mirror = await workspaces.refresh(REPO, url, token)
     print(f"mirror: first fetch over HTTP {time.perf_counter() - started:.2f} s (once per repo)")

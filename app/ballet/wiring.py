@@ -45,7 +45,7 @@ from ballet.jobs.ticket_events import drain_later
 from ballet.queue import DeliveryQueue
 from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
-from ballet.sessions import GitIdentity, SessionOptions, Workspaces
+from ballet.sessions import GitIdentity, SessionOptions, Workspaces, remote_refs
 from ballet.sessions.branch_writes import MirrorBranches
 from ballet.sessions.confine import Isolation
 from ballet.sessions.confine.cgroups import detect as detect_cgroups
@@ -86,8 +86,10 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         affinity_seconds=settings.session_affinity_seconds,
     )
     # One set of mirrors per worker: the sessions clone from them and the ticket
-    # service pushes a ticket's branch from them (so its start warms them too).
-    workspaces = Workspaces(settings.workspaces)
+    # service pushes a ticket's branch from them (so its start warms them too). Their
+    # refreshes ask GitHub's refs over one kept-alive pool before fetching.
+    refs_http = remote_refs.new_client()
+    workspaces = Workspaces(settings.workspaces, refs_http=refs_http)
     try:
         edge = await build_edge(
             settings,
@@ -104,6 +106,7 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
             f"no GitHub App configured, deliveries are only logged: {exc}; then"
             " redeliver from the App's settings any delivery that should start a ticket"
         )
+        await refs_http.aclose()  # no session runs: nothing refreshes a mirror
         return services_for(settings, redis, LoggingConsumer())
     session_jobs = session_jobs_for(
         settings,
@@ -116,7 +119,8 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
         workspaces=workspaces,
     )
     launcher.prefetch = session_jobs.prefetch
-    closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose,)
+    # Closed in reverse: the refs' client after the prefetch's refreshes that use it.
+    closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose, refs_http.aclose)
     if session_jobs.prefetch is not None:
         closers += (session_jobs.prefetch.aclose,)
     # Clones prepared for sessions that never came (the ticket ended): gone with the worker.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -101,3 +103,21 @@ def test_a_broken_push_releases_the_repository(
         headers={"Authorization": "token sandbox-user:writer"},
     )
     assert made.status_code == 201
+
+
+def test_git_protocol_v2_is_spoken_as_github_speaks_it(
+    sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
+) -> None:
+    """The client's Git-Protocol header reaches upload-pack (GIT_PROTOCOL): git's own
+    client and Ballet's look at the refs (sessions/remote_refs.py) speak v2, as with GitHub."""
+    make_repo(admin)
+    sha = push_branch(tmp_path, authed_url(sandbox, token_for(sandbox)), "topic", {"t": "t"})
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_TRACE_PACKET": "1"}
+    listed = subprocess.run(
+        ["git", "-c", "protocol.version=2", "ls-remote", authed_url(sandbox, token_for(sandbox))],
+        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "git< version 2" in listed.stderr  # the server's v2 capability advertisement
+    assert "> command=ls-refs" in listed.stderr  # and its v2 command
+    refs = dict(reversed(line.split("\t")) for line in listed.stdout.splitlines())
+    assert refs["refs/heads/topic"] == sha

@@ -33,5 +33,10 @@ def auth_environment(env: Mapping[str, str], token: str | None) -> dict[str, str
     """`env` plus what makes git send the token as GitHub expects it."""
     if token is None:
         return dict(env)
+    return with_config(env, {"http.extraHeader": f"Authorization: {authorization(token)}"})
+
+
+def authorization(token: str) -> str:
+    """The Authorization header's value GitHub's git endpoints take a token in."""
     basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
-    return with_config(env, {"http.extraHeader": f"Authorization: Basic {basic}"})
+    return f"Basic {basic}"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import structlog
 
 from ballet.sessions.disk import mount_limited, move_mount, unmount, unmount_stale
@@ -37,6 +38,7 @@ from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.mirror import locked, mirror_heads
 from ballet.sessions.prepared import PreparedClones
+from ballet.sessions.remote_refs import unmoved
 
 # The mirror's own settings, after those `git init --bare` writes. The origin's URL
 # is set by each refresh (never with credentials: see _refuse_credentials).
@@ -98,13 +100,16 @@ class Workspaces:
         *,
         identity: GitIdentity | None = None,
         parent_env: Mapping[str, str] | None = None,
+        refs_http: httpx.AsyncClient | None = None,
     ) -> None:
         self.root = root.resolve()
+        self.refs_http = refs_http  # its owner closes it; without one, a refresh always fetches
         self.identity = identity or GitIdentity()
         git_home = self.root / "git-home"
         git_home.mkdir(parents=True, exist_ok=True)
         self.git_env = git_environment(os.environ if parent_env is None else parent_env, git_home)
-        # Per mirror: when this process's last successful fetch began and ended.
+        # Per mirror: when this process's last successful fetch (or a look finding nothing
+        # to fetch) began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
         self.prepared = PreparedClones(self.root, _remove)
@@ -119,7 +124,8 @@ class Workspaces:
     async def refresh(
         self, repo: str, clone_url: str, token: str | None, *, since: float | None = None
     ) -> Path:
-        """Create the mirror or fetch into it (incremental); returns its path.
+        """Create the mirror or fetch into it (incremental; none when GitHub's refs are
+        the mirror's, remote_refs.py); returns its path.
 
         With `since` (a `time.monotonic()` of this process), a fetch this process began
         at or after it, and finished less than FRESH_SECONDS ago, is taken as this
@@ -135,7 +141,8 @@ class Workspaces:
                 and time.monotonic() - fetched[1] < FRESH_SECONDS
             ):
                 return mirror
-            if not (mirror / "HEAD").exists():
+            existed = (mirror / "HEAD").exists()
+            if not existed:
                 await self._init_mirror(mirror)
                 self._urls.pop(mirror, None)
             # The mirror is this worker's alone (no session writes it): a URL set once
@@ -147,6 +154,11 @@ class Workspaces:
                 self._urls[mirror] = clone_url
             env = auth_environment(self.git_env, token)
             began = time.monotonic()
+            # Usually nothing moved (Ballet pushed the last head and put it here): GitHub's
+            # refs asked now, the mirror's own, say a fetch would bring nothing.
+            if existed and await unmoved(self.refs_http, mirror, clone_url, token, self.git_env):
+                self._fetched[mirror] = (began, time.monotonic())
+                return mirror
             try:
                 await run_git(
                     "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env
