@@ -4,7 +4,10 @@ Starts the sandbox, the web app and an embedded Valkey (the `ballet sandbox
 demo` stack without its in-process worker), then `--workers` real `ballet
 worker` processes on that Valkey; the web app is a `ballet web` process of its
 own (on the bench's event loop, beside the sandbox and the watchers, it answered
-the sandbox's webhooks too late at 1,000 tickets). Files N demo tickets at once,
+the sandbox's webhooks too late at 1,000 tickets), and so is the sandbox, a
+`ballet sandbox serve` spoken to over HTTP only (`--sandbox-in-process`: on the
+bench's event loop, as before; it fell thousands of webhooks behind at 1,000
+tickets). Files N demo tickets at once,
 `--per-repo` to a repository (each an issue on a branch of its own; creating a
 repository runs the sandbox's CI), with the scripted agent (instant sessions) and
 write pacing off (`--spacing`, as the sandbox allows), and waits until every one
@@ -172,6 +175,7 @@ async def main(args: argparse.Namespace) -> int:
             web_log=logs_dir / "web.log",
             # One at a time, a thousand tickets' deliveries fell minutes behind.
             webhooks_at_once=args.webhooks_at_once,
+            sandbox_log=None if args.sandbox_in_process else logs_dir / "sandbox.log",
         ) as stack:
             url = stack.settings.require_redis_url()
             before = await used_memory(url)
@@ -187,9 +191,17 @@ async def main(args: argparse.Namespace) -> int:
                     flush=True,
                 )
                 started = time.monotonic()
+
+                async def progress(merged: int, seconds: float) -> None:
+                    waiting = await stack.webhooks_waiting()
+                    print(
+                        f"  {merged} merged after {seconds:.0f} s; {waiting} webhooks waiting",
+                        flush=True,
+                    )
+
                 try:
-                    # Each look reads a repository's whole state from the sandbox, which
-                    # shares the bench's process: ~40 looks a second at most.
+                    # Each look reads a repository's whole state from the busy sandbox:
+                    # ~40 looks a second at most.
                     poll = max(5.0, args.tickets / 50)
                     run = await run_tickets(
                         stack,
@@ -199,15 +211,13 @@ async def main(args: argparse.Namespace) -> int:
                         poll_seconds=poll,
                         per_repo=args.per_repo,
                         ballet_yml=BALLET_YML,
-                        progress=lambda n, s: print(
-                            f"  {n} merged after {s:.0f} s;"
-                            f" {stack.sandbox.sandbox.hooks.waiting()} webhooks waiting",
-                            flush=True,
-                        ),
+                        progress=progress,
                     )
                 except TimeoutError as exc:
                     print(f"not all merged: {exc}", flush=True)
-                    for log in [*logs, logs_dir / "web.log"]:
+                    for log in [*logs, logs_dir / "web.log", logs_dir / "sandbox.log"]:
+                        if not log.exists():
+                            continue
                         print(f"--- {log.name} (tail)\n{log.read_text()[-3000:]}", flush=True)
                     return 1
                 cpu = {
@@ -218,13 +228,19 @@ async def main(args: argparse.Namespace) -> int:
                     cpu["web"] = sum(cpu_seconds(stack.web_process.pid))
                 mine = resource.getrusage(resource.RUSAGE_SELF)
                 theirs = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu["bench: sandbox, watching"] = mine.ru_utime + mine.ru_stime
-                cpu["bench's children: CI, git"] = theirs.ru_utime + theirs.ru_stime
+                if stack.sandbox_process is not None:
+                    own, children = cpu_seconds(stack.sandbox_process.pid)
+                    cpu["sandbox"], cpu["sandbox's CI and git"] = own, children
+                    cpu["bench: watching"] = mine.ru_utime + mine.ru_stime
+                else:
+                    cpu["bench: sandbox, watching"] = mine.ru_utime + mine.ru_stime
+                    cpu["bench's children: CI, git"] = theirs.ru_utime + theirs.ru_stime
                 cpu["valkey"] = await valkey_cpu(url)
                 creating = time.monotonic() - started - run.seconds
+                waiting = await stack.webhooks_waiting()
                 print(
                     f"{repos} repositories created in {creating:.1f} s; from the first ticket"
-                    f" filed, all merged in {run.seconds:.1f} s;"
+                    f" filed, all merged in {run.seconds:.1f} s ({waiting} webhooks waiting);"
                     " waiting for quiet",
                     flush=True,
                 )
@@ -265,6 +281,11 @@ if __name__ == "__main__":
     parser.add_argument("--per-repo", type=int, default=10, help="tickets to a repository")
     parser.add_argument(
         "--webhooks-at-once", type=int, default=8, help="deliveries the sandbox posts at once"
+    )
+    parser.add_argument(
+        "--sandbox-in-process",
+        action="store_true",
+        help="run the sandbox on the bench's event loop, not as a process of its own",
     )
     parser.add_argument("--logs", default=None, help="keep the processes' logs in this directory")
     parser.add_argument("--timeout", type=float, default=7200)

@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -45,6 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=600,
         help="seconds a CI command may run before it is killed (default 600)",
     )
+    serve.add_argument(
+        "--webhooks-at-once",
+        type=int,
+        default=1,
+        help="deliveries posted at once (default 1: one at a time, in the order made)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="least severe event logged to stderr (default info: every delivery)",
+    )
     demo = sub.add_parser(
         "demo", help="run the whole product offline, from labelled issue to merged PR"
     )
@@ -61,7 +74,13 @@ def run(args: argparse.Namespace) -> int:
 
 def serve(args: argparse.Namespace) -> int:
     # Progress (deliveries, failures) goes to stderr: stdout carries only the ready line.
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    # A bench's thousands of deliveries need not be rendered one by one: --log-level warning.
+    structlog.configure(
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(
+            logging.getLevelNamesMapping()[args.log_level.upper()]
+        ),
+    )
     data: Path = args.data or Path(tempfile.mkdtemp(prefix="ballet-sandbox-"))
     try:
         sock = bind(args.host, args.port)
@@ -79,6 +98,7 @@ def serve(args: argparse.Namespace) -> int:
         app_id=args.app_id,
         token_ttl_seconds=args.token_ttl,
         ci_timeout_seconds=args.ci_timeout,
+        webhooks_at_once=args.webhooks_at_once,
     )
     env_file = write_credentials(sandbox, data)
     server = uvicorn_server(sandbox)

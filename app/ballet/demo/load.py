@@ -13,7 +13,7 @@ import asyncio
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,7 +91,7 @@ async def run_tickets(
     timeout: float = 300.0,
     poll_seconds: float = 0.2,
     per_repo: int = 1,
-    progress: Callable[[int, float], None] | None = None,
+    progress: Callable[[int, float], Awaitable[None]] | None = None,
     ballet_yml: str = demo.BALLET_YML,
 ) -> LoadRun:
     """File `count` demo tickets at once, `per_repo` in each repository `<prefix>-<i>`;
@@ -130,7 +130,7 @@ async def run_tickets(
         async def tell() -> None:
             while progress is not None:
                 await asyncio.sleep(60)
-                progress(sum(merged.values()), time.monotonic() - began)
+                await progress(sum(merged.values()), time.monotonic() - began)
 
         telling = asyncio.create_task(tell())
         try:

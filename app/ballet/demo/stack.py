@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -47,8 +48,9 @@ class Stack:
     api_url: str
     web_url: str
     settings: Settings
-    sandbox: BackgroundSandbox
+    sandbox: BackgroundSandbox | None  # None: the sandbox is `sandbox_process`
     web_process: subprocess.Popen[bytes] | None = None  # `ballet web`, when run apart
+    sandbox_process: subprocess.Popen[bytes] | None = None  # `ballet sandbox serve`, ditto
 
     def user(self, login: str) -> httpx.AsyncClient:
         """A client acting as a sandbox user through the REST API, as a person would."""
@@ -76,6 +78,24 @@ class Stack:
             state: dict[str, Any] = response.json()
             return state
 
+    async def webhooks_waiting(self) -> int:
+        """Deliveries the sandbox has made and not yet posted (in process or not)."""
+        async with self.admin() as client:
+            response = await client.get("/_sandbox/webhook")
+            response.raise_for_status()
+            return int(response.json()["waiting"])
+
+
+@dataclass(frozen=True)
+class AppIdentity:
+    """The sandbox's App as Ballet's settings name it."""
+
+    app_id: int
+    private_key: str
+    webhook_secret: str
+    client_id: str
+    client_secret: str
+
 
 @contextlib.asynccontextmanager
 async def running_stack(
@@ -88,6 +108,7 @@ async def running_stack(
     write_spacing_seconds: float = 0.0,
     web_log: Path | None = None,
     webhooks_at_once: int = 1,
+    sandbox_log: Path | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Stack]:
     """Start everything under `data_dir`; stop everything when the block ends.
@@ -99,29 +120,41 @@ async def running_stack(
     keywords are settings too (a benchmark's queue poll). `web_log`: the web app runs
     as a `ballet web` process of its own, logging there, not on this event loop (a
     bench's many watchers and the sandbox here would answer GitHub's webhooks late).
-    `webhooks_at_once`: deliveries the sandbox posts at once (1: in order)."""
+    `webhooks_at_once`: deliveries the sandbox posts at once (1: in order). `sandbox_log`:
+    the sandbox runs as a `ballet sandbox serve` process of its own, logging there, and
+    is spoken to over HTTP only (on this event loop, its git calls and webhook posts
+    competed with a bench's watchers: it fell thousands of webhooks behind)."""
     web_port = free_port()
     web_url = f"http://127.0.0.1:{web_port}"
     with contextlib.ExitStack() as stack:
         url = redis_url or stack.enter_context(embedded_valkey(data_dir / "ballet"))
-        sandbox = stack.enter_context(
-            BackgroundSandbox(
-                data_dir / "sandbox",
-                webhook_url=f"{web_url}/webhooks",
-                webhooks_at_once=webhooks_at_once,
+        sandbox: BackgroundSandbox | None = None
+        sandbox_proc: subprocess.Popen[bytes] | None = None
+        if sandbox_log is None:
+            sandbox = stack.enter_context(
+                BackgroundSandbox(
+                    data_dir / "sandbox",
+                    webhook_url=f"{web_url}/webhooks",
+                    webhooks_at_once=webhooks_at_once,
+                )
             )
-        )
-        app_state = sandbox.sandbox.app
+            api_url, identity = sandbox.api_url, _identity_of(sandbox)
+        else:
+            argv = ["sandbox", "serve", "--data", str(data_dir / "sandbox")]
+            argv += ["--webhook-url", f"{web_url}/webhooks", "--log-level", "warning"]
+            argv += ["--webhooks-at-once", str(webhooks_at_once)]
+            sandbox_proc = stack.enter_context(_ballet_process(argv, {}, sandbox_log))
+            api_url, identity = await _sandbox_ready(sandbox_proc, sandbox_log)
         settings = Settings(
-            app_id=app_state.app_id,
-            private_key=app_state.private_key_pem.decode(),
-            webhook_secret=app_state.webhook_secret,
-            github_api_url=sandbox.api_url,
+            app_id=identity.app_id,
+            private_key=identity.private_key,
+            webhook_secret=identity.webhook_secret,
+            github_api_url=api_url,
             # Ballet's pages, signed in to through the sandbox's OAuth as any of its users.
             public_url=web_url,
-            github_web_url=sandbox.api_url,
-            github_client_id=app_state.client_id,
-            github_client_secret=app_state.client_secret,
+            github_web_url=api_url,
+            github_client_id=identity.client_id,
+            github_client_secret=identity.client_secret,
             redis_url=url,
             data_dir=data_dir / "ballet",
             session_slots=session_slots,
@@ -142,7 +175,7 @@ async def running_stack(
         tasks += [asyncio.create_task(w.run()) for w in workers]
         try:
             await _wait_ready(web_url, tasks, web_proc)
-            yield Stack(sandbox.api_url, web_url, settings, sandbox, web_proc)
+            yield Stack(api_url, web_url, settings, sandbox, web_proc, sandbox_proc)
         finally:
             if web is not None:
                 web.stop()
@@ -153,6 +186,44 @@ async def running_stack(
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+def _identity_of(sandbox: BackgroundSandbox) -> AppIdentity:
+    app = sandbox.sandbox.app
+    return AppIdentity(
+        app.app_id,
+        app.private_key_pem.decode(),
+        app.webhook_secret,
+        app.client_id,
+        app.client_secret,
+    )
+
+
+async def _sandbox_ready(proc: subprocess.Popen[bytes], log: Path) -> tuple[str, AppIdentity]:
+    """The API URL and App of a starting `ballet sandbox serve`: its ready line (in its
+    log, beside its stderr) names the env file it wrote, as `ballet serve` reads it."""
+    for _ in range(1200):
+        for line in log.read_text(errors="replace").splitlines():
+            if line.startswith('{"api_url"'):
+                ready = json.loads(line)
+                text = Path(ready["env_file"]).read_text()
+                env = dict(
+                    entry.split("=", 1)
+                    for entry in text.splitlines()
+                    if "=" in entry and not entry.startswith("#")
+                )
+                identity = AppIdentity(
+                    int(env["BALLET_APP_ID"]),
+                    Path(env["BALLET_PRIVATE_KEY_PATH"]).read_text(),
+                    env["BALLET_WEBHOOK_SECRET"],
+                    env["BALLET_GITHUB_CLIENT_ID"],
+                    env["BALLET_GITHUB_CLIENT_SECRET"],
+                )
+                return str(ready["api_url"]), identity
+        if proc.poll() is not None:
+            raise RuntimeError(f"`ballet sandbox serve` exited ({proc.returncode}); see {log}")
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"`ballet sandbox serve` did not become ready; see {log}")
 
 
 def worker_env(settings: Settings) -> dict[str, str]:

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ballet.sandbox import events, gitrepo, pushes, shapes
+from ballet.sandbox import events, gitcache, gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found
 from ballet.sandbox.faults import Faults, FaultSpec
 from ballet.sandbox.handler import int_param, now, respond, sandbox_of
@@ -141,6 +141,12 @@ async def set_webhook(request: Request) -> JSONResponse:
     return respond({"url": url})
 
 
+async def show_webhook(request: Request) -> JSONResponse:
+    """Where deliveries go and how far behind their posting is (a bench's progress)."""
+    hooks = sandbox_of(request).hooks
+    return respond({"url": hooks.url, "waiting": hooks.waiting(), "deliveries": len(hooks.log)})
+
+
 async def list_requests(request: Request) -> JSONResponse:
     return respond(sandbox_of(request).requests)
 
@@ -162,7 +168,7 @@ async def repo_state(request: Request) -> JSONResponse:
         raise not_found()
     branches = {
         ref.removeprefix("refs/heads/"): sha
-        for ref, sha in gitrepo.refs(repo.path).items()
+        for ref, sha in gitcache.refs(repo).items()
         if ref.startswith("refs/heads/")
     }
     return respond(
@@ -307,7 +313,7 @@ async def create_foreign_check_run(request: Request) -> JSONResponse:
         spec = ForeignCheckRun.model_validate_json(await request.body())
     except ValidationError as exc:
         raise ApiError(422, f"Invalid check run: {exc.errors()[0]['msg']}") from exc
-    if gitrepo.resolve(repo.path, spec.head_sha) is None:
+    if gitcache.commit(repo, spec.head_sha) is None:
         raise ApiError(422, f"No commit found for SHA: {spec.head_sha}")
     moment = now()
     suite = CheckSuite(sb.next_id(), spec.head_sha, None, None, moment, moment, origin="ci")
@@ -373,5 +379,6 @@ ROUTES = [
     Route("/_sandbox/deliveries/{delivery_id}/redeliver", redeliver, methods=["POST"]),
     Route("/_sandbox/requests", list_requests),
     Route("/_sandbox/webhook", set_webhook, methods=["PUT"]),
+    Route("/_sandbox/webhook", show_webhook, methods=["GET"]),
     Route("/_sandbox/settle", settle, methods=["POST"]),
 ]

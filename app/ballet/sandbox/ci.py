@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import tempfile
 from datetime import UTC, datetime
@@ -41,11 +42,15 @@ def start(sb: Sandbox, repo: Repo, sha: str, branch: str | None, before: str | N
 
 
 async def _run(sb: Sandbox, repo: Repo, suite: CheckSuite, run: CheckRun, argv: list[str]) -> None:
-    with tempfile.TemporaryDirectory(prefix="sandbox-ci-") as tmp:
+    tmp = tempfile.mkdtemp(prefix="sandbox-ci-")
+    try:
         workdir = Path(tmp) / "checkout"
         conclusion, text = await _checkout(repo.path, run.head_sha, workdir)
         if conclusion is None:
             conclusion, text = await _execute(argv, workdir, sb.ci_timeout_seconds)
+    finally:
+        # Off the event loop: removing a checkout was 6% of the busy sandbox's loop.
+        await asyncio.to_thread(shutil.rmtree, tmp)
     now = datetime.now(UTC)
     run.status, run.conclusion, run.completed_at = "completed", conclusion, now
     run.output = {

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ballet.sandbox import shapes
-from ballet.sandbox.gitrepo import commit_info, refs
+from ballet.sandbox import gitcache, shapes
 from ballet.sandbox.pullview import pull_shape
 from ballet.sandbox.state import (
     CheckRun,
@@ -93,7 +92,9 @@ def push(
     forced: bool,
 ) -> None:
     zero = "0" * 40
-    head = None if after == zero else shapes.push_commit(sb, repo, commit_info(repo.path, after))
+    head = (
+        None if after == zero else shapes.push_commit(sb, repo, gitcache.commit_info(repo, after))
+    )
     payload = {
         "ref": ref,
         "before": before,
@@ -122,13 +123,13 @@ def check_run(sb: Sandbox, repo: Repo, run: CheckRun, action: str) -> None:
 
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, action: str) -> None:
     runs = sum(1 for r in repo.runs.values() if r.suite_id == suite.id)
-    head = commit_info(repo.path, suite.head_sha)
+    head = gitcache.commit_info(repo, suite.head_sha)
     payload = {"action": action, "check_suite": shapes.check_suite(sb, repo, suite, runs, head)}
     _send(sb, repo, "check_suite", sb.app.bot_login, payload)
 
 
 def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> None:
-    info = commit_info(repo.path, item.sha)
+    info = gitcache.commit_info(repo, item.sha)
     branches = [
         {
             "name": ref.removeprefix("refs/heads/"),
@@ -156,7 +157,7 @@ def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> None:
 
 
 def _branch_heads(repo: Repo) -> dict[str, str]:
-    return {ref: sha for ref, sha in refs(repo.path).items() if ref.startswith("refs/heads/")}
+    return {ref: sha for ref, sha in gitcache.refs(repo).items() if ref.startswith("refs/heads/")}
 
 
 def installed(sb: Sandbox, repo: Repo, new_installation: bool) -> None:

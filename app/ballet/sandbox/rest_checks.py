@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import events, gitrepo, shapes
+from ballet.sandbox import events, gitcache, shapes
 from ballet.sandbox.errors import ApiError, forbidden, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.state import CheckRun, CheckSuite, CommitStatus, Repo, Sandbox
@@ -31,7 +31,7 @@ MAX_ANNOTATIONS = 50
 
 
 def _sha_of(repo: Repo, ref: str) -> str:
-    sha = gitrepo.resolve(repo.path, ref)
+    sha = gitcache.commit(repo, ref)
     if sha is None:
         raise ApiError(422, f"No commit found for SHA: {ref}")
     return sha
@@ -209,7 +209,7 @@ async def list_check_suites(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     sha = _sha_of(repo, request.path_params["ref"])
     found = [s for s in repo.suites.values() if s.head_sha == sha]
-    head = gitrepo.commit_info(repo.path, sha)
+    head = gitcache.commit_info(repo, sha)
     shaped = [
         shapes.check_suite(
             sb, repo, s, sum(1 for r in repo.runs.values() if r.suite_id == s.id), head

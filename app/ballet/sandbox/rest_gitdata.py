@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import gitrepo, shapes
+from ballet.sandbox import gitcache, gitrepo, shapes
 from ballet.sandbox.errors import not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, repo_for, respond
 from ballet.sandbox.state import Repo, Sandbox
@@ -46,10 +46,10 @@ def git_commit(sb: Sandbox, repo: Repo, info: gitrepo.CommitInfo) -> shapes.JSON
 async def get_commit(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     found = gitrepo.object_at(repo.path, request.path_params["sha"], "")
-    sha = gitrepo.resolve(repo.path, request.path_params["sha"])
+    sha = gitcache.commit(repo, request.path_params["sha"])
     if found is None or sha is None:
         raise not_found()
-    return respond(git_commit(sb, repo, gitrepo.commit_info(repo.path, sha)))
+    return respond(git_commit(sb, repo, gitcache.commit_info(repo, sha)))
 
 
 async def create_commit(request: Request) -> JSONResponse:

@@ -8,7 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import events, gitrepo, merging, shapes
+from ballet.sandbox import events, gitcache, gitrepo, merging, shapes
 from ballet.sandbox.auth import require
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
@@ -27,9 +27,7 @@ def pull_of(repo: Repo, number: int) -> Pull:
 def _branch(repo: Repo, spec: str, name: str) -> str:
     """`branch` or `owner:branch` (forks do not exist here) naming an existing branch."""
     owner, _, branch = spec.rpartition(":")
-    if (owner and owner != repo.owner) or gitrepo.resolve(
-        repo.path, f"refs/heads/{branch}"
-    ) is None:
+    if (owner and owner != repo.owner) or gitcache.branch(repo, branch) is None:
         raise ApiError(
             422,
             "Validation Failed",
@@ -51,8 +49,8 @@ async def create_pull(request: Request) -> JSONResponse:
                 field="head",
                 code="custom",
             )
-    head_sha = gitrepo.resolve(repo.path, f"refs/heads/{head}")
-    base_sha = gitrepo.resolve(repo.path, f"refs/heads/{base}")
+    head_sha = gitcache.branch(repo, head)
+    base_sha = gitcache.branch(repo, base)
     assert head_sha and base_sha
     if gitrepo.is_ancestor(repo.path, head_sha, base_sha):
         raise unprocessable(f"No commits between {base} and {head}", field="head", code="custom")
@@ -190,7 +188,7 @@ async def request_reviewers(request: Request) -> JSONResponse:
 async def list_files(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     pr = pull_of(repo, int_param(request, "number"))
-    base = gitrepo.resolve(repo.path, f"refs/heads/{pr.base_ref}") or pr.head_sha
+    base = gitcache.branch(repo, pr.base_ref) or pr.head_sha
     html = shapes.repo_html(sb, repo)
     files = [
         {
@@ -205,7 +203,7 @@ async def list_files(request: Request) -> JSONResponse:
             "contents_url": f"{shapes.repo_api(sb, repo)}/contents/{change.filename}"
             f"?ref={pr.head_sha}",
         }
-        for change in gitrepo.changed_files(repo.path, base, pr.head_sha)
+        for change in gitcache.changed_files(repo, base, pr.head_sha)
     ]
     return respond(page(request, files))
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ballet.sandbox import gitrepo, pushes, shapes
+from ballet.sandbox import gitcache, gitrepo, pushes, shapes
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, repo_for, respond
 from ballet.sandbox.state import Repo, Sandbox, permission_at_least
@@ -26,12 +27,13 @@ async def get_contents(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     path = request.path_params["path"].strip("/")
     ref = request.query_params.get("ref") or repo.default_branch
-    found = gitrepo.object_at(repo.path, ref, path)
+    # Read off the event loop: nothing here depends on the sandbox's state meanwhile.
+    found = await asyncio.to_thread(gitrepo.object_at, repo.path, ref, path)
     if found is None:
         raise not_found()
     kind, sha = found
     if kind == "tree":
-        entries = gitrepo.list_tree(repo.path, sha)
+        entries = await asyncio.to_thread(gitrepo.list_tree, repo.path, sha)
         return respond(
             [
                 _content(
@@ -46,7 +48,7 @@ async def get_contents(request: Request) -> JSONResponse:
                 for k, s, n, size in entries
             ]
         )
-    data = gitrepo.read_blob(repo.path, sha)
+    data = await asyncio.to_thread(gitrepo.read_blob, repo.path, sha)
     shape = _content(sb, repo, "file", sha, path, len(data), ref)
     shape["encoding"] = "base64"
     shape["content"] = base64.encodebytes(data).decode()
@@ -78,7 +80,7 @@ def _content(
 async def get_ref(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     ref = "refs/" + request.path_params["ref"]
-    sha = gitrepo.refs(repo.path).get(ref)
+    sha = gitcache.refs(repo).get(ref)
     if sha is None:
         raise not_found()
     return respond(shapes.git_ref(sb, repo, ref, sha))
@@ -91,7 +93,7 @@ async def create_ref(request: Request) -> JSONResponse:
     sha = field(data, "sha", str, required=True)
     if not ref.startswith("refs/") or ref.count("/") < 2:
         raise unprocessable(f"{ref} is not a valid ref name.", field="ref")
-    if gitrepo.resolve(repo.path, sha) is None:
+    if gitcache.commit(repo, sha) is None:
         raise unprocessable("Object does not exist", field="sha")
     async with repo.ref_lock:
         if ref in gitrepo.refs(repo.path):
@@ -107,7 +109,7 @@ async def update_ref(request: Request) -> JSONResponse:
     data = await body_of(request)
     sha = field(data, "sha", str, required=True)
     force = bool(field(data, "force", bool))
-    if gitrepo.resolve(repo.path, sha) is None:
+    if gitcache.commit(repo, sha) is None:
         raise unprocessable("Object does not exist", field="sha")
     async with repo.ref_lock:
         old = gitrepo.refs(repo.path).get(ref)
@@ -134,19 +136,19 @@ async def delete_ref(request: Request) -> Response:
 
 async def get_commit(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
-    sha = gitrepo.resolve(repo.path, request.path_params["ref"])
+    sha = gitcache.commit(repo, request.path_params["ref"])
     if sha is None:
         raise ApiError(422, f"No commit found for SHA: {request.path_params['ref']}")
-    return respond(shapes.commit(sb, repo, gitrepo.commit_info(repo.path, sha)))
+    return respond(shapes.commit(sb, repo, gitcache.commit_info(repo, sha)))
 
 
 async def get_branch(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     name = request.path_params["branch"]
-    sha = gitrepo.refs(repo.path).get(f"refs/heads/{name}")
+    sha = gitcache.refs(repo).get(f"refs/heads/{name}")
     if sha is None:
         raise ApiError(404, "Branch not found")
-    return respond(shapes.branch(sb, repo, name, gitrepo.commit_info(repo.path, sha)))
+    return respond(shapes.branch(sb, repo, name, gitcache.commit_info(repo, sha)))
 
 
 async def collaborator_permission(request: Request) -> JSONResponse:

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import diffs, events, gitrepo, shapes
+from ballet.sandbox import diffs, events, gitcache, shapes
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.handler import body_of, field, int_param, now, page, repo_for, respond
 from ballet.sandbox.pullview import base_sha
@@ -93,7 +93,7 @@ def _submit(sb: Sandbox, repo: Repo, pr: Pull, login: str, data: dict[str, Any])
     commit = pr.head_sha
     asked = field(data, "commit_id", str)
     if asked is not None:
-        commit = gitrepo.resolve(repo.path, asked) or ""
+        commit = gitcache.commit(repo, asked) or ""
         if not commit:
             raise unprocessable(f"No commit found for SHA: {asked}", field="commit_id")
     items = field(data, "comments", list) or []

@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ballet.sandbox.gitcache import GitMemo, RefLock
 from ballet.sandbox.webhooks import WebhookQueue
 
 if TYPE_CHECKING:
@@ -194,8 +195,10 @@ class Repo:
     suites: dict[int, CheckSuite] = field(default_factory=dict)
     runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
-    # One push (or API ref change) at a time, so ref snapshots see only their own change.
-    ref_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # One push (or API ref change) at a time, so ref snapshots see only their own change;
+    # it keeps the refs between writes (gitcache).
+    ref_lock: RefLock = field(default_factory=RefLock)
+    git_memo: GitMemo = field(default_factory=GitMemo)
 
     @property
     def full_name(self) -> str:

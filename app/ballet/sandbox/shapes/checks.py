@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ballet.sandbox.gitrepo import ZERO_SHA, CommitInfo, resolve
+from ballet.sandbox import gitcache
+from ballet.sandbox.gitrepo import ZERO_SHA, CommitInfo
 from ballet.sandbox.shapes.common import (
     JSON,
     app,
@@ -51,7 +52,7 @@ def pull_refs(sb: Sandbox, repo: Repo, sha: str) -> list[JSON]:
 
 def _branch_sha(repo: Repo, branch: str) -> str:
     # The one git lookup among the shapes: GitHub gives the base's current sha here.
-    return resolve(repo.path, f"refs/heads/{branch}") or ZERO_SHA
+    return gitcache.branch(repo, branch) or ZERO_SHA
 
 
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, runs: int, head: CommitInfo) -> JSON:
