@@ -231,7 +231,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tickets", type=int, default=5)
     parser.add_argument("--spacing", type=float, default=0.0, help="write spacing, seconds")
-    parser.add_argument("--poll", type=float, default=None, help="queue poll delay, seconds")
+    parser.add_argument(
+        "--poll", type=float, default=None, help="BALLET_QUEUE_POLL_SECONDS: the fallback, seconds"
+    )
     parser.add_argument("--phases", action="store_true", help="print each step's timing")
     parser.add_argument(
         "--worker-process",

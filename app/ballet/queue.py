@@ -29,24 +29,30 @@ EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs, shared by eve
 SESSIONS_QUEUE = "ballet:sessions"  # the default pool's agent sessions
 DELIVERY_MARKER_PREFIX = "ballet:delivery:"
 HANDLE_DELIVERY = "handle_delivery"
+WAKE_PREFIX = "ballet:wake:"  # a queue's pub/sub channel: a job is there (jobs/wakeups.py)
 
 # Per delivery, exactly what arq's own enqueue_job writes (the job under
 # arq:job:<id>, its id in the queue's sorted set scored by its time), behind
-# the marker. KEYS: queue, then marker and job key of each delivery. ARGV:
-# window ms, job expiry ms, then job id, score and job bytes of each delivery.
-# Returns 1 (queued) or 0 (a duplicate) per delivery, in order; a delivery
-# repeated within one call is queued once.
+# the marker, and a wake for the queue's workers in the same round trip
+# (jobs/wakeups.py). KEYS: queue, then marker and job key of each delivery.
+# ARGV: window ms, job expiry ms, the queue's wake channel, then job id, score
+# and job bytes of each delivery. Returns 1 (queued) or 0 (a duplicate) per
+# delivery, in order; a delivery repeated within one call is queued once.
 _ENQUEUE_ONCE = """
-local added = {}
+local added, queued = {}, false
 for i = 1, (#KEYS - 1) / 2 do
-  local id, score, job = ARGV[3 * i], ARGV[3 * i + 1], ARGV[3 * i + 2]
+  local id, score, job = ARGV[3 * i + 1], ARGV[3 * i + 2], ARGV[3 * i + 3]
   if redis.call('SET', KEYS[2 * i], score, 'NX', 'PX', ARGV[1]) then
     redis.call('PSETEX', KEYS[2 * i + 1], ARGV[2], job)
     redis.call('ZADD', KEYS[1], score, id)
     added[i] = 1
+    queued = true
   else
     added[i] = 0
   end
+end
+if queued then
+  redis.call('PUBLISH', ARGV[3], '')
 end
 return added
 """
@@ -73,6 +79,11 @@ def sessions_queue(pool: str) -> str:
     default pool `ballet:sessions` as before pools, so sessions an older version
     queued are still run and old and new workers share it during a rolling update."""
     return SESSIONS_QUEUE if pool == DEFAULT_POOL else f"{SESSIONS_QUEUE}:{pool}"
+
+
+def wake_channel(queue: str) -> str:
+    """The pub/sub channel that wakes `queue`'s workers."""
+    return WAKE_PREFIX + queue
 
 
 def redis_settings(url: str) -> RedisSettings:
@@ -132,7 +143,11 @@ class DeliveryQueue:
         keys = [self._queue_name]
         # The job outlives arq's default day: a worker down for a weekend
         # must still find every delivery when it comes back.
-        args: list[bytes | str | int] = [self._window_ms, self._window_ms]
+        args: list[bytes | str | int] = [
+            self._window_ms,
+            self._window_ms,
+            wake_channel(self._queue_name),
+        ]
         for job in jobs:
             keys += [DELIVERY_MARKER_PREFIX + job.delivery_id, job_key_prefix + job.delivery_id]
             payload = serialize_job(HANDLE_DELIVERY, (job,), {}, None, now_ms)

@@ -105,11 +105,13 @@ class Settings(BaseSettings):
     # GitHub's cap on one installation's content-creating requests in an hour; past
     # it, writes wait for the rolling hour to free a slot (their jobs are deferred).
     writes_per_hour: int = Field(default=500, ge=0)
-    # How often an idle worker asks Redis for a queued job (arq's poll delay): every
-    # transition waits for it twice (the session's result, then the next session).
-    # 0.05 s costs an idle worker ~40 cheap Redis commands a second (two queues) and
-    # cuts ~0.2 s off a transition against arq's usual 0.2 s (docs/performance.md).
-    queue_poll_seconds: float = Field(default=0.05, gt=0)
+    # The longest a worker goes without looking at its queues when nobody wakes it.
+    # Whoever queues a job wakes the queue's workers (jobs/wakeups.py), so this
+    # bounds only what no wake announces: a lost wake (the pub/sub connection
+    # down), a session reservation running out (jobs/pools.py). Deferred jobs and
+    # cron runs are looked for when due whatever it is. Each look costs a
+    # transaction per job at the queue's head, running ones too (docs/performance.md).
+    queue_poll_seconds: float = Field(default=1.0, gt=0)
     # A session's "in progress" check run (a merge's, and its tracking edit) is
     # written only if it still runs this long after: a quicker end rewrites it, and
     # it is never written (docs/performance.md, API economy). 0: at once.

@@ -30,6 +30,7 @@ from ballet.core.pools import DEFAULT_POOL
 from ballet.jobs import pools
 from ballet.jobs.prefetch import MirrorPrefetch
 from ballet.jobs.session_specs import ticket_of
+from ballet.jobs.wakeups import wake
 from ballet.queue import sessions_queue
 from ballet.tickets.decided import decided_by
 from ballet.tickets.live import LiveTickets
@@ -112,6 +113,8 @@ class ArqSessionLauncher:
             # Queued behind busy session slots for as long as it takes.
             _expires=KEEP_SECONDS,
         )
+        if job is not None:
+            await wake(self._redis, sessions_queue(pool))
         # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
         await self._redis.set(marker, pool, ex=KEEP_SECONDS)
         await pools.note_pool(self._redis, pool)
@@ -142,4 +145,6 @@ class ArqSessionLauncher:
         # Not waited for; and a job already gone has no result to wait for either.
         with contextlib.suppress(TimeoutError, ResultNotFound):
             await job.abort(timeout=0)  # don't wait for the worker to get round to it
+        # The running job's worker cancels it when it next reads the abort set.
+        await wake(self._redis, queue)
         log.info("session cancelled", job_key=effect.job_key)

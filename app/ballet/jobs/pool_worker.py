@@ -19,11 +19,11 @@ the reconciler look in one place, and needs nothing to move it: it runs out.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from arq.worker import Worker
-
 from ballet.jobs.pools import PREFER_PREFIX
+from ballet.jobs.wakeups import WakingWorker
 
 
 class SharedSlots:
@@ -32,6 +32,9 @@ class SharedSlots:
     def __init__(self, total: int) -> None:
         self.total = total
         self.busy = 0
+        # The pool Workers' wake events: a full process stopped reading its
+        # queues, and nobody publishes when one of its own slots frees.
+        self.wakes: list[asyncio.Event] = []
 
     def take(self) -> bool:
         if self.busy >= self.total:
@@ -40,13 +43,22 @@ class SharedSlots:
         return True
 
     def give(self) -> None:
+        """A job ended: its slot is free for any pool's next session."""
+        self.put_back()
+        for wake in self.wakes:
+            wake.set()
+
+    def put_back(self) -> None:
+        """A slot taken for a job that did not start: nothing was freed, so no wake
+        (one would make every look at a job running elsewhere look again at once)."""
         self.busy -= 1
 
 
-class PoolWorker(Worker):
+class PoolWorker(WakingWorker):
     def __init__(self, *, slots: SharedSlots, worker_id: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._slots = slots
+        slots.wakes.append(self.wake)
         self._worker_id = worker_id
         self.running = 0  # sessions of this pool running here now
 
@@ -58,7 +70,7 @@ class PoolWorker(Worker):
             before = self.tasks.get(name)
             await super().start_jobs([job_id])
             if self.tasks.get(name) in (None, before):
-                self._slots.give()  # another worker had it, or it is not due yet
+                self._slots.put_back()  # another worker had it, or it is not due yet
 
     async def run_job(self, job_id: str, score: int) -> None:
         self.running += 1

@@ -6,7 +6,10 @@ One worker process runs one arq Worker per queue in a single event loop:
 the sessions queue of each agent pool it serves (`settings.worker_pools`,
 `queue.sessions_queue`: long agent sessions, at most `settings.session_slots`
 at a time across its pools), so a busy agent pool never delays a webhook.
-While it runs it announces itself in its pools (`pools.PoolMembership`).
+While it runs it announces itself in its pools (`pools.PoolMembership`). Its
+Workers read their queues when a job is queued, not on a timer: the process
+holds one pub/sub connection that wakes them (`wakeups.py`), and
+`settings.queue_poll_seconds` is only the fallback.
 Every job finds the process's shared `Services` in `ctx["services"]`. To add a
 job, add its function to its queue's `functions` (or `cron_jobs`) in `queue_specs`.
 """
@@ -23,7 +26,7 @@ import structlog
 from arq.connections import ArqRedis
 from arq.cron import CronJob
 from arq.typing import WorkerCoroutine
-from arq.worker import Function, Worker
+from arq.worker import Function
 
 from ballet.jobs.deliveries import HANDLE_DELIVERY_JOB
 from ballet.jobs.pool_worker import PoolWorker, SharedSlots
@@ -33,6 +36,7 @@ from ballet.jobs.retries import MAX_DEFERRALS
 from ballet.jobs.services import Services
 from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB, DRAIN_TICKET_JOB
+from ballet.jobs.wakeups import Wakeups, WakingWorker
 from ballet.queue import EVENTS_QUEUE, connect, redis_settings, sessions_queue
 from ballet.settings import Settings
 
@@ -101,14 +105,12 @@ class WorkerGroup:
     def stop(self) -> None:
         self._stopping.set()
 
-    def _worker(self, spec: QueueSpec, services: Services) -> Worker:
+    def _worker(self, spec: QueueSpec, services: Services, wakeups: Wakeups) -> WakingWorker:
+        args = self._worker_args(spec, services)
+        wake = wakeups.event(spec.name)
         if spec.pool is None:
-            return Worker(**self._worker_args(spec, services))
-        return PoolWorker(
-            slots=self._slots,
-            worker_id=self._settings.worker_id,
-            **self._worker_args(spec, services),
-        )
+            return WakingWorker(wake=wake, **args)
+        return PoolWorker(slots=self._slots, worker_id=self._settings.worker_id, wake=wake, **args)
 
     def _worker_args(self, spec: QueueSpec, services: Services) -> dict[str, Any]:
         return dict(
@@ -119,14 +121,14 @@ class WorkerGroup:
             max_jobs=spec.max_jobs,
             job_timeout=spec.job_timeout,
             max_tries=spec.max_tries,
-            poll_delay=self._settings.queue_poll_seconds,
+            poll_delay=self._settings.queue_poll_seconds,  # the fallback (WakingWorker)
             burst=self._burst,
             handle_signals=False,  # the command owns the process's signals
             ctx={"services": services},
             allow_abort_jobs=True,  # CancelSession aborts a session's job
         )
 
-    def _membership(self, pool: ArqRedis, workers: Sequence[Worker]) -> PoolMembership:
+    def _membership(self, pool: ArqRedis, workers: Sequence[WakingWorker]) -> PoolMembership:
         pools = [w for w in workers if isinstance(w, PoolWorker)]
         names = [s.pool for s in self._specs if s.pool is not None]
 
@@ -138,13 +140,15 @@ class WorkerGroup:
     async def run(self) -> None:
         """Serve the queues until cancelled (or, in burst mode, until they are empty)."""
         pool = await connect(self._redis_url)
-        workers: list[Worker] = []
+        workers: list[WakingWorker] = []
         services: Services | None = None
+        wakeups = Wakeups(pool)
+        listening: asyncio.Task[None] | None = None
         try:
             services = await self._services_factory(self._settings, pool)
             for spec in self._specs:
                 if spec.functions or spec.cron_jobs:
-                    workers.append(self._worker(spec, services))
+                    workers.append(self._worker(spec, services, wakeups))
                 else:
                     log.info("queue has no jobs registered; not serving it", queue=spec.name)
             log.info(
@@ -154,8 +158,12 @@ class WorkerGroup:
             )
             membership = self._membership(pool, workers)
             await membership.announce_now()  # a launch right after start finds it alive
+            listening = asyncio.create_task(wakeups.run())
             await self._serve(workers, membership)
         finally:
+            if listening is not None:
+                listening.cancel()
+                await asyncio.gather(listening, return_exceptions=True)
             for worker in workers:
                 # A worker whose Redis already went away has nothing left to close.
                 with contextlib.suppress(Exception):
@@ -165,7 +173,7 @@ class WorkerGroup:
             await pool.aclose()
             log.info("worker stopped")
 
-    async def _serve(self, workers: Sequence[Worker], membership: PoolMembership) -> None:
+    async def _serve(self, workers: Sequence[WakingWorker], membership: PoolMembership) -> None:
         running: asyncio.Future[Any] = asyncio.gather(*(w.async_run() for w in workers))
         stopping: asyncio.Future[Any] = asyncio.ensure_future(self._stopping.wait())
         announcing = asyncio.ensure_future(membership.run())

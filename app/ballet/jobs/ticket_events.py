@@ -25,6 +25,7 @@ from ballet.core.events import AnyEvent
 from ballet.github.forge import ForgeUnavailable, RateLimited
 from ballet.jobs.retries import MAX_DEFERRALS, contention, count_failure, forget_failures
 from ballet.jobs.services import Services
+from ballet.jobs.wakeups import wake
 from ballet.queue import EVENTS_QUEUE
 
 log = structlog.get_logger("ballet.jobs.ticket_events")
@@ -58,7 +59,10 @@ async def send_ticket_event(
         _job_id=ticket_event_job_id(event_id),
         _queue_name=EVENTS_QUEUE,
     )
-    return job is not None
+    if job is None:
+        return False
+    await wake(redis, EVENTS_QUEUE)
+    return True
 
 
 async def apply_ticket_event(
@@ -108,6 +112,8 @@ async def drain_later(redis: ArqRedis, ticket: str, when: datetime) -> None:
         _queue_name=EVENTS_QUEUE,
         _defer_until=when,
     )
+    # Not due yet, but the workers' waits end at the earliest deferred job they know of.
+    await wake(redis, EVENTS_QUEUE)
 
 
 async def drain_ticket(ctx: dict[str, Any], ticket: str) -> None:
