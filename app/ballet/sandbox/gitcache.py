@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import Protocol
 
 from ballet.sandbox import gitrepo
-
-if TYPE_CHECKING:
-    from ballet.sandbox.state import Repo
 
 # Pairs kept per repository before starting over: a pull request's (base, head) moves
 # with every push and merge, and old pairs are rarely asked for again.
@@ -53,6 +51,18 @@ class GitMemo:
     merges: dict[tuple[str, str], bool] = field(default_factory=dict)
     changes: dict[tuple[str, str], list[gitrepo.FileChange]] = field(default_factory=dict)
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+class Repo(Protocol):
+    """What the cache needs of `state.Repo` (named here, not imported: state holds
+    the cache, and a module importing back would be a circle)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def ref_lock(self) -> RefLock: ...
+    @property
+    def git_memo(self) -> GitMemo: ...
 
 
 def refs(repo: Repo) -> dict[str, str]:
