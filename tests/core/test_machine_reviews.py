@@ -179,6 +179,34 @@ def test_a_changes_request_during_a_session_acts_when_it_ends() -> None:
     assert not t.of(ReplyToReview)
 
 
+def test_a_rework_pushed_before_its_result_still_tells_the_review() -> None:
+    # The push's webhook can be applied before the session's result: the record's
+    # head is then the rework's already, and the review must still be told.
+    t = Ticket()
+    t.open_pr()
+    t.finish("done", sha="h1")
+    review(t)  # heard while the review stage runs; acts when it ends
+    t.finish("approve", sha="h1")
+    assert t.session().iteration == 2
+    t.feed(HeadPushed(now=t.now(), sha="h2", pusher="ballet[bot]"))
+    assert t.rec.head_sha == "h2"
+    t.finish("done", sha="h2")
+    reply = t.one(ReplyToReview)
+    assert reply.review_id == 31 and "h2" in reply.body
+    assert t.rec.returned[0].addressed_in == "h2"
+
+
+def test_a_rework_that_left_the_reviewed_head_tells_no_review() -> None:
+    t = Ticket()
+    t.open_pr()
+    t.finish("done", sha="h1")
+    review(t)
+    t.finish("approve", sha="h1")
+    t.finish("done", sha="h1")  # no new commit: nothing addressed the review
+    assert not t.of(ReplyToReview)
+    assert t.rec.returned[0].addressed_in is None
+
+
 def test_reviews_that_do_not_count_change_nothing() -> None:
     t = Ticket()
     t.open_pr()

@@ -92,7 +92,7 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     done = steps.close_run(tx, rep.outcome, rep.summary, usage=usage, report_ref=key.render())
     assert done is not None
     add_required_roles(tx, rep)
-    told = rework.tell_reviews(tx, run, rec.head_sha)
+    told = rework.tell_reviews(tx, run)
     # A review that asked for changes meanwhile comes before the outcome's next stage.
     next_step = rework.apply_pending_reviews(tx) or route_session(
         tx, rep, ev.handoff, run.role, run.phase

@@ -46,10 +46,14 @@ def apply_pending_reviews(tx: Tx) -> str | None:
     return rework(tx, pending, f"changes requested in a review by {people}")
 
 
-def tell_reviews(tx: Tx, run: StageRun, before: str | None) -> str:
+def tell_reviews(tx: Tx, run: StageRun) -> str:
     """The rework stage's session left a new head: each review that asked for the
     changes it made is told which commit addressed it (once). Returns words for
-    the session's report."""
+    the session's report.
+
+    A review is addressed by a head other than the one it was given on. That is
+    asked of the review, not of the record's head before the result: the push's
+    webhook may have moved the record's head before the session's result came."""
     rec = tx.rec
     head = rec.head_sha
     stage = rec.pipeline.stage(run.stage)
@@ -59,11 +63,14 @@ def tell_reviews(tx: Tx, run: StageRun, before: str | None) -> str:
         or run.stage != routing.rework_stage(rec.pipeline)
         or not last_phase
         or head is None
-        or head == before
         or rec.pr_number is None
     ):
         return ""
-    due = [c for c in rec.returned if c.kind == "changes_requested" and c.addressed_in is None]
+    due = [
+        c
+        for c in rec.returned
+        if c.kind == "changes_requested" and c.addressed_in is None and c.sha != head
+    ]
     if not due:
         return ""
     for c in due:
