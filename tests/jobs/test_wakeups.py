@@ -213,6 +213,22 @@ async def test_deferred_and_retried_jobs_run_when_due_without_a_wake(
     assert second - first >= 1.4
 
 
+async def test_a_session_results_backstop_runs_when_due_not_at_once(
+    slow_poll: Settings, redis: ArqRedis
+) -> None:
+    # The session job applies its result itself; the queued one must not race it for
+    # the ticket's lock, yet must run once due though the fallback poll is far away.
+    async with serving(slow_poll, events(func(note, name=APPLY_TICKET_EVENT))):
+        await wait_listening(redis, EVENTS_QUEUE)
+        await asyncio.sleep(0.3)
+        event = WorkerAwaited(now=datetime.now(UTC), job_key="octo/app#7:x:1:1", pool="gpu")
+        queued = time.monotonic()
+        sent = send_ticket_event(redis, "octo/app#7", event, event_id="b1", backstop_seconds=1.5)
+        assert await sent
+        await wait_ran("ticket-event:b1")
+    assert ran("ticket-event:b1")[0] - queued >= 1.4
+
+
 async def test_a_cron_job_runs_on_time_without_a_wake(slow_poll: Settings) -> None:
     # Every 3 s: longer than arq's window for queueing a cron run ahead (1 s), so
     # each run is queued by a look made for it, not by the look that ran the last.

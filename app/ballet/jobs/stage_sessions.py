@@ -50,6 +50,10 @@ from ballet.sessions.workspace import Workspace
 log = structlog.get_logger("ballet.jobs.stage_sessions")
 
 SESSION_RETRY_SECONDS = 30.0
+# The queued SessionFinished is due this long after it is queued when the job
+# applies it itself: past the apply's usual ~0.1 s, so it finds it applied, and
+# short enough that a worker dying there delays the ticket by only this much.
+RESULT_BACKSTOP_SECONDS = 2.0
 # A session's job is tried this often (GitHub unreachable before it could start).
 SESSION_MAX_TRIES = 5
 
@@ -145,7 +149,7 @@ async def _run_and_deliver(
                 # made while the result is applied (sessions/prepared.py).
                 disk = workspace_disk(jobs.options.isolation, spec.runtime_config)
                 jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base, disk=disk)
-            finished = await _deliver(jobs, spec, result)
+            finished = await _deliver(jobs, spec, result, applies=services.tickets is not None)
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"
@@ -168,8 +172,11 @@ def _session_of(jobs: SessionJobs, spec: SessionSpec) -> dict[str, Any]:
     }
 
 
-async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) -> SessionFinished:
-    """Keep the report and handoff as the ticket's artifact, then queue SessionFinished."""
+async def _deliver(
+    jobs: SessionJobs, spec: SessionSpec, result: SessionResult, *, applies: bool
+) -> SessionFinished:
+    """Keep the report and handoff as the ticket's artifact, then queue SessionFinished:
+    as the backstop of this job's own apply when it `applies` it (`_apply_now`)."""
     await jobs.artifacts.add(
         ticket_of(spec),
         Artifact(
@@ -190,7 +197,11 @@ async def _deliver(jobs: SessionJobs, spec: SessionSpec, result: SessionResult) 
         handoff=result.handoff,
     )
     await send_ticket_event(
-        jobs.redis, ticket_of(spec), event, event_id=finished_event_id(spec.job_key)
+        jobs.redis,
+        ticket_of(spec),
+        event,
+        event_id=finished_event_id(spec.job_key),
+        backstop_seconds=RESULT_BACKSTOP_SECONDS if applies else None,
     )
     return event
 
@@ -213,9 +224,9 @@ async def _apply_now(
     """Apply the session's result here and now, instead of a queue poll later.
 
     It is queued first (`_deliver`), so it is never lost: should this worker die or
-    GitHub fail here, the queued job applies it. Both go through the ticket
-    service under the ticket's lock with the same event id, so whichever comes
-    second finds it applied and does nothing."""
+    GitHub fail here, the queued job applies it (due `RESULT_BACKSTOP_SECONDS`
+    later). Both go through the ticket service under the ticket's lock with the
+    same event id, so whichever comes second finds it applied and does nothing."""
     if services.tickets is None:
         return
     try:

@@ -48,9 +48,20 @@ def ticket_event_job_id(event_id: str) -> str:
 
 
 async def send_ticket_event(
-    redis: ArqRedis, ticket: str, event: AnyEvent, *, event_id: str
+    redis: ArqRedis,
+    ticket: str,
+    event: AnyEvent,
+    *,
+    event_id: str,
+    backstop_seconds: float | None = None,
 ) -> bool:
-    """Queue `event` for ticket `owner/repo#n`; False when this event id was already queued."""
+    """Queue `event` for ticket `owner/repo#n`; False when this event id was already queued.
+
+    `backstop_seconds`: the sender applies the event itself at once, and the queued
+    job is only its backstop, should the sender die or fail first. It is then due
+    that much later: taken at once, it would only queue on the ticket's lock beside
+    the sender's own apply, on a transition's path. The wake still goes out: a
+    worker's wait ends at the earliest deferred job it knows of."""
     job = await redis.enqueue_job(
         APPLY_TICKET_EVENT,
         ticket,
@@ -58,6 +69,7 @@ async def send_ticket_event(
         event_id,
         _job_id=ticket_event_job_id(event_id),
         _queue_name=EVENTS_QUEUE,
+        _defer_by=backstop_seconds,
     )
     if job is None:
         return False
