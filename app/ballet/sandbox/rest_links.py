@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from datetime import datetime
 from typing import Any
@@ -112,15 +113,20 @@ def _referrers(sb: Sandbox, repo: Repo, item: Issue) -> list[tuple[datetime, Rep
     found: dict[tuple[str, int], tuple[datetime, Repo, Issue, str]] = {}
     hashed, slashed = f"#{item.number}", f"/{item.number}"
     for other in sb.repos.values():
-        pattern = _pattern(sb, repo, item.number, other is repo)
-        texts = [(i.number, i.body or "", i.created_at, i.user) for i in other.issues.values()]
-        texts += [(c.issue_number, c.body, c.created_at, c.user) for c in other.comments.values()]
+        pattern: re.Pattern[str] | None = None
+        texts = itertools.chain(
+            ((i.number, i.body or "", i.created_at, i.user) for i in other.issues.values()),
+            ((c.issue_number, c.body, c.created_at, c.user) for c in other.comments.values()),
+        )
         for number, text, when, who in texts:
-            if other is repo and number == item.number:
-                continue
             # Every form names it as `#<n>` or `/<n>`: a plain search first, the pattern
             # only then (all repositories' texts are read: thousands with many tickets).
-            if (hashed not in text and slashed not in text) or not pattern.search(text):
+            if hashed not in text and slashed not in text:
+                continue
+            if other is repo and number == item.number:
+                continue
+            pattern = pattern or _pattern(sb, repo, item.number, other is repo)
+            if not pattern.search(text):
                 continue
             key = (other.full_name, number)
             if key not in found or when < found[key][0]:

@@ -33,9 +33,10 @@ from urllib.parse import urlsplit
 import httpx
 import structlog
 
-from ballet.sessions.disk import mount_limited, move_mount, unmount, unmount_stale
+from ballet.sessions.disk import mount_limited, move_mount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
+from ballet.sessions.leftovers import remove_dir, remove_stale
 from ballet.sessions.mirror import locked, mirror_heads
 from ballet.sessions.prepared import PreparedClones
 from ballet.sessions.remote_refs import unmoved
@@ -112,7 +113,14 @@ class Workspaces:
         # to fetch) began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
-        self.prepared = PreparedClones(self.root, _remove)
+        # Each workspace made and not yet removed, and its lease: removed as the worker
+        # stops (`aclose`), whatever became of the job that made it.
+        self._held: dict[Path, Path] = {}
+        self._closed = False
+        # The disks a dead worker left (SIGKILLed: nothing of it ran to unmount them),
+        # its sessions' and its prepared clones' alike, before this one makes any.
+        remove_stale(self.root)
+        self.prepared = PreparedClones(self.root)
         self.prepared.sweep()
 
     def mirror_path(self, repo: str) -> Path:
@@ -176,25 +184,28 @@ class Workspaces:
     ) -> Workspace:
         """A fresh clone of `branch` (made from `base` when it does not exist yet). With
         `disk`, the whole workspace is a tmpfs of that many bytes, /tmp included."""
+        self._refuse_when_closed()
         mirror = self.mirror_path(repo)
         if not (mirror / "HEAD").exists():
             raise WorkspaceError(f"no mirror of {repo} yet: call refresh() first")
         key = directory_name(key)
         root = self.root / "sessions" / key
         if root.exists():  # left by a crashed worker: the session starts over
-            await asyncio.to_thread(_remove, root)
+            await remove_dir(root)
         if disk is not None:  # and the disks any crashed worker left, whoever's they were
-            await asyncio.to_thread(_remove_stale, self.root / "sessions")
+            await asyncio.to_thread(remove_stale, self.root / "sessions")
         clone, home, files = root / "repo", root / "home", root / "ballet"
         tmp = root / "tmp" if disk is not None else None
         lease = mirror / "ballet-leases" / key
         async with locked(mirror):
             lease.parent.mkdir(exist_ok=True)
             lease.write_text(str(root))
+        self._held[root] = lease
         try:
             root.mkdir(parents=True)
             claimed = await self._claim(mirror, root, branch, base, disk)
             if disk is not None and claimed is None:
+                self._refuse_when_closed()  # in the same step as the mount: none after aclose
                 mount_limited(root, disk)
             home.mkdir()
             files.mkdir()
@@ -247,6 +258,7 @@ class Workspaces:
             if disk is None:
                 prepared.clone.rename(root / "repo")
             else:
+                self._refuse_when_closed()
                 move_mount(prepared.root, root)
         except OSError as error:
             log.info("prepared clone not moved", error=str(error))
@@ -257,6 +269,19 @@ class Workspaces:
 
     async def remove(self, workspace: Workspace) -> None:
         await self._discard(workspace.root, workspace.lease)
+
+    async def aclose(self) -> None:
+        """The worker stops: every clone prepared and every workspace still here is
+        removed, its disk unmounted, even one whose job is still ending (cancelled
+        again as it ended, and left to end by itself); none is made after."""
+        self._closed = True
+        await self.prepared.aclose()
+        for root, lease in list(self._held.items()):
+            await self._discard(root, lease)
+
+    def _refuse_when_closed(self) -> None:
+        if self._closed:
+            raise WorkspaceError("the worker is stopping: no workspace is made now")
 
     @contextlib.asynccontextmanager
     async def session(
@@ -342,8 +367,11 @@ class Workspaces:
 
     async def _discard(self, root: Path, lease: Path) -> None:
         # The clone goes before its lease, so gc never runs under a live clone.
-        await asyncio.to_thread(_remove, root)
-        lease.unlink(missing_ok=True)
+        try:
+            await remove_dir(root)  # awaited, not a task: its disk is unmounted at once
+        finally:
+            self._held.pop(root, None)
+            lease.unlink(missing_ok=True)
 
 
 def directory_name(key: str) -> str:
@@ -352,42 +380,6 @@ def directory_name(key: str) -> str:
     and no session's `create()` removes another's live workspace."""
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{_KEY.sub('_', key)[:80]}-{digest}"
-
-
-def _remove(root: Path) -> None:
-    """A session's directory gone: a disk of its own unmounted (all it held goes with
-    it at once), then the directory, whatever the session made of it."""
-    unmount(root)
-    remove_tree(root)
-
-
-def _remove_stale(sessions: Path) -> None:
-    for stale in unmount_stale(sessions):
-        log.warning("unmounted a dead worker's session disk", path=str(stale))
-        remove_tree(stale)
-
-
-def remove_tree(root: Path) -> None:
-    """Remove a session's directory whole, even where the session made a directory
-    unreadable (chmod 000): a worker that is not root cannot list it, and plain rmtree
-    would leave it, and what it holds, on the workspaces volume for good. Such
-    directories are made the worker's to open again, never through a symbolic link
-    (the session's processes are all gone by now: nothing swaps one in)."""
-    shutil.rmtree(root, ignore_errors=True)
-    if not root.exists() and not root.is_symlink():
-        return
-    pending = [root]
-    while pending:
-        directory = pending.pop()
-        if directory.is_symlink():
-            continue
-        with contextlib.suppress(OSError):
-            directory.chmod(0o700)
-            with os.scandir(directory) as entries:
-                pending += [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
-    shutil.rmtree(root, ignore_errors=True)
-    if root.exists():
-        log.error("a session's directory could not be removed", path=str(root))
 
 
 def _refuse_credentials(url: str) -> None:
