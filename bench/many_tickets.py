@@ -18,7 +18,9 @@ the head, no session run twice; read from the sandbox's admin API) and prints
 the time, tickets per minute, the App's requests per ticket (charged and
 writes), and Valkey's memory: `INFO memory`'s used_memory before and after,
 per finished ticket, and `MEMORY USAGE` of every key summed by key family
-(with how many keys expire, and when).
+(with how many keys expire, and when). The processes it starts run `python3` as
+this interpreter, not through a version manager's shim (bench/direct_python.py;
+`--shim-python` leaves PATH alone).
 
     .venv/bin/python bench/many_tickets.py [--tickets 1000] [--workers 4] [--per-repo 10]
 """
@@ -38,6 +40,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import direct_python
 from ballet.demo import repo as demo
 from ballet.demo.load import recheck, run_tickets
 from ballet.demo.stack import running_stack, worker_process
@@ -289,5 +292,13 @@ if __name__ == "__main__":
     )
     parser.add_argument("--logs", default=None, help="keep the processes' logs in this directory")
     parser.add_argument("--timeout", type=float, default=7200)
+    parser.add_argument(
+        "--shim-python",
+        action="store_true",
+        help="leave PATH as it is (a pyenv shim: ~170 ms a `python3` start, 4-5 a ticket)",
+    )
     configure_logging("warning")
-    sys.exit(asyncio.run(main(parser.parse_args())))
+    args = parser.parse_args()
+    if not args.shim_python:
+        direct_python.put_first_on_path()
+    sys.exit(asyncio.run(main(args)))

@@ -32,7 +32,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -45,6 +44,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import direct_python
 import timeline
 from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
@@ -248,8 +248,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     configure_logging("warning")
     if args.direct_python:
-        real = Path(os.path.realpath(sys.executable)).parent
-        os.environ["PATH"] = f"{real}{os.pathsep}{os.environ['PATH']}"
+        direct_python.put_first_on_path()
     extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
         asyncio.run(
