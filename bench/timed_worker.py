@@ -8,10 +8,12 @@ so the bench compares these with its own times. Otherwise it is `ballet worker`
 unchanged: the bench starts it with `worker_env`, as the e2e tests start theirs.
 
     BENCH_TIMELINE=/tmp/t.jsonl python bench/timed_worker.py
+    BENCH_PROFILE=/tmp/worker.prof ...   # and its CPU profile, written as it stops
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import sys
@@ -45,9 +47,20 @@ class _NotedSpans(list[timeline.Span]):
         _note({"span": [span.name, span.start, span.end]})
 
 
+def _profiled(path: str) -> int:
+    """`ballet worker` under cProfile, timed by this process's CPU clock: what the
+    worker's own Python costs, unmoved by other processes on a busy machine."""
+    profile = cProfile.Profile(time.process_time)
+    try:
+        return profile.runcall(main, ["worker"])
+    finally:
+        profile.dump_stats(path)
+
+
 if __name__ == "__main__":
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
     if os.environ.get("BENCH_PHASES") == "1":
         timeline.SPANS = _NotedSpans()
         timeline.install()
-    sys.exit(main(["worker"]))
+    profile_to = os.environ.get("BENCH_PROFILE")
+    sys.exit(_profiled(profile_to) if profile_to else main(["worker"]))

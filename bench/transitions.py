@@ -23,7 +23,7 @@ session job, the workspace, each git command, the sandbox) and prints, per
 transition, each step's median start (ms after the agent's end) and duration.
 
     .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2] [--phases]
-        [--worker-process] [--direct-python]
+        [--worker-process] [--direct-python] [--profile worker.prof]
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ from ballet.demo.watch import View, wait_until
 from ballet.logs import configure_logging
 from ballet.sessions import process, runner
 
+# --profile: where the worker process writes its CPU profile (bench/timed_worker.py).
+PROFILE_TO: str | None = None
 # (start, end) of every agent process, in the order they ran; tickets run one at a time.
 RUNS: list[tuple[float, float]] = []
 _real_run_process = process.run_process
@@ -72,6 +74,8 @@ def _timed_worker(
     """`bench/timed_worker.py` on the stack: a `ballet worker` noting its agents' runs."""
     env = process_env(worker_env(stack.settings))
     env.update(BENCH_TIMELINE=str(notes), BENCH_PHASES="1" if phases else "0")
+    if PROFILE_TO is not None:
+        env["BENCH_PROFILE"] = PROFILE_TO
     if "queue_poll_seconds" in overrides:
         env["BALLET_QUEUE_POLL_SECONDS"] = str(overrides["queue_poll_seconds"])
     script = Path(__file__).with_name("timed_worker.py")
@@ -245,7 +249,13 @@ if __name__ == "__main__":
         action="store_true",
         help="put this interpreter's own directory first on PATH (no pyenv shim per start)",
     )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help="with --worker-process: write the worker's CPU profile (cProfile) to this file",
+    )
     args = parser.parse_args()
+    PROFILE_TO = args.profile
     configure_logging("warning")
     if args.direct_python:
         direct_python.put_first_on_path()

@@ -115,3 +115,27 @@ def test_a_value_of_many_lines_is_found_by_every_line_in_every_form() -> None:
             data = f"printed {form}.\n".encode()
             assert b"[redacted:APP_KEY]" in fast.redact_bytes(data), form
             assert fast.redact_bytes(data) == exact.redact_bytes(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks)
+def test_a_value_added_later_is_redacted_as_one_given_at_first(stream: list[bytes]) -> None:
+    """`adding` (the git token, asked for as the session pushes) works out only the new
+    value's forms and gives them a prefilter group of their own; it must redact,
+    name and report too-short values exactly as a redactor made with all of them."""
+    first = {"OTHER": "Zq9" * 10, "SHORT": "abc"}
+    later = {"PLANTED": VALUE, "TINY": "xy"}
+    added = Redactor(first).adding(later)
+    whole = Redactor({**first, **later}, prefilter=False)
+    assert (added.names, added.too_short, added.longest) == (
+        whole.names,
+        whole.too_short,
+        whole.longest,
+    )
+    fast, exact = added.lines(), whole.lines()
+    for block in stream:
+        assert fast.block(block) == exact.block(block)
+        assert added.contains_secret(block) == whole.contains_secret(block)
+    for form in FORMS:
+        data = f"before {form} after\n".encode()
+        assert added.redact_bytes(data) == whole.redact_bytes(data) != data, form

@@ -36,6 +36,8 @@ exactly, needle by needle and pattern by pattern, as before.
 from __future__ import annotations
 
 import base64
+import copy
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -107,29 +109,19 @@ class Redactor:
         self._pairs = tuple(pairs)
         self._tokens = tokens
         self._use_prefilter = prefilter
-        needles: dict[bytes, str] = {}
-        short: list[str] = []
-        for name, value in pairs:
-            parts = [p.strip() for p in value.splitlines() if len(p.strip()) >= MIN_SECRET_CHARS]
-            if not parts:
-                if value.strip():
-                    short.append(name)
-                continue
-            for part in parts:
-                for form in encoded_forms(part):
-                    needles.setdefault(form, name)
-        # Longest first: a value that contains another is replaced whole.
-        self._needles = tuple(
-            _Needle(data, name) for data, name in sorted(needles.items(), key=lambda i: -len(i[0]))
-        )
+        needles, short = _needles_of(pairs, {})
+        self._needles = _longest_first(needles)
         self.too_short: tuple[str, ...] = tuple(dict.fromkeys(short))
         self._patterns = (
             tuple((re.compile(p), _replacement(kind)) for kind, p in TOKEN_PATTERNS)
             if tokens
             else ()
         )
+        # In the order the values came (the worker's own first, a session's token
+        # last), not by length: the groups of values every session shares are then
+        # the same patterns, compiled once per worker (`_validator`).
         self._prefilter = (
-            Prefilter.build([n.data for n in self._needles], TOKEN_PREFILTERS if tokens else ())
+            Prefilter.build(list(needles), TOKEN_PREFILTERS if tokens else ())
             if prefilter
             else None
         )
@@ -145,10 +137,22 @@ class Redactor:
         return max((len(n.data) for n in self._needles), default=0)
 
     def adding(self, secrets: Mapping[str, str]) -> Redactor:
-        """This redactor with more values (a token fetched later)."""
-        return Redactor(
-            [*self._pairs, *secrets.items()], tokens=self._tokens, prefilter=self._use_prefilter
-        )
+        """This redactor with more values (a token fetched later). Only the new values'
+        forms are worked out and given a prefilter group of their own: the rest is
+        this one's, shared (a redactor is never changed once made)."""
+        known = {n.data: n.name for n in self._needles}
+        fresh, short = _needles_of(secrets.items(), known)
+        more = copy.copy(self)
+        more._pairs = (*self._pairs, *secrets.items())
+        more._needles = _longest_first({**known, **fresh})
+        more.too_short = tuple(dict.fromkeys((*self.too_short, *short)))
+        if fresh and self._prefilter is not None:
+            more._prefilter = self._prefilter.extended(fresh)
+        elif fresh and self._use_prefilter:
+            more._prefilter = Prefilter.build(
+                list({**known, **fresh}), TOKEN_PREFILTERS if self._tokens else ()
+            )
+        return more
 
     def redact(self, text: str) -> str:
         """Any text (a report's field, a message): every secret replaced."""
@@ -255,24 +259,79 @@ class Prefilter:
         groups += [literals[i : i + cls.GROUP] for i in range(cls.GROUP, len(literals), cls.GROUP)]
         validators = []
         for group in filter(None, groups):
-            schema = core_schema.str_schema(pattern="|".join(group), regex_engine="rust-regex")
-            try:
-                validators.append(SchemaValidator(schema))
-            except Exception:  # past Rust's size limit: values of many kilobytes
+            validator = _validator("|".join(group))
+            if validator is None:
                 return None
+            validators.append(validator)
         return cls(validators) if validators else None
+
+    def extended(self, needles: Iterable[bytes]) -> Prefilter | None:
+        """This prefilter and a group for `needles` too (None: as `build`)."""
+        literals = [_literal(needle) for needle in needles]
+        validators = list(self._validators)
+        for i in range(0, len(literals), self.GROUP):
+            validator = _validator("|".join(literals[i : i + self.GROUP]))
+            if validator is None:
+                return None
+            validators.append(validator)
+        return Prefilter(validators)
 
     def maybe(self, data: bytes) -> bool:
         text = data.decode("latin-1")
         return any(validator.isinstance_python(text) for validator in self._validators)
 
 
+def _needles_of(
+    pairs: Iterable[tuple[str, str]], known: Mapping[bytes, str]
+) -> tuple[dict[bytes, str], list[str]]:
+    """Every form of each value not in `known` (the first name given it wins), and the
+    names of values too short to redact by value."""
+    needles: dict[bytes, str] = {}
+    short: list[str] = []
+    for name, value in pairs:
+        parts = [p.strip() for p in value.splitlines() if len(p.strip()) >= MIN_SECRET_CHARS]
+        if not parts:
+            if value.strip():
+                short.append(name)
+            continue
+        for part in parts:
+            for form in encoded_forms(part):
+                if form not in known:
+                    needles.setdefault(form, name)
+    return needles, short
+
+
+def _longest_first(needles: Mapping[bytes, str]) -> tuple[_Needle, ...]:
+    # Longest first: a value that contains another is replaced whole.
+    return tuple(
+        _Needle(data, name) for data, name in sorted(needles.items(), key=lambda i: -len(i[0]))
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _validator(pattern: str) -> SchemaValidator | None:
+    """A compiled prefilter group; None past Rust's size limit (values of many
+    kilobytes). Kept: a worker builds a redactor for every session, from mostly the
+    same values, and a group of 40 takes milliseconds to compile."""
+    schema = core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
+    try:
+        return SchemaValidator(schema)
+    except Exception:
+        return None
+
+
+# Each byte as a Rust regex atom matching it in Latin-1 text: letters and digits as
+# themselves, everything else escaped. A table, not a loop per byte: a worker's
+# ~150 needles are turned into literals for every session it runs.
+_LITERAL_ATOMS = {
+    byte: chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"\\x{{{byte:02x}}}"
+    for byte in range(256)
+}
+
+
 def _literal(needle: bytes) -> str:
     """`needle` as a Rust regex matching its bytes in Latin-1 text."""
-    return "".join(
-        chr(byte) if chr(byte).isascii() and chr(byte).isalnum() else f"\\x{{{byte:02x}}}"
-        for byte in needle
-    )
+    return needle.decode("latin-1").translate(_LITERAL_ATOMS)
 
 
 def _replacement(kind: str) -> Callable[[re.Match[bytes]], bytes]:

@@ -16,6 +16,7 @@ report comment, check runs) ever holds a value.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -46,8 +47,14 @@ def session_redactor(
         for name, value in parent_env.items()
         if name not in declared and name not in INHERITED and _credential(name, value)
     ]
-    if git_token:
-        secrets.append((GIT_TOKEN, git_token))
+    shared = _redactor(tuple(secrets))
+    return shared.adding({GIT_TOKEN: git_token}) if git_token else shared
+
+
+@functools.lru_cache(maxsize=16)
+def _redactor(secrets: tuple[tuple[str, str], ...]) -> Redactor:
+    """One per set of values: a worker's sessions of one runtime share theirs (the
+    worker's own credentials, the runtime's keys); each adds only its git token."""
     return Redactor(secrets)
 
 
