@@ -80,6 +80,41 @@ def test_the_timeline_cross_references_what_names_an_issue(
     ]
 
 
+def test_the_timeline_follows_texts_edited_and_deleted(
+    sandbox: BackgroundSandbox, admin: httpx.Client
+) -> None:
+    # The timeline reads an index of texts by the numbers they name: an edit that
+    # names the issue adds a reference, one that stops naming it or a deletion
+    # takes it away, and a pull request's body counts as an issue's.
+    make_repo(admin)
+    gh = user_client(sandbox, "writer")
+    target = gh.rest.issues.create("octo", "demo", title="Target").parsed_data
+    later = gh.rest.issues.create("octo", "demo", title="Later", body="nothing yet").parsed_data
+    named = gh.rest.issues.create("octo", "demo", title="Named").parsed_data
+    comment = gh.rest.issues.create_comment(
+        "octo", "demo", named.number, body=f"see #{target.number}"
+    ).parsed_data
+    dropped = gh.rest.issues.create("octo", "demo", title="Dropped").parsed_data
+    gone = gh.rest.issues.create_comment(
+        "octo", "demo", dropped.number, body=f"fixes #{target.number}"
+    ).parsed_data
+    app = installation_client(sandbox)
+
+    def referrers() -> list[str]:
+        raw = app.request("GET", f"/repos/octo/demo/issues/{target.number}/timeline").json()
+        return sorted(
+            e["source"]["issue"]["title"] for e in raw if e["event"] == "cross-referenced"
+        )
+
+    assert referrers() == ["Dropped", "Named"]
+    gh.rest.issues.update("octo", "demo", later.number, body=f"now after #{target.number}")
+    gh.rest.issues.update_comment("octo", "demo", comment.id, body=f"see #{target.number}0")
+    gh.rest.issues.delete_comment("octo", "demo", gone.id)
+    assert referrers() == ["Later"]
+    gh.rest.issues.update("octo", "demo", later.number, body="no longer")
+    assert referrers() == []
+
+
 def test_merge_settings_are_read_and_changed_as_on_github(
     sandbox: BackgroundSandbox, admin: httpx.Client, tmp_path: Path
 ) -> None:

@@ -64,6 +64,7 @@ async def create_issue(request: Request) -> JSONResponse:
     moment = now()
     number = max(repo.issues, default=0) + 1
     item = Issue(sb.next_id(), number, title, field(data, "body", str), actor.login, moment, moment)
+    sb.references.note(repo.full_name.lower(), "issue", number, item.body)
     repo.issues[number] = item
     events.issues(sb, repo, item, "opened", actor.login)
     set_labels(sb, repo, item, labels, actor)
@@ -110,6 +111,8 @@ def apply_issue_update(
         if value is not None and value != getattr(item, name):
             changes[name] = {"from": getattr(item, name)}
             setattr(item, name, value)
+            if name == "body":
+                sb.references.note(repo.full_name.lower(), "issue", item.number, value)
     if changes:
         item.updated_at = now()
         if item.is_pull:
@@ -204,6 +207,7 @@ async def create_comment(request: Request) -> JSONResponse:
     moment = now()
     made = Comment(sb.next_id(), item.number, body, actor.login, moment, moment)
     repo.comments[made.id] = made
+    sb.references.note(repo.full_name.lower(), "comment", made.id, body)
     item.updated_at = moment
     events.issue_comment(sb, repo, made, "created", actor.login)
     return respond(shapes.comment(sb, repo, made), 201)
@@ -229,6 +233,7 @@ async def edit_comment(request: Request) -> JSONResponse:
     body = field(await body_of(request), "body", str, required=True)
     if body != item.body:
         previous, item.body, item.updated_at = item.body, body, now()
+        sb.references.note(repo.full_name.lower(), "comment", item.id, body)
         events.issue_comment(
             sb, repo, item, "edited", actor.login, changes={"body": {"from": previous}}
         )
@@ -242,6 +247,7 @@ async def delete_comment(request: Request) -> Response:
         require(actor, repo, "write")
     events.issue_comment(sb, repo, item, "deleted", actor.login)
     del repo.comments[item.id]
+    sb.references.forget(repo.full_name.lower(), "comment", item.id)
     return Response(status_code=204)
 
 

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import datetime
 from typing import Any
@@ -109,29 +108,38 @@ def _pattern(sb: Sandbox, target: Repo, number: int, same_repo: bool) -> re.Patt
 
 
 def _referrers(sb: Sandbox, repo: Repo, item: Issue) -> list[tuple[datetime, Repo, Issue, str]]:
-    """(when, repository, issue or pull request, who) of each item naming `item`, earliest."""
+    """(when, repository, issue or pull request, who) of each item naming `item`, earliest.
+    Only the texts noted under its number are read (sandbox/references.py)."""
     found: dict[tuple[str, int], tuple[datetime, Repo, Issue, str]] = {}
-    hashed, slashed = f"#{item.number}", f"/{item.number}"
-    for other in sb.repos.values():
-        pattern: re.Pattern[str] | None = None
-        texts = itertools.chain(
-            ((i.number, i.body or "", i.created_at, i.user) for i in other.issues.values()),
-            ((c.issue_number, c.body, c.created_at, c.user) for c in other.comments.values()),
-        )
-        for number, text, when, who in texts:
-            # Every form names it as `#<n>` or `/<n>`: a plain search first, the pattern
-            # only then (all repositories' texts are read: thousands with many tickets).
-            if hashed not in text and slashed not in text:
-                continue
-            if other is repo and number == item.number:
-                continue
-            pattern = pattern or _pattern(sb, repo, item.number, other is repo)
-            if not pattern.search(text):
-                continue
-            key = (other.full_name, number)
-            if key not in found or when < found[key][0]:
-                found[key] = (when, other, other.issues[number], who)
+    patterns: dict[bool, re.Pattern[str]] = {}
+    for repo_key, kind, key in sb.references.naming(item.number):
+        other = sb.repos.get(repo_key)
+        text = _text(other, kind, key) if other is not None else None
+        if other is None or text is None:
+            continue
+        number, body, when, who = text
+        if other is repo and number == item.number:
+            continue
+        same_repo = other is repo
+        if same_repo not in patterns:
+            patterns[same_repo] = _pattern(sb, repo, item.number, same_repo)
+        if not patterns[same_repo].search(body):
+            continue
+        at = (other.full_name, number)
+        if at not in found or when < found[at][0]:
+            found[at] = (when, other, other.issues[number], who)
     return list(found.values())
+
+
+def _text(repo: Repo, kind: str, key: int) -> tuple[int, str, datetime, str] | None:
+    """(the issue's number, the text, when, who) of an issue's body or a comment."""
+    if kind == "issue":
+        issue = repo.issues.get(key)
+        return None if issue is None else (key, issue.body or "", issue.created_at, issue.user)
+    comment = repo.comments.get(key)
+    if comment is None:
+        return None
+    return (comment.issue_number, comment.body, comment.created_at, comment.user)
 
 
 _ISSUE = "/repos/{owner}/{repo}/issues/{number}"

@@ -66,6 +66,7 @@ async def create_pull(request: Request) -> JSONResponse:
         moment,
         is_pull=True,
     )
+    sb.references.note(repo.full_name.lower(), "issue", number, repo.issues[number].body)
     repo.pulls[number] = Pull(
         sb.next_id(),
         number,

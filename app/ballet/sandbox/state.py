@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ballet.sandbox.gitcache import GitMemo, RefLock
+from ballet.sandbox.references import References
 from ballet.sandbox.webhooks import WebhookQueue
 
 if TYPE_CHECKING:
@@ -280,6 +281,8 @@ class Sandbox:
     ci_timeout_seconds: float
     hooks: WebhookQueue
     repos: dict[str, Repo] = field(default_factory=dict)  # "owner/name" (lowercase) -> Repo
+    # Which issue and comment texts may name an issue: the timeline's index.
+    references: References = field(default_factory=References)
     installations: dict[str, int] = field(default_factory=dict)  # owner -> installation id
     tokens: dict[str, Token] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
