@@ -78,12 +78,17 @@ def install() -> None:
     for module in (workspace, push):
         module.run_git = _timed(_git_name, module.run_git)  # type: ignore[attr-defined]
     runner.push_ticket_branch = _timed("push", runner.push_ticket_branch)  # type: ignore[attr-defined]
+    push.find_secret = _timed("push: secrets scan", push.find_secret)  # type: ignore[attr-defined]
+    push.take_pushed = _timed("push: mirror takes it", push.take_pushed)  # type: ignore[attr-defined]
+    runner._finished = _timed("session log finished", runner._finished)  # type: ignore[attr-defined]
     runner.confined = _timed_context("confine (proxy up)", runner.confined)  # type: ignore[attr-defined]
     for module, attr, label in (
         (stage_sessions, "_deliver", "deliver result"),
         (stage_sessions, "send_ticket_event", "enqueue event"),
         (stage_sessions, "_run", "session job"),
         (stage_sessions, "build_runner_spec", "runner spec"),
+        (stage_sessions, "_apply_now", "apply result now"),
+        (stage_sessions, "_taken", "taken (pools)"),
     ):
         setattr(module, attr, _timed(label, getattr(module, attr)))
     for cls, attr, label in (

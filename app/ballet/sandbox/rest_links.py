@@ -112,7 +112,7 @@ def _referrers(sb: Sandbox, repo: Repo, item: Issue) -> list[tuple[datetime, Rep
     Only the texts noted under its number are read (sandbox/references.py)."""
     found: dict[tuple[str, int], tuple[datetime, Repo, Issue, str]] = {}
     patterns: dict[bool, re.Pattern[str]] = {}
-    for repo_key, kind, key in sb.references.naming(item.number):
+    for repo_key, kind, key in sb.references.naming(repo.full_name.lower(), item.number):
         other = sb.repos.get(repo_key)
         text = _text(other, kind, key) if other is not None else None
         if other is None or text is None:
