@@ -123,8 +123,9 @@ async def build_services(settings: Settings, redis: ArqRedis) -> Services:
     closers: tuple[Callable[[], Awaitable[None]], ...] = (edge.aclose, refs_http.aclose)
     if session_jobs.prefetch is not None:
         closers += (session_jobs.prefetch.aclose,)
-    # Clones prepared for sessions that never came (the ticket ended): gone with the worker.
-    closers += (session_jobs.workspaces.prepared.aclose,)
+    # Clones prepared for sessions that never came (the ticket ended), and any workspace
+    # a job still ending holds: gone with the worker, their disks unmounted.
+    closers += (session_jobs.workspaces.aclose,)
     return services_for(
         settings,
         redis,

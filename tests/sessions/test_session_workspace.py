@@ -239,7 +239,7 @@ REMOVE = """
 import sys
 import tempfile
 from pathlib import Path
-from ballet.sessions.workspace import remove_tree
+from ballet.sessions.leftovers import remove_tree
 remove_tree(Path(sys.argv[1]))
 """
 

@@ -38,6 +38,7 @@ from ballet.jobs.stage_sessions import RUN_STAGE_SESSION_JOB, SESSION_MAX_TRIES
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB, DRAIN_TICKET_JOB
 from ballet.jobs.wakeups import Wakeups, WakingWorker
 from ballet.queue import EVENTS_QUEUE, connect, redis_settings, sessions_queue
+from ballet.sessions.leftovers import to_the_end
 from ballet.settings import Settings
 
 log = structlog.get_logger("ballet.worker")
@@ -161,17 +162,22 @@ class WorkerGroup:
             listening = asyncio.create_task(wakeups.run())
             await self._serve(workers, membership)
         finally:
-            if listening is not None:
-                listening.cancel()
-                await asyncio.gather(listening, return_exceptions=True)
-            for worker in workers:
-                # A worker whose Redis already went away has nothing left to close.
-                with contextlib.suppress(Exception):
-                    await worker.close()
-            if services is not None:
-                await services.aclose()
-            await pool.aclose()
-            log.info("worker stopped")
+            try:
+                if listening is not None:
+                    listening.cancel()
+                    await asyncio.gather(listening, return_exceptions=True)
+                for worker in workers:
+                    # A worker whose Redis already went away has nothing left to close.
+                    with contextlib.suppress(Exception):
+                        await worker.close()
+            finally:
+                # Also when cancelled while its jobs end (the stop's grace ran out): what
+                # the closers remove (prepared clones, disks still mounted) would
+                # otherwise outlive the process.
+                if services is not None:
+                    await to_the_end(services.aclose())
+                await pool.aclose()
+                log.info("worker stopped")
 
     async def _serve(self, workers: Sequence[WakingWorker], membership: PoolMembership) -> None:
         running: asyncio.Future[Any] = asyncio.gather(*(w.async_run() for w in workers))

@@ -88,5 +88,12 @@ class Services:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def aclose(self) -> None:
+        """Every closer, in reverse order; one failing does not skip the others."""
+        errors = []
         for close in reversed(self.closers):
-            await close()
+            try:
+                await close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]

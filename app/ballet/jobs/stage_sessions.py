@@ -44,6 +44,7 @@ from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.sessions import GitAuth, RunnerSpec, SessionResult, open_workspace, run_session
+from ballet.sessions.leftovers import to_the_end
 from ballet.sessions.resources import workspace_disk
 from ballet.sessions.workspace import Workspace
 
@@ -99,7 +100,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         with metrics.POOL_RUNNING.labels(metrics.pool_label(spec.pool)).track_inprogress():
             return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
     finally:
-        await _discard(jobs, workspace)
+        await _discard(jobs, spec.job_key, workspace)
 
 
 async def _taken(services: Services, jobs: SessionJobs, spec: SessionSpec) -> None:
@@ -327,12 +328,20 @@ async def _open_workspace(
     )
 
 
-async def _discard(jobs: SessionJobs, workspace: asyncio.Task[Workspace]) -> None:
+async def _discard(jobs: SessionJobs, job_key: str, workspace: asyncio.Task[Workspace]) -> None:
     """Remove the session's workspace, whether or not the session ran. Its making is
-    waited for, not cancelled: a cancelled git would go on writing, unwaited."""
-    await asyncio.wait([workspace])
-    if not workspace.cancelled() and workspace.exception() is None:
-        await jobs.workspaces.remove(workspace.result())
+    waited for, not cancelled: a cancelled git would go on writing, unwaited. To the
+    end: a job cancelled as it ends (a person's cancel, then the worker's stop) would
+    otherwise leave the workspace made after it, its disk mounted."""
+
+    async def discard() -> None:
+        if not workspace.done():  # a slow fetch or clone: what a slow stop waits for
+            log.info("session workspace awaited, to remove it", job_key=job_key)
+        await asyncio.wait([workspace])
+        if not workspace.cancelled() and workspace.exception() is None:
+            await jobs.workspaces.remove(workspace.result())
+
+    await to_the_end(discard())
 
 
 async def run_counted(

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import structlog
 
-from ballet.sessions.disk import mount_limited, unmount_stale
+from ballet.sessions.disk import mount_limited
+from ballet.sessions.leftovers import remove_dir, remove_stale, remove_tree
 from ballet.sessions.mirror import all_refs, locked
 
 log = structlog.get_logger("ballet.sessions.prepared")
@@ -62,15 +63,13 @@ class Prepared:
 
 # Makes the clone at `clone` from `mirror`: (start sha, branch, existed).
 CloneMaker = Callable[[Path, Path], Awaitable[tuple[str, str, bool]]]
-Remover = Callable[[Path], None]
 
 
 class PreparedClones:
-    def __init__(self, root: Path, remove: Remover) -> None:
+    def __init__(self, root: Path) -> None:
         # One directory per process: another worker's clones are never touched
         # (a dead one's are swept: `sweep`).
         self.root = root / "prepared" / str(os.getpid())
-        self._remove = remove
         self._ready: dict[tuple[Path, str], Prepared] = {}
         self._making: dict[tuple[Path, str], asyncio.Task[Prepared | None]] = {}
         self._count = 0  # each clone its own directory: a replaced one is removed apart
@@ -83,10 +82,10 @@ class PreparedClones:
         """Remove the clones dead worker processes prepared (their leases then hold
         nothing, and gc drops them)."""
         parent = self.root.parent
-        unmount_stale(parent)  # their disks first: a mount outlives its worker
+        remove_stale(parent)  # their disks first: a mount outlives its worker
         for entry in parent.iterdir() if parent.is_dir() else ():
             if entry != self.root and not _alive(entry.name):
-                self._remove(entry)
+                remove_tree(entry)
 
     def start(
         self,
@@ -119,8 +118,14 @@ class PreparedClones:
         prepared = self._ready.pop(key, None)
         if prepared is None:
             return None
-        async with locked(mirror):
-            fresh = await all_refs(mirror, env) == prepared.refs
+        try:
+            async with locked(mirror):
+                fresh = await all_refs(mirror, env) == prepared.refs
+        except BaseException:
+            # No longer among the ready ones, which `aclose` removes: removed here or
+            # never (its session cancelled as its workspace was being made).
+            await self.release(prepared)
+            raise
         young = time.monotonic() - prepared.made < MAX_AGE_SECONDS
         if fresh and young and prepared.disk == disk:
             return prepared
@@ -140,8 +145,10 @@ class PreparedClones:
             await self.release(prepared)
 
     async def release(self, prepared: Prepared) -> None:
-        await asyncio.to_thread(self._remove, prepared.root)
-        prepared.lease.unlink(missing_ok=True)
+        try:
+            await remove_dir(prepared.root)
+        finally:
+            prepared.lease.unlink(missing_ok=True)
 
     async def _make(
         self,
@@ -164,10 +171,16 @@ class PreparedClones:
                 # Under the lock, so no fetch moves a ref between the clone and its refs.
                 refs = await all_refs(mirror, env)
                 start_sha, branch, existed = await make(mirror, root / "repo")
-        except Exception as exc:
+        except BaseException as exc:
+            # Cancelled as well as failed: the loop's end cancels a clone still being
+            # made, and its disk would outlive the worker. (After the mirror's lock.)
+            try:
+                await remove_dir(root)
+            finally:
+                lease.unlink(missing_ok=True)
+            if not isinstance(exc, Exception):
+                raise
             log.info("no clone prepared", branch=key[1], error=repr(exc))
-            await asyncio.to_thread(self._remove, root)
-            lease.unlink(missing_ok=True)
             return None
         return Prepared(root, lease, refs, branch, start_sha, existed, time.monotonic(), disk)
 
