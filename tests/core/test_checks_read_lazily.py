@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.effects import MergePR, ReadChecks
-from ballet.core.events import ChecksCompleted, ChecksStarted, HeadPushed
+from ballet.core.events import ChecksCompleted, ChecksStarted, HeadPushed, MergeResult
 from ballet.core.machine import IllegalEvent
 from core_kit import Ticket, agent, make_pipeline, platform
 
@@ -81,4 +81,35 @@ def test_a_merge_reads_the_checks_itself() -> None:
     t.finish("approve", sha="s1")
     t.finish("pass", sha="s1")
     assert t.rec.stage == "integrate" and t.of(ReadChecks) == []
+    assert t.one(MergePR).sha == "s1"
+
+
+def test_a_merge_waiting_for_running_checks_reads_them_once() -> None:
+    # Checks started on the head, and their end was never heard (its delivery went
+    # with Redis): the wait reads them, or it waits for an event that is gone.
+    t = Ticket()
+    t.open_pr()
+    t.finish("done", sha="s1")
+    t.feed(ChecksStarted(now=t.now(), head_sha="s1"))
+    t.finish("approve", sha="s1")
+    t.finish("pass", sha="s1")
+    assert t.rec.waiting and t.rec.waiting.kind == "checks"
+    assert t.one(ReadChecks).sha == "s1" and t.of(MergePR) == []
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success", names=("ci",)))
+    assert t.one(MergePR).sha == "s1"
+
+
+def test_checks_ending_while_github_held_the_merge_are_read_not_waited_for() -> None:
+    t = Ticket()
+    t.open_pr()
+    t.finish("done", sha="s1")
+    t.finish("approve", sha="s1")
+    t.finish("pass", sha="s1")
+    assert t.one(MergePR).sha == "s1"
+    # The checks finish while the merge request is in flight; GitHub then answers
+    # that it holds the merge for them: their end was already applied.
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success", names=("ci",)))
+    t.feed(MergeResult(now=t.now(), result="checks_pending"))
+    assert t.one(ReadChecks).sha == "s1"
+    t.feed(ChecksCompleted(now=t.now(), head_sha="s1", conclusion="success", names=("ci",)))
     assert t.one(MergePR).sha == "s1"

@@ -279,6 +279,11 @@ def wait_checks_before_merge(tx: Tx) -> None:
     """The head's checks still run: merge when they pass, return the work when they fail."""
     sha = tx.rec.head_sha
     reason = f"checks on {sha or 'the head commit'} to pass before merging"
+    # Their end may already have happened unheard: a delivery lost with Redis, or
+    # applied while a merge GitHub then held for them was in flight. One read finds
+    # it; checks still running answer nothing new.
+    if sha is not None:
+        tx.emit(ReadChecks(repo=tx.rec.ticket.repo, sha=sha))
     wait(tx, "checks", reason, (), "", sha=sha, started=True)
 
 
