@@ -22,7 +22,7 @@ from typing import Any
 
 from ballet.jobs import artifacts, stage_sessions
 from ballet.sessions import push, runner, workspace
-from ballet.tickets import interpret, service, source, store
+from ballet.tickets import interpret, lock, service, source, store
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,9 @@ def install() -> None:
         (artifacts.Artifacts, "earlier_reports", "earlier reports"),
         (artifacts.Artifacts, "add", "artifacts add"),
         (service.TicketService, "handle", _event_name),
+        (service.TicketService, "_apply", "apply (load to commit)"),
+        (service.TicketService, "_drain", "drain"),
+        (lock.TicketLock, "_wait_for_turn", "ticket lock wait"),
         (store.RecordStore, "load", "record load"),
         (store.RecordStore, "commit", "record commit"),
         (stage_sessions.ArqSessionLauncher, "launch", "launch"),

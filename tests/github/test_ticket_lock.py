@@ -43,6 +43,32 @@ async def test_waiters_take_the_lock_in_the_order_they_arrived(redis: Redis) -> 
     assert await redis.llen(LINE) == 0  # type: ignore[misc]
 
 
+async def test_a_waiter_is_woken_when_the_lock_is_let_go(redis: Redis) -> None:
+    # Its own look comes only after a minute: it takes the lock because the
+    # holder's release wakes it (a ticket's next event is not held back ~50 ms).
+    lock = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=120, fallback_seconds=60)
+    release = asyncio.Event()
+    held = asyncio.Event()
+
+    async def holder() -> None:
+        async with lock.hold("o/r#1"):
+            held.set()
+            await release.wait()
+
+    async def waiter() -> None:
+        async with lock.hold("o/r#1"):
+            pass
+
+    first = asyncio.create_task(holder())
+    await held.wait()
+    second = asyncio.create_task(waiter())
+    await until(lambda: _line_is(redis, 1))
+    await asyncio.sleep(0.1)  # it has looked, found the lock held, and waits
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, second), timeout=20)
+    assert await redis.keys("t:wake:*") == []
+
+
 async def test_a_dead_waiter_does_not_block_the_line(redis: Redis) -> None:
     lock = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=30)
     await redis.rpush(LINE, "ghost")  # type: ignore[misc]  # queued, then its process died

@@ -9,7 +9,12 @@ may take the lock:
   holder never wedges the ticket;
 - order comes from the line; each waiter keeps a short-lived "alive" key while
   it waits, and a head whose key expired (its process died) is removed, so a
-  dead waiter never blocks the line either.
+  dead waiter never blocks the line either;
+- a holder that lets go wakes the new head of the line (a push to the head's own
+  wake list, which it waits on with BLPOP): the next event of a ticket is
+  applied as soon as the lock is free, not at the waiter's next look. The
+  look every `FALLBACK_SECONDS` stays for what no wake tells: a holder that
+  died (its lock expires) or a dead head ahead.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from redis.asyncio import Redis
 
 from ballet.github.forge import ForgeUnavailable
 
-POLL_SECONDS = 0.05
+FALLBACK_SECONDS = 0.5
 ALIVE_SECONDS = 10
 
 
@@ -45,11 +50,13 @@ class TicketLock:
         *,
         timeout_seconds: float,
         wait_seconds: float,
+        fallback_seconds: float = FALLBACK_SECONDS,
     ) -> None:
         self._redis = redis
         self._prefix = key_prefix
         self._timeout = timeout_seconds
         self._wait = wait_seconds
+        self._fallback = fallback_seconds
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
@@ -58,6 +65,7 @@ class TicketLock:
         token = uuid.uuid4().hex
         await _run(self._redis.rpush(line, token))
         await self._redis.expire(line, int(self._timeout * 2))
+        lock = None
         try:
             lock = await self._wait_for_turn(key, line, token)
             try:
@@ -65,12 +73,38 @@ class TicketLock:
                 yield
             finally:
                 await lock.release()
+                await self._wake_next(line)
         finally:
             await _run(self._redis.lrem(line, 1, token))
-            await self._redis.delete(self._alive(token))
+            await self._redis.delete(self._alive(token), self._wake(token))
+            if lock is None:  # it left the line without its turn: the next may be first
+                await self._wake_next(line)
 
     def _alive(self, token: str) -> str:
         return f"{self._prefix}:alive:{token}"
+
+    def _wake(self, token: str) -> str:
+        return f"{self._prefix}:wake:{token}"
+
+    async def _wake_next(self, line: str) -> None:
+        head = await _run(self._redis.lindex(line, 0))
+        if head is None:
+            return
+        wake = self._wake(head.decode() if isinstance(head, bytes) else head)
+        # Kept only while a waiter could still be there to take it.
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.rpush(wake, "1")
+        pipe.expire(wake, ALIVE_SECONDS)
+        await pipe.execute()
+
+    async def _sleep_until_woken(self, token: str, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        seconds = min(self._fallback, deadline - loop.time())
+        if seconds >= 0.01:  # BLPOP's 0 would be "forever"
+            # A wake pushed before this wait began is still in the list: none is missed.
+            # BLPOP takes fractions of a second (Redis 6); redis-py's typing says whole ones.
+            timeout: Any = round(seconds, 3)
+            await _run(self._redis.blpop([self._wake(token)], timeout=timeout))
 
     async def _wait_for_turn(self, key: str, line: str, token: str) -> Any:
         lock = self._redis.lock(f"{self._prefix}:lock:{key}", timeout=self._timeout)
@@ -89,7 +123,7 @@ class TicketLock:
             elif head is None:
                 # The line expired under us (a very long wait): join it again.
                 await _run(self._redis.rpush(line, token))
-            await asyncio.sleep(POLL_SECONDS)
+            await self._sleep_until_woken(token, deadline)
         raise TicketBusy(f"ticket {key} stayed busy for {self._wait:.0f}s; retry the job later")
 
 
