@@ -51,9 +51,11 @@ async def _session_ends(
     dangling = git("hash-object", "-w", "blob.txt", cwd=clone)
     (clone / "blob.txt").unlink()
     await push_ticket_branch(workspaces, workspace, url=url, base="main", token=token)
-    await workspaces.remove(workspace)
+    # As the session job does: prepared at once, while the mirror may still be taking
+    # the pushed commits, and the workspace removed after.
     workspaces.prepare(REPO, branch=BRANCH, base="main")
     await workspaces.prepared.made()  # as it is, long before the next session's fetch
+    await workspaces.remove(workspace)
     return workspace, dangling
 
 
@@ -105,6 +107,32 @@ def test_a_prepared_clone_is_taken_and_carries_nothing_of_the_session_before(
         assert not any((tmp_path / "ws" / "prepared").rglob("repo"))
         leases = sorted(p.name for p in (taken.mirror / "ballet-leases").iterdir())
         assert all(not name.startswith("prepared-") for name in leases)
+
+    asyncio.run(scenario())
+
+
+def test_a_workspace_removed_at_once_after_its_push_leaves_the_mirror_its_commits(
+    tmp_path: Path,
+) -> None:
+    # The mirror takes the pushed commits from the clone's objects beside the
+    # result's delivery: the workspace's removal waits for that.
+    origin = make_origin(tmp_path, {"README.md": "# demo\n"})
+
+    async def scenario() -> None:
+        workspaces = Workspaces(tmp_path / "ws")
+        url = origin.as_uri()
+        await workspaces.refresh(REPO, url, None)
+        workspace = await workspaces.create(REPO, key="s1", branch=BRANCH, base="main")
+        for n in range(20):  # enough objects that the mirror's push takes a while
+            (workspace.clone / f"f{n}.txt").write_text(f"{n}\n" * 1000)
+        git("add", ".", cwd=workspace.clone)
+        git("commit", "-q", "-m", "work", cwd=workspace.clone)
+        sha = await push_ticket_branch(workspaces, workspace, url=url, base="main", token=None)
+        await workspaces.remove(workspace)
+        assert not workspace.root.exists()
+        assert git("rev-parse", f"refs/heads/{BRANCH}", cwd=workspace.mirror) == sha
+        assert git_code("fsck", "--connectivity-only", "--no-dangling", cwd=workspace.mirror) == 0
+        assert workspaces.giving == {}
 
     asyncio.run(scenario())
 

@@ -17,11 +17,14 @@ mirror is `refs/heads/<branch>` itself, and the mirror would name a commit
 whose objects only the (soon removed) clone holds. Once GitHub has taken the
 push, the mirror is given the same commits and head by a push to itself from
 the same objects (mirror.take_pushed), so the ticket's next session finds
-nothing to fetch and may take a clone prepared ahead (prepared.py).
+nothing to fetch and may take a clone prepared ahead (prepared.py). That runs
+beside the session's result going out, under the mirror's lock taken before
+the push returns; the workspace is removed only once it ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from pathlib import Path
@@ -102,13 +105,34 @@ async def push_ticket_branch(
             else "check the App's permission to push to the repository"
         )
         raise PushError(f"{error}; {hint}") from error
+    # The mirror is given the pushed commits while the session's result goes out: its
+    # lock is taken first, so whatever reads the mirror next (the clone prepared
+    # ahead, the next session's refresh) waits for them; the workspace, whose objects
+    # are lent to it, is removed only after it (Workspaces.giving).
+    holding = asyncio.Event()
+    giving = asyncio.create_task(_give(mirror, workspaces.git_env, objects, sha, branch, holding))
+    workspaces.giving[workspace.root] = giving
+    await holding.wait()
+    return sha
+
+
+async def _give(
+    mirror: Path,
+    env: dict[str, str],
+    objects: Path,
+    sha: str,
+    branch: str,
+    holding: asyncio.Event,
+) -> None:
     try:
         async with locked(mirror):
-            await take_pushed(mirror, workspaces.git_env, objects, sha, branch)
-    except GitError as error:
+            holding.set()
+            await take_pushed(mirror, env, objects, sha, branch)
+    except (GitError, OSError) as error:
         # GitHub has the branch: the mirror's next fetch brings it, as before.
         log.warning("the mirror did not take the pushed head", branch=branch, error=str(error))
-    return sha
+    finally:
+        holding.set()
 
 
 def checked_objects(clone: Path) -> Path:

@@ -36,7 +36,7 @@ import structlog
 from ballet.sessions.disk import mount_limited, move_mount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
-from ballet.sessions.leftovers import remove_dir, remove_stale
+from ballet.sessions.leftovers import remove_dir, remove_stale, to_the_end
 from ballet.sessions.mirror import locked, mirror_heads
 from ballet.sessions.prepared import PreparedClones
 from ballet.sessions.remote_refs import unmoved
@@ -116,6 +116,9 @@ class Workspaces:
         # Each workspace made and not yet removed, and its lease: removed as the worker
         # stops (`aclose`), whatever became of the job that made it.
         self._held: dict[Path, Path] = {}
+        # A workspace's pushed commits being given to the mirror (push.py): its clone's
+        # objects are read until that ends, so the workspace goes only after it.
+        self.giving: dict[Path, asyncio.Task[None]] = {}
         self._closed = False
         # The disks a dead worker left (SIGKILLed: nothing of it ran to unmount them),
         # its sessions' and its prepared clones' alike, before this one makes any.
@@ -366,6 +369,9 @@ class Workspaces:
         return heads[start], target, existed
 
     async def _discard(self, root: Path, lease: Path) -> None:
+        giving = self.giving.pop(root, None)
+        if giving is not None:
+            await to_the_end(giving)
         # The clone goes before its lease, so gc never runs under a live clone.
         try:
             await remove_dir(root)  # awaited, not a task: its disk is unmounted at once
