@@ -13,7 +13,9 @@ a session it reads the clone's objects and refs from the mirror, see push.py.)
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,19 +67,46 @@ def with_config(env: Mapping[str, str], config: Mapping[str, str]) -> dict[str, 
 async def run_git(
     *args: str, cwd: Path | None, env: Mapping[str, str], check: bool = True
 ) -> tuple[int, str, str]:
-    """Run git; return (returncode, stdout, stderr). Raises GitError when `check`."""
-    proc = await asyncio.create_subprocess_exec(
-        "git",
-        *args,
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    code = proc.returncode if proc.returncode is not None else -1
-    stdout, stderr = out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    """Run git; return (returncode, stdout, stderr). Raises GitError when `check`.
+
+    Not asyncio's subprocesses: on Python 3.11 one whose start is cancelled
+    together with asyncio's own task that connects its pipes (as a stopping
+    loop cancels every task) never ends (its exit waits on that task's calls),
+    and a clone still being made as a loop ended hung a whole test run. Here
+    git writes to unnamed files and its exit is a pidfd on the loop. A cancelled
+    git is left to finish, as before: killing a fetch or push midway would leave
+    its lock files in the mirror (`subprocess` reaps it later)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            ["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
+        code = await _exited(proc)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
     if check and code != 0:
         raise GitError(args, code, stderr)
     return code, stdout, stderr
+
+
+async def _exited(proc: subprocess.Popen[bytes]) -> int:
+    """`proc`'s exit code, awaited on the loop (a pidfd becomes readable at exit)."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:  # no pidfd (a Linux before 5.3): a thread waits instead
+        return await asyncio.to_thread(proc.wait)
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def exited() -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    loop.add_reader(pidfd, exited)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    return proc.wait()
