@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ballet.core.config import Budget, Phase, Policy, ResolvedPipeline, ResolvedStage, Runtime
-from ballet.core.effects import StartSession
+from ballet.core.effects import SessionSpec, StartSession
 from ballet.core.events import AnyEvent, TicketRequested
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.record import Record
@@ -152,3 +152,26 @@ def seeded_github() -> FakeGitHub:
         labels=("ballet", "ballet:running"),
     )
     return github
+
+
+def start_session(stage: str = "implement", pool: str = "default") -> StartSession:
+    """A launch of `stage`'s session of octo/app#7 on `pool`, with a do-nothing runtime."""
+    spec = SessionSpec(
+        job_key=f"octo/app#7:{stage}:1:1",
+        repo="octo/app",
+        issue=7,
+        title="t",
+        author="alice",
+        stage=stage,
+        iteration=1,
+        attempt=1,
+        runtime="script",
+        runtime_config=Runtime(adapter="command", command=("true",)),
+        pool=pool,
+        timeout_minutes=5,
+        branch="ballet/7-t",
+        base="main",
+        pipeline="default",
+        pipeline_version=1,
+    )
+    return StartSession(repo="octo/app", spec=spec)

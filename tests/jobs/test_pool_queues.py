@@ -12,40 +12,17 @@ import pytest
 from arq.connections import ArqRedis
 from arq.worker import func
 from ballet import metrics
-from ballet.core.config import Runtime
-from ballet.core.effects import SessionSpec, StartSession
 from ballet.core.events import WorkerAwaited
 from ballet.jobs import pools
 from ballet.jobs.launcher import ArqSessionLauncher, pool_of, queue_of
 from ballet.jobs.pool_worker import PoolWorker, SharedSlots
 from ballet.queue import SESSIONS_QUEUE, redis_settings, sessions_queue
 from ballet.settings import Settings
+from jobs_kit import start_session
 
 pytestmark = pytest.mark.anyio
 
 GPU = sessions_queue("gpu")
-
-
-def start_session(stage: str = "implement", pool: str = "default") -> StartSession:
-    spec = SessionSpec(
-        job_key=f"octo/app#7:{stage}:1:1",
-        repo="octo/app",
-        issue=7,
-        title="t",
-        author="alice",
-        stage=stage,
-        iteration=1,
-        attempt=1,
-        runtime="script",
-        runtime_config=Runtime(adapter="command", command=("true",)),
-        pool=pool,
-        timeout_minutes=5,
-        branch="ballet/7-t",
-        base="main",
-        pipeline="default",
-        pipeline_version=1,
-    )
-    return StartSession(repo="octo/app", spec=spec)
 
 
 async def test_a_launch_goes_to_its_pool_queue_and_says_when_no_worker_serves_it(

@@ -21,8 +21,7 @@ from arq.connections import ArqRedis
 from arq.cron import cron
 from arq.jobs import Job, JobStatus
 from arq.worker import func
-from ballet.core.config import Runtime
-from ballet.core.effects import CancelSession, SessionSpec, StartSession
+from ballet.core.effects import CancelSession
 from ballet.core.events import WorkerAwaited
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.launcher import RUN_STAGE_SESSION, ArqSessionLauncher
@@ -40,6 +39,7 @@ from ballet.queue import (
 )
 from ballet.settings import Settings
 from ballet.wiring import services_for
+from jobs_kit import start_session
 from jobs_running import eventually
 
 pytestmark = pytest.mark.anyio
@@ -123,28 +123,6 @@ async def wait_ran(job_id: str, times: int = 1) -> None:
         return len(ran(job_id)) >= times
 
     await eventually(done, f"{job_id} running {times} time(s)", limit=PROMPTLY)
-
-
-def start_session(stage: str, pool: str = "default") -> StartSession:
-    spec = SessionSpec(
-        job_key=f"octo/app#7:{stage}:1:1" if stage == "implement" else f"octo/app#7:{stage}:2:2",
-        repo="octo/app",
-        issue=7,
-        title="t",
-        author="alice",
-        stage=stage,
-        iteration=1,
-        attempt=1,
-        runtime="script",
-        runtime_config=Runtime(adapter="command", command=("true",)),
-        pool=pool,
-        timeout_minutes=5,
-        branch="ballet/7-t",
-        base="main",
-        pipeline="default",
-        pipeline_version=1,
-    )
-    return StartSession(repo="octo/app", spec=spec)
 
 
 async def test_a_delivery_and_a_ticket_event_wake_the_events_worker(

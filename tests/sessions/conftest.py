@@ -5,15 +5,31 @@ from __future__ import annotations
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from ballet.core.config import Runtime
+from ballet.sandbox.server import BackgroundSandbox
 from ballet.sessions import RunnerSpec, SessionOptions, StageInfo, TicketInfo, Workspaces
 from ballet.sessions.confine import Isolation
 from git_repos import make_origin
 from session_helpers import SECRETS, MakeSpec, WriteScript
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
+    """The sandbox (GitHub's double) serving `octo/demo`, for git over real HTTP."""
+    with BackgroundSandbox(tmp_path / "sandbox", None) as running:
+        with httpx.Client(base_url=running.api_url, timeout=30) as admin:
+            created = admin.post(
+                "/_sandbox/repos",
+                json={"owner": "octo", "name": "demo", "files": {"README.md": "# demo\n"}},
+            )
+            assert created.status_code == 201, created.text
+        yield running
 
 
 @pytest.fixture

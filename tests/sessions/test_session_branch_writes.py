@@ -4,7 +4,6 @@ worker's mirror (sessions/branch_writes.py), against the sandbox's git over HTTP
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,18 +17,6 @@ REPO = "octo/demo"
 BRANCH = "ballet/3-fix-it"
 USER = "sandbox-user:octo"
 BOT = GitIdentity("ballet-app[bot]", "ballet-app[bot]@users.noreply.github.com")
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
-    with BackgroundSandbox(tmp_path / "sandbox", None) as running:
-        with httpx.Client(base_url=running.api_url, timeout=30) as admin:
-            created = admin.post(
-                "/_sandbox/repos",
-                json={"owner": "octo", "name": "demo", "files": {"README.md": "# demo\n"}},
-            )
-            assert created.status_code == 201, created.text
-        yield running
 
 
 def _api(sandbox: BackgroundSandbox, path: str) -> httpx.Response:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.sessions import Workspace, Workspaces
@@ -185,18 +183,6 @@ def test_a_base_moved_on_github_is_seen_not_the_prepared_one(tmp_path: Path) -> 
         assert git("rev-parse", "origin/main", cwd=taken.clone) == moved
 
     asyncio.run(scenario())
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
-    with BackgroundSandbox(tmp_path / "sandbox", None) as running:
-        with httpx.Client(base_url=running.api_url, timeout=30) as admin:
-            created = admin.post(
-                "/_sandbox/repos",
-                json={"owner": "octo", "name": "demo", "files": {"README.md": "# demo\n"}},
-            )
-            assert created.status_code == 201, created.text
-        yield running
 
 
 def test_over_git_http_a_person_s_push_after_the_preparation_wins(

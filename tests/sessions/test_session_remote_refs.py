@@ -9,7 +9,7 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,18 +24,6 @@ from ballet.sessions.remote_refs import UnknownRefs, parse_ls_refs, pkt_line
 REPO = "octo/demo"
 BOT = GitIdentity("ballet-app[bot]", "ballet-app[bot]@users.noreply.github.com")
 A, B = "a" * 40, "b" * 40
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
-    with BackgroundSandbox(tmp_path / "sandbox", None) as running:
-        with httpx.Client(base_url=running.api_url, timeout=30) as admin:
-            created = admin.post(
-                "/_sandbox/repos",
-                json={"owner": "octo", "name": "demo", "files": {"README.md": "# demo\n"}},
-            )
-            assert created.status_code == 201, created.text
-        yield running
 
 
 def _token(sandbox: BackgroundSandbox) -> str:
