@@ -48,6 +48,18 @@ def _timed(name: str | Callable[..., str], fn: Callable[..., Any]) -> Callable[.
     return wrapper
 
 
+def _timed_sync(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.monotonic()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            SPANS.append(Span(name, start, time.monotonic()))
+
+    return wrapper
+
+
 def _timed_context(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     """An async context manager whose entering is the span (e.g. starting the proxy)."""
 
@@ -103,11 +115,14 @@ def install() -> None:
         (lock.TicketLock, "_wait_for_turn", "ticket lock wait"),
         (store.RecordStore, "load", "record load"),
         (store.RecordStore, "commit", "record commit"),
+        (store.RecordStore, "outbox", "outbox read"),
+        (store.RecordStore, "was_applied", "applied? (event id)"),
         (stage_sessions.ArqSessionLauncher, "launch", "launch"),
         (workspace.Workspaces, "refresh", "mirror refresh"),
         (workspace.Workspaces, "create", "workspace create"),
     ):
         setattr(cls, attr, _timed(label, getattr(cls, attr)))
+    service.advance = _timed_sync("engine (core.advance)", service.advance)  # type: ignore[attr-defined]
     interpret.Interpreter.apply = _timed(_effect_name, interpret.Interpreter.apply)  # type: ignore[method-assign]
 
 
