@@ -43,6 +43,8 @@ from ballet.jobs.prefetch import clone_access
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
+from ballet.sessionlog.sink import LogSink
+from ballet.sessionlog.stored_after import StoredAfter
 from ballet.sessions import GitAuth, RunnerSpec, SessionResult, open_workspace, run_session
 from ballet.sessions.leftovers import to_the_end
 from ballet.sessions.resources import workspace_disk
@@ -95,12 +97,16 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     # runner's spec (the push's URL) alike.
     access = asyncio.create_task(clone_access(jobs.tickets, spec.repo))
     workspace = asyncio.create_task(_open_workspace(jobs, spec, access))
+    # The finished log is stored while the result is delivered and applied.
+    logs = StoredAfter(jobs.logs) if jobs.logs is not None else None
     try:
         await _taken(services, jobs, spec)
         with metrics.POOL_RUNNING.labels(metrics.pool_label(spec.pool)).track_inprogress():
-            return await _run_and_deliver(services, jobs, spec, job_try, access, workspace)
+            return await _run_and_deliver(services, jobs, spec, job_try, access, workspace, logs)
     finally:
         await _discard(jobs, spec.job_key, workspace)
+        if logs is not None:
+            await logs.stored()
 
 
 async def _taken(services: Services, jobs: SessionJobs, spec: SessionSpec) -> None:
@@ -121,6 +127,7 @@ async def _run_and_deliver(
     job_try: int,
     access: asyncio.Task[tuple[str, str | None]],
     workspace: asyncio.Task[Workspace],
+    logs: LogSink | None,
 ) -> str:
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
@@ -138,7 +145,7 @@ async def _run_and_deliver(
             clock=jobs.clock,
             forget_on=(Retry, asyncio.CancelledError),
         ) as lease:
-            result = await _run(jobs, spec, job_try, access, workspace, lease)
+            result = await _run(jobs, spec, job_try, access, workspace, lease, logs)
             if not await lease.renew():
                 # Its worker stalled past the heartbeat's life and the reconciler
                 # judged it crashed: another attempt runs the stage, and only that
@@ -259,6 +266,7 @@ async def _run(
     access: asyncio.Task[tuple[str, str | None]],
     workspace: asyncio.Task[Workspace],
     lease: Lease,
+    logs: LogSink | None,
 ) -> SessionResult:
     try:
         runner_spec = await build_runner_spec(jobs, spec, clone_url=_url(access))
@@ -271,7 +279,8 @@ async def _run(
             f"Ballet could not prepare the session: {exc}. Fix that, then `/ballet retry`."
         )
     try:
-        return await run_counted(jobs, runner_spec, workspace, git_auth=_leased(jobs, lease))
+        leased = _leased(jobs, lease)
+        return await run_counted(jobs, runner_spec, workspace, git_auth=leased, logs=logs)
     except (RateLimited, ForgeUnavailable) as exc:
         # GitHub failed the clone's or the push's token past its retries: nothing was
         # pushed, so the session runs again later rather than the stage failing on it.
@@ -349,8 +358,10 @@ async def run_counted(
     spec: RunnerSpec,
     workspace: Awaitable[Workspace] | None = None,
     git_auth: GitAuth | None = None,
+    logs: LogSink | None = None,
 ) -> SessionResult:
-    """`run_session`, counted in the session metrics by adapter and how it ended."""
+    """`run_session`, counted in the session metrics by adapter and how it ended; its
+    log goes to `logs` (default: the worker's store)."""
     adapter = spec.runtime.adapter
     try:
         with metrics.SESSIONS_RUNNING.labels(adapter).track_inprogress():
@@ -361,7 +372,7 @@ async def run_counted(
                 parent_env=jobs.parent_env,
                 options=jobs.options,
                 prepared=workspace,
-                log_sink=jobs.logs,
+                log_sink=logs or jobs.logs,
             )
     except Exception:
         metrics.SESSIONS.labels(adapter, "error").inc()
