@@ -16,6 +16,7 @@ warm; the launching process prefetches the mirror only for a session it may run.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -92,11 +93,16 @@ class ArqSessionLauncher:
         spec = effect.spec
         job_key, pool, ticket = spec.job_key, spec.pool, ticket_of(spec)
         marker = LAUNCHED_PREFIX + job_key
-        await self._live.add(ticket)  # the ticket service adds it too; cheap
-        if await self._redis.exists(marker):
+        # Independent reads (and the live set, which the ticket service adds it to as
+        # well), together: one round trip's wait on the way to the session, not three.
+        _, launched, alive = await asyncio.gather(
+            self._live.add(ticket),  # the ticket service adds it too; cheap
+            self._redis.exists(marker),
+            pools.live_workers(self._redis, pool),
+        )
+        if launched:
             log.info("session already launched", job_key=job_key)
             return None
-        alive = await pools.live_workers(self._redis, pool)
         preferred = None
         if alive:
             preferred = await pools.reserve(
@@ -113,11 +119,12 @@ class ArqSessionLauncher:
             # Queued behind busy session slots for as long as it takes.
             _expires=KEEP_SECONDS,
         )
-        if job is not None:
-            await wake(self._redis, sessions_queue(pool))
         # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
-        await self._redis.set(marker, pool, ex=KEEP_SECONDS)
-        await pools.note_pool(self._redis, pool)
+        await asyncio.gather(
+            wake(self._redis, sessions_queue(pool)) if job is not None else _nothing(),
+            self._redis.set(marker, pool, ex=KEEP_SECONDS),
+            pools.note_pool(self._redis, pool),
+        )
         mine = self._pools is None or pool in self._pools
         if (
             job is not None
@@ -148,3 +155,7 @@ class ArqSessionLauncher:
         # The running job's worker cancels it when it next reads the abort set.
         await wake(self._redis, queue)
         log.info("session cancelled", job_key=effect.job_key)
+
+
+async def _nothing() -> None:
+    return None
