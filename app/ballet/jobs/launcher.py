@@ -120,8 +120,9 @@ class ArqSessionLauncher:
             _expires=KEEP_SECONDS,
         )
         # After the enqueue: a crash in between leaves the job, which arq refuses to repeat.
+        woken = [wake(self._redis, sessions_queue(pool))] if job is not None else []
         await asyncio.gather(
-            wake(self._redis, sessions_queue(pool)) if job is not None else _nothing(),
+            *woken,
             self._redis.set(marker, pool, ex=KEEP_SECONDS),
             pools.note_pool(self._redis, pool),
         )
@@ -155,7 +156,3 @@ class ArqSessionLauncher:
         # The running job's worker cancels it when it next reads the abort set.
         await wake(self._redis, queue)
         log.info("session cancelled", job_key=effect.job_key)
-
-
-async def _nothing() -> None:
-    return None

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import structlog
@@ -53,6 +53,15 @@ MAX_PENDING_LINES = 20_000
 SINK_FINISH_SECONDS = 60.0
 SINK_DRAIN_SECONDS = 10.0
 BALLET_PREFIX = b"[ballet] "
+
+
+async def store_finished(sink: LogSink, job_key: str, text: bytes, steps: Sequence[Step]) -> None:
+    """Hand a finished log to its sink, within a bound: a store that fails or hangs
+    costs the log (said in the worker's log), never the session."""
+    try:
+        await asyncio.wait_for(sink.finish(job_key, text, steps), SINK_FINISH_SECONDS)
+    except Exception as error:
+        log.warning("session log not stored", session=job_key, error=str(error))
 
 
 @dataclass(frozen=True)
@@ -363,12 +372,7 @@ class SessionLog:
         # Even when live lines failed (Redis briefly gone), the finished log is the part
         # that lasts: it is always offered.
         if self._sink is not None:
-            try:
-                await asyncio.wait_for(
-                    self._sink.finish(self.job_key, text, steps), SINK_FINISH_SECONDS
-                )
-            except Exception as error:
-                log.warning("session log not stored", session=self.job_key, error=str(error))
+            await store_finished(self._sink, self.job_key, text, steps)
         return FinishedLog(text, steps)
 
     def cancel(self) -> None:

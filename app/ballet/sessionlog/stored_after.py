@@ -13,13 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import structlog
-
-from ballet.sessionlog.capture import SINK_FINISH_SECONDS
+from ballet.sessionlog.capture import store_finished
 from ballet.sessionlog.sink import LogLine, LogSink
 from ballet.sessionlog.steps import Step
-
-log = structlog.get_logger("ballet.sessionlog.stored_after")
 
 
 class StoredAfter:
@@ -33,17 +29,9 @@ class StoredAfter:
         await self._sink.append(job_key, lines)
 
     async def finish(self, job_key: str, log: bytes, steps: Sequence[Step]) -> None:
-        self._storing = asyncio.create_task(self._store(job_key, log, steps))
+        self._storing = asyncio.create_task(store_finished(self._sink, job_key, log, steps))
 
     async def stored(self) -> None:
         """The log handed over is stored (or its storing failed, and said so)."""
         if self._storing is not None:
             await asyncio.wait([self._storing])
-
-    async def _store(self, job_key: str, text: bytes, steps: Sequence[Step]) -> None:
-        # As the capture does for a sink it awaits: a store that fails or hangs costs
-        # the log, never the session.
-        try:
-            await asyncio.wait_for(self._sink.finish(job_key, text, steps), SINK_FINISH_SECONDS)
-        except Exception as error:
-            log.warning("session log not stored", session=job_key, error=str(error))
