@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -67,6 +70,43 @@ async def test_a_waiter_is_woken_when_the_lock_is_let_go(redis: Redis) -> None:
     release.set()
     await asyncio.wait_for(asyncio.gather(first, second), timeout=20)
     assert await redis.keys("t:wake:*") == []
+
+
+HOLDER = """
+import asyncio, sys
+from redis.asyncio import Redis
+from ballet.tickets.lock import TicketLock
+
+async def main() -> None:
+    redis = Redis.from_url(sys.argv[1])
+    lock = TicketLock(redis, "t", timeout_seconds=300, wait_seconds=30, lease_seconds=1)
+    async with lock.hold("o/r#1"):
+        print("held", flush=True)
+        await asyncio.sleep(600)  # writing a ticket's effects when its worker is killed
+
+asyncio.run(main())
+"""
+
+
+async def test_a_holder_whose_worker_was_killed_frees_the_ticket_within_its_lease(
+    redis: Redis, github_redis_url: str
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, github_redis_url], stdout=subprocess.PIPE
+    )
+    try:
+        assert holder.stdout is not None
+        assert await asyncio.to_thread(holder.stdout.readline) == b"held\n"
+        await asyncio.sleep(1.5)  # past one lease: the live holder renewed it
+        assert await redis.exists("t:lock:o/r#1")
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    finally:
+        holder.kill()
+    # Five minutes was the whole timeout; the dead holder's lease runs out in a second.
+    lock = TicketLock(redis, "t", timeout_seconds=300, wait_seconds=20, lease_seconds=1)
+    async with lock.hold("o/r#1"):
+        pass
 
 
 async def test_a_dead_waiter_does_not_block_the_line(redis: Redis) -> None:

@@ -5,8 +5,11 @@ next wins, so a ticket's events could be applied out of the order they
 arrived in. Here waiters queue in a Redis list and only the head of the line
 may take the lock:
 
-- mutual exclusion comes from a redis-py `Lock` with a timeout, so a crashed
-  holder never wedges the ticket;
+- mutual exclusion comes from a redis-py `Lock` held on a short lease that its
+  holder renews while it works (up to `timeout_seconds` in all), so a holder
+  whose worker was killed frees the ticket within `LEASE_SECONDS`, not after
+  the whole timeout (a worker SIGKILLed while writing a ticket's effects
+  wedged it for five minutes);
 - order comes from the line; each waiter keeps a short-lived "alive" key while
   it waits, and a head whose key expired (its process died) is removed, so a
   dead waiter never blocks the line either;
@@ -26,12 +29,17 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import structlog
 from redis.asyncio import Redis
+from redis.exceptions import LockError
 
 from ballet.github.forge import ForgeUnavailable
 
+log = structlog.get_logger("ballet.tickets.lock")
+
 FALLBACK_SECONDS = 0.5
 ALIVE_SECONDS = 10
+LEASE_SECONDS = 10.0
 
 
 class TicketBusy(ForgeUnavailable):
@@ -51,12 +59,14 @@ class TicketLock:
         timeout_seconds: float,
         wait_seconds: float,
         fallback_seconds: float = FALLBACK_SECONDS,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self._redis = redis
         self._prefix = key_prefix
         self._timeout = timeout_seconds
         self._wait = wait_seconds
         self._fallback = fallback_seconds
+        self._lease = min(lease_seconds, timeout_seconds)
 
     @asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
@@ -68,10 +78,13 @@ class TicketLock:
         lock = None
         try:
             lock = await self._wait_for_turn(key, line, token)
+            renewing = asyncio.create_task(self._renew(lock, key))
             try:
                 await _run(self._redis.lrem(line, 1, token))
                 yield
             finally:
+                renewing.cancel()
+                await asyncio.gather(renewing, return_exceptions=True)
                 await lock.release()
                 await self._wake_next(line)
         finally:
@@ -79,6 +92,19 @@ class TicketLock:
             await self._redis.delete(self._alive(token), self._wake(token))
             if lock is None:  # it left the line without its turn: the next may be first
                 await self._wake_next(line)
+
+    async def _renew(self, lock: Any, key: str) -> None:
+        """Keep the lease while the holder works, for `timeout_seconds` at most."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self._timeout
+        every = self._lease / 3
+        while loop.time() + every < until:
+            await asyncio.sleep(every)
+            try:
+                await lock.reacquire()
+            except LockError as error:  # expired meanwhile (the loop stalled a lease)
+                log.warning("ticket lock lost while held", ticket=key, error=str(error))
+                return
 
     def _alive(self, token: str) -> str:
         return f"{self._prefix}:alive:{token}"
@@ -107,7 +133,7 @@ class TicketLock:
             await _run(self._redis.blpop([self._wake(token)], timeout=timeout))
 
     async def _wait_for_turn(self, key: str, line: str, token: str) -> Any:
-        lock = self._redis.lock(f"{self._prefix}:lock:{key}", timeout=self._timeout)
+        lock = self._redis.lock(f"{self._prefix}:lock:{key}", timeout=self._lease)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._wait
         while loop.time() < deadline:

@@ -82,10 +82,10 @@ class RecordStore:
 
     @asynccontextmanager
     async def locked(self, key: str) -> AsyncIterator[None]:
-        """Hold the ticket's lock, waiters served in arrival order (see ticket_lock.py).
-        It expires after `lock_timeout_seconds` so a crashed worker never wedges a
-        ticket; waiting longer than `lock_wait_seconds` raises `TicketBusy`, and
-        the job is retried later."""
+        """Hold the ticket's lock, waiters served in arrival order (tickets/lock.py).
+        Its holder renews a short lease for `lock_timeout_seconds` at most, so a
+        killed worker frees the ticket within seconds; waiting longer than
+        `lock_wait_seconds` raises `TicketBusy`, and the job is retried later."""
         async with self._lock.hold(key):
             yield
 
