@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ballet.jobs import artifacts, stage_sessions
+from ballet.jobs import artifacts, session_results, stage_sessions
 from ballet.sessions import push, runner, workspace
 from ballet.tickets import interpret, lock, service, source, store
 
@@ -81,6 +81,10 @@ def _effect_name(_self: Any, effect: Any) -> str:
     return f"effect {effect.kind}"
 
 
+def _delivery_name(_self: Any, delivery: Any) -> str:
+    return f"delivery {delivery.event}.{delivery.envelope.action or ''}"
+
+
 def _event_name(_self: Any, _key: str, event: Any, **_: Any) -> str:
     return f"apply {event.kind} (locked)"
 
@@ -95,11 +99,11 @@ def install() -> None:
     runner._finished = _timed("session log finished", runner._finished)  # type: ignore[attr-defined]
     runner.confined = _timed_context("confine (proxy up)", runner.confined)  # type: ignore[attr-defined]
     for module, attr, label in (
-        (stage_sessions, "_deliver", "deliver result"),
-        (stage_sessions, "send_ticket_event", "enqueue event"),
+        (stage_sessions, "deliver_result", "deliver result"),
+        (session_results, "send_ticket_event", "enqueue event"),
         (stage_sessions, "_run", "session job"),
         (stage_sessions, "build_runner_spec", "runner spec"),
-        (stage_sessions, "_apply_now", "apply result now"),
+        (stage_sessions, "apply_now", "apply result now"),
         (stage_sessions, "_taken", "taken (pools)"),
     ):
         setattr(module, attr, _timed(label, getattr(module, attr)))
@@ -110,6 +114,7 @@ def install() -> None:
         (artifacts.Artifacts, "earlier_reports", "earlier reports"),
         (artifacts.Artifacts, "add", "artifacts add"),
         (service.TicketService, "handle", _event_name),
+        (service.TicketService, "on_delivery", _delivery_name),
         (service.TicketService, "_apply", "apply (load to commit)"),
         (service.TicketService, "_drain", "drain"),
         (lock.TicketLock, "_wait_for_turn", "ticket lock wait"),
@@ -127,13 +132,18 @@ def install() -> None:
 
 
 def breakdown(
-    names: Sequence[str], runs_per_ticket: Sequence[Sequence[tuple[float, float]]]
+    names: Sequence[str],
+    runs_per_ticket: Sequence[Sequence[tuple[float, float]]],
+    github: Callable[[float, float], float] = lambda start, end: 0.0,
 ) -> str:
-    """Per transition: each step's median start after the agent's end, and duration."""
+    """Per transition: each step's median start after the agent's end, duration, and
+    the part of it GitHub's double was not answering (`github(start, end)`: how much
+    of that interval it was)."""
     lines: list[str] = []
     for index, name in enumerate(names):
         offsets: dict[str, list[float]] = defaultdict(list)
         durations: dict[str, list[float]] = defaultdict(list)
+        own: dict[str, list[float]] = defaultdict(list)
         for runs in runs_per_ticket:
             if len(runs) <= index + 1:
                 continue
@@ -142,10 +152,18 @@ def breakdown(
                 if end - 0.001 <= span.start <= next_start:
                     offsets[span.name].append((span.start - end) * 1000)
                     durations[span.name].append((span.end - span.start) * 1000)
-        lines.append(f"\n{name}: step (median start after the agent's end, duration, calls)")
+                    answered = github(span.start, span.end)
+                    own[span.name].append((span.end - span.start - answered) * 1000)
+        lines.append(
+            f"\n{name}: step (median start after the agent's end, duration,"
+            " of it not GitHub's, calls)"
+        )
         order = sorted(offsets, key=lambda step: statistics.median(offsets[step]))
         for step in order:
             start, took = statistics.median(offsets[step]), statistics.median(durations[step])
+            mine = statistics.median(own[step])
             calls = len(offsets[step]) / max(1, len(runs_per_ticket))
-            lines.append(f"  {step:<34} +{start:>6.0f} ms  {took:>6.0f} ms  x{calls:.1f}")
+            lines.append(
+                f"  {step:<34} +{start:>6.0f} ms  {took:>6.0f} ms  {mine:>6.0f} ms  x{calls:.1f}"
+            )
     return "\n".join(lines)

@@ -98,11 +98,22 @@ def _read_notes(notes: Path) -> None:
             timeline.SPANS.append(timeline.Span(name, start, end))
 
 
-def _merged_at(stack: Stack, repo: str) -> float:
+async def _requests(stack: Stack) -> list[dict[str, Any]]:
+    """The sandbox's log of the App's requests, wherever the sandbox runs."""
+    if stack.sandbox is not None:
+        return list(stack.sandbox.sandbox.requests)
+    async with stack.admin() as client:
+        response = await client.get("/_sandbox/requests")
+        response.raise_for_status()
+        logged: list[dict[str, Any]] = response.json()
+        return logged
+
+
+def _merged_at(requests: list[dict[str, Any]], repo: str) -> float:
     """When the sandbox answered the App's merge of the ticket's PR (its request log)."""
     merges = [
         r["time"]
-        for r in list(stack.sandbox.sandbox.requests)
+        for r in requests
         if r["method"] == "PUT"
         and r["path"].startswith(f"/repos/{repo}/pulls/")
         and r["path"].endswith("/merge")
@@ -111,10 +122,10 @@ def _merged_at(stack: Stack, repo: str) -> float:
     return float(max(merges))
 
 
-def _answering(stack: Stack) -> list[tuple[float, float]]:
+def _answering(requests: list[dict[str, Any]]) -> list[tuple[float, float]]:
     """When the sandbox was answering one of the App's requests (REST or git over
     HTTP), as merged (start, end) intervals on the machine's monotonic clock."""
-    spans = sorted((r["began"], r["ended"]) for r in list(stack.sandbox.sandbox.requests))
+    spans = sorted((r["began"], r["ended"]) for r in requests)
     merged_spans: list[tuple[float, float]] = []
     for start, end in spans:
         if merged_spans and start <= merged_spans[-1][1]:
@@ -146,6 +157,7 @@ async def main(
     overrides: dict[str, Any],
     phases: bool,
     worker_process: bool,
+    apart: bool,
 ) -> None:
     runner.run_process = _timed_run_process  # type: ignore[attr-defined]
     if phases and not worker_process:
@@ -154,8 +166,11 @@ async def main(
     noticed: list[float] = []  # label → the bench saw the PR merged
     starts: list[float] = []  # when each ticket was filed
     notes = data / "timeline.jsonl"
+    # Apart: the web app and the sandbox as processes of their own, as deployed (the
+    # sandbox stands in for GitHub, elsewhere), not one process sharing its GIL.
+    logs = {"web_log": data / "web.log", "sandbox_log": data / "sandbox.log"} if apart else {}
     async with running_stack(
-        data, write_spacing_seconds=spacing, worker=not worker_process, **overrides
+        data, write_spacing_seconds=spacing, worker=not worker_process, **logs, **overrides
     ) as stack:
         with _timed_worker(stack, notes, phases, overrides) if worker_process else nullcontext():
             for index in range(1, tickets + 1):
@@ -169,8 +184,9 @@ async def main(
                 await wait_until(stack, repo, number, merged, timeout=180)
                 noticed.append(time.monotonic() - start)
                 # To the merge itself, not to the bench's next look (every 0.2 s).
-                walls.append(_merged_at(stack, repo) - start_wall)
+                walls.append(_merged_at(await _requests(stack), repo) - start_wall)
                 starts.append(start)
+        requests = await _requests(stack)
     if worker_process:
         _read_notes(notes)
     # Tickets run one at a time: a ticket's agents are those that ran while it did.
@@ -178,10 +194,11 @@ async def main(
         sorted(r for r in RUNS if s <= r[0] <= s + w) for s, w in zip(starts, noticed, strict=True)
     ]
     where = "in a `ballet worker` process of its own" if worker_process else "in this process"
-    print(f"worker {where}; sessions' python3 is {shutil.which('python3')}")
+    others = "web and sandbox each a process of its own" if apart else "web and sandbox in this one"
+    print(f"worker {where}; {others}; sessions' python3 is {shutil.which('python3')}")
     gaps: dict[str, list[float]] = defaultdict(list)
     own: dict[str, list[float]] = defaultdict(list)  # the gap less GitHub's time in it
-    answering = _answering(stack)
+    answering = _answering(requests)
     names = ("implement→review", "review→verify")
     for runs in per_ticket:
         for name, (_, end), (start, _) in zip(names, runs, runs[1:], strict=False):
@@ -210,7 +227,13 @@ async def main(
         print(_label_to_merged(per_ticket, starts, walls))
         # The ticket's start as a zero-length "agent" before implement's: label → implement.
         labelled = [[(s, s), *runs] for s, runs in zip(starts, per_ticket, strict=True)]
-        print(timeline.breakdown(("label→implement", *names), labelled))
+        print(
+            timeline.breakdown(
+                ("label→implement", *names),
+                labelled,
+                lambda start, end: _covered(answering, start, end),
+            )
+        )
 
 
 def _label_to_merged(
@@ -254,6 +277,11 @@ if __name__ == "__main__":
         default=None,
         help="with --worker-process: write the worker's CPU profile (cProfile) to this file",
     )
+    parser.add_argument(
+        "--apart",
+        action="store_true",
+        help="run the web app and the sandbox as processes of their own (as deployed)",
+    )
     args = parser.parse_args()
     PROFILE_TO = args.profile
     configure_logging("warning")
@@ -262,5 +290,13 @@ if __name__ == "__main__":
     extra: dict[str, Any] = {} if args.poll is None else {"queue_poll_seconds": args.poll}
     with tempfile.TemporaryDirectory(prefix="ballet-bench-") as tmp:
         asyncio.run(
-            main(args.tickets, args.spacing, Path(tmp), extra, args.phases, args.worker_process)
+            main(
+                args.tickets,
+                args.spacing,
+                Path(tmp),
+                extra,
+                args.phases,
+                args.worker_process,
+                args.apart,
+            )
         )

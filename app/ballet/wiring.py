@@ -32,7 +32,7 @@ from ballet.github.client import GitHubAppCredentials
 from ballet.github.forge import AppIdentity, Forge
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
-from ballet.jobs.prefetch import MirrorPrefetch
+from ballet.jobs.prefetch import SessionPrefetch
 from ballet.jobs.redelivery import Redeliveries
 from ballet.jobs.services import (
     DeliveryConsumer,
@@ -275,7 +275,7 @@ def session_jobs_for(
         tickets=tickets,
         links=TicketLinksReader(redis, tickets.forge_for, store.cached),
         workspaces=workspaces,
-        prefetch=MirrorPrefetch(workspaces, tickets),
+        prefetch=SessionPrefetch(workspaces, tickets),
         artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for, author=ballet_login)),
         parent_env=parent_env,
         options=options or SessionOptions(isolation=isolation_for(settings)),

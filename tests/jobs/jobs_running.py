@@ -10,7 +10,7 @@ from arq.jobs import Job
 from ballet.core.events import AnyEvent, SessionCrashed, SessionFinished
 from ballet.jobs.registry import QueueSpec, WorkerGroup, queue_specs
 from ballet.jobs.services import Services
-from ballet.jobs.stage_sessions import finished_event_id
+from ballet.jobs.session_results import finished_event_id
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT_JOB, ticket_event_job_id
 from ballet.queue import EVENTS_QUEUE, SESSIONS_QUEUE
 from ballet.settings import Settings

@@ -28,6 +28,7 @@ from ballet.jobs.launcher import RUN_STAGE_SESSION, ArqSessionLauncher
 from ballet.jobs.registry import QueueSpec, WorkerGroup
 from ballet.jobs.services import Services
 from ballet.jobs.ticket_events import APPLY_TICKET_EVENT, send_ticket_event
+from ballet.jobs.wakeups import wake
 from ballet.queue import (
     EVENTS_QUEUE,
     HANDLE_DELIVERY,
@@ -237,3 +238,57 @@ async def test_a_dropped_wake_connection_loses_no_job_and_subscribes_again(
         await asyncio.sleep(0.3)
         assert await send_ticket_event(redis, "octo/app#7", event, event_id="after")
         await wait_ran("ticket-event:after")
+
+
+async def test_a_full_events_worker_takes_the_next_job_when_one_ends(
+    slow_poll: Settings, redis: ArqRedis
+) -> None:
+    # Only a full worker's freed slot wakes it; any other job's end wakes nothing.
+    spec = QueueSpec(
+        EVENTS_QUEUE,
+        max_jobs=1,
+        job_timeout=60,
+        functions=(func(note_then_wait, name="wait"), func(note, name="note")),
+    )
+    async with serving(slow_poll, spec):
+        await wait_listening(redis, EVENTS_QUEUE)
+        await redis.enqueue_job("wait", _job_id="first:1:1", _queue_name=EVENTS_QUEUE)
+        await wake(redis, EVENTS_QUEUE)
+        await wait_ran("first:1:1")
+        await redis.enqueue_job("note", _job_id="second", _queue_name=EVENTS_QUEUE)
+        await wake(redis, EVENTS_QUEUE)  # heard while full: nothing taken
+        await wait_ran("second")
+    (began,), (then,) = ran("first:1:1"), ran("second")
+    assert then - began >= 0.5  # it waited for the slot, not for the fallback poll
+
+
+async def test_a_job_running_here_is_not_looked_at_again_at_each_look(
+    slow_poll: Settings, redis: ArqRedis
+) -> None:
+    # A running job stays in its queue until it ends; arq would check its
+    # in-progress key again at every look (WATCH, EXISTS, ZSCORE, UNWATCH).
+    db = redis.connection_pool.connection_kwargs.get("db", 0)
+    seen: list[str] = []
+
+    async def watch_commands() -> None:
+        async with redis.monitor() as monitor:
+            async for command in monitor.listen():
+                if int(command.get("db", -1)) == db:
+                    seen.append(str(command["command"]).split()[0].upper())
+
+    spec = events(func(note_then_wait, name="wait"), func(note, name="note"))
+    async with serving(slow_poll, spec):
+        await wait_listening(redis, EVENTS_QUEUE)
+        await redis.enqueue_job("wait", _job_id="long", _queue_name=EVENTS_QUEUE)
+        await wake(redis, EVENTS_QUEUE)
+        await wait_ran("long")
+        watching = asyncio.create_task(watch_commands())
+        await asyncio.sleep(0.3)  # MONITOR is on
+        for n in range(5):
+            await redis.enqueue_job("note", _job_id=f"quick-{n}", _queue_name=EVENTS_QUEUE)
+            await wake(redis, EVENTS_QUEUE)
+            await wait_ran(f"quick-{n}")
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+    assert seen.count("ZSCORE") == 5  # one per job started, none for the running one

@@ -11,7 +11,8 @@ A pool with no live worker (`pools.live_workers`) is the ticket's to hear: the
 launch answers `WorkerAwaited` (the session stays queued), and the job that
 finally runs it sends `SessionStarted`. A ticket's session is reserved for a
 moment for the worker that ran its last one (`pools.reserve`), whose mirror is
-warm; the launching process prefetches the mirror only for a session it may run.
+warm; the launching process prefetches the mirror, and reads the issue, only for a
+session it may run (jobs/prefetch.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ballet.core.effects import CancelSession, StartSession
 from ballet.core.events import AnyEvent, WorkerAwaited
 from ballet.core.pools import DEFAULT_POOL
 from ballet.jobs import pools
-from ballet.jobs.prefetch import MirrorPrefetch
+from ballet.jobs.prefetch import SessionPrefetch
 from ballet.jobs.session_specs import ticket_of
 from ballet.jobs.wakeups import wake
 from ballet.queue import sessions_queue
@@ -73,7 +74,7 @@ class ArqSessionLauncher:
     def __init__(
         self,
         redis: ArqRedis,
-        prefetch: MirrorPrefetch | None = None,
+        prefetch: SessionPrefetch | None = None,
         *,
         worker_id: str = "",
         pools: tuple[str, ...] | None = None,
@@ -133,7 +134,7 @@ class ArqSessionLauncher:
             and mine
             and preferred in (None, self._worker_id)
         ):
-            self.prefetch.launched(job_key, spec.repo, decided=decided_by())
+            self.prefetch.launched(job_key, spec.repo, issue=spec.issue, decided=decided_by())
         log.info(
             "session launched" if job else "session already queued",
             job_key=job_key,

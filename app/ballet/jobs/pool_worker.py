@@ -63,7 +63,7 @@ class PoolWorker(WakingWorker):
         self.running = 0  # sessions of this pool running here now
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
-        for job_id in await self._not_reserved_elsewhere(job_ids):
+        for job_id in await self._not_reserved_elsewhere(self.not_running_here(job_ids)):
             if not self._slots.take():
                 return  # the process's slots are full: the next poll looks again
             name = job_id.decode()

@@ -38,7 +38,7 @@ from ballet.jobs.launcher import pool_of, queue_of
 from ballet.jobs.pools import live_workers, mark_awaiting
 from ballet.jobs.services import Services
 from ballet.jobs.session_look import Silent, look
-from ballet.jobs.stage_sessions import deliver_crash
+from ballet.jobs.session_results import deliver_crash
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.source import TicketSource

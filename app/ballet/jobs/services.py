@@ -18,7 +18,7 @@ from arq.connections import ArqRedis
 from ballet.core.events import AnyEvent
 from ballet.github.payloads import Envelope
 from ballet.jobs.artifacts import Artifacts
-from ballet.jobs.prefetch import MirrorPrefetch
+from ballet.jobs.prefetch import SessionPrefetch
 from ballet.jobs.redelivery import Redeliveries
 from ballet.queue import DeliveryQueue
 from ballet.sessionlog.store import SessionLogs
@@ -69,7 +69,8 @@ class SessionJobs:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     builtin_skills: Mapping[str, str] = field(default_factory=dict)
     links: TicketLinksReader | None = None  # None: sessions get no epic or lineage
-    prefetch: MirrorPrefetch | None = None  # the mirror fetched as a session is launched
+    # The mirror fetched, and the issue read, as a session is launched.
+    prefetch: SessionPrefetch | None = None
     # What GitHub holds of a return's cause (failing checks, a review); None: the cause alone.
     returns: ReturnReads | None = None
     # Where sessions' logs go (the runner's LogSink) and old ones are swept from; None: nowhere.

@@ -3,7 +3,8 @@ GitHub, the record store and Redis know (the issue's body, labels and URL, skill
 texts, answered questions, earlier reports, the clone URL).
 
 Built when the session job starts, not when the engine launches it, so a
-session queued behind busy slots sees the ticket as it is when it runs.
+session queued behind busy slots sees the ticket as it is when it runs; the
+issue's read may have begun at the launch moments before (jobs/prefetch.py).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
+
+import structlog
 
 from ballet.core.effects import SessionSpec
 from ballet.core.lineage import TicketLinks
@@ -21,6 +24,8 @@ from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
 from ballet.sessions.returns import ReturnInfo, Signoffs
 
 _T = TypeVar("_T")
+
+log = structlog.get_logger("ballet.jobs.session_specs")
 
 
 def ticket_of(spec: SessionSpec) -> str:
@@ -46,7 +51,7 @@ async def build_runner_spec(
     # Four reads of their own (Redis, GitHub), together: one round trip's wait, not four.
     reads = await asyncio.gather(
         jobs.tickets.record(ticket),
-        jobs.tickets.issue(spec.repo, spec.issue),
+        _issue(jobs, spec),
         jobs.artifacts.of(ticket),
         clone_url or jobs.tickets.clone_url(spec.repo),
         return_exceptions=True,
@@ -115,6 +120,17 @@ async def build_runner_spec(
             changes=spec.signoff_changes,
         ),
     )
+
+
+async def _issue(jobs: SessionJobs, spec: SessionSpec) -> IssueDetails:
+    """The issue as read at the session's launch when that read is fresh, else now."""
+    begun = jobs.prefetch.issue_read(spec.job_key) if jobs.prefetch is not None else None
+    if begun is not None:
+        try:
+            return await begun
+        except Exception as exc:  # read again: that read's error, if it lasts, is reported
+            log.info("issue read again", job_key=spec.job_key, error=repr(exc))
+    return await jobs.tickets.issue(spec.repo, spec.issue)
 
 
 async def _links(

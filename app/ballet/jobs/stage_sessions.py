@@ -9,7 +9,7 @@ The job fills in what the engine does not carry (`session_specs`; the git
 token is asked for when git needs it), runs the session while beating a
 heartbeat key the reconciler watches, keeps its report and handoff as the
 ticket's artifacts and sends a SessionFinished to the ticket pipeline
-through the events queue, then applies it at once itself (`_apply_now`).
+through the events queue, then applies it at once itself (session_results).
 As it starts it notes the worker it runs on (the ticket's next session prefers
 it) and, for a session the ticket was told waits for a worker, says one took it.
 """
@@ -22,18 +22,16 @@ from typing import Any
 
 import structlog
 from arq import Retry
-from arq.connections import ArqRedis
 from arq.worker import Function, func
 from pydantic import ValidationError
 
 from ballet import metrics
 from ballet.core.effects import SessionSpec, StartSession
-from ballet.core.events import SessionCrashed, SessionFinished, SessionStarted
+from ballet.core.events import SessionCrashed, SessionStarted
 from ballet.core.report import Report
 from ballet.core.routing import job_key
 from ballet.github.forge import ForgeError, ForgeUnavailable, RateLimited
 from ballet.jobs import pools
-from ballet.jobs.artifacts import Artifact
 from ballet.jobs.heartbeats import Lease, beating, last_beat
 from ballet.jobs.launcher import KEEP_SECONDS, RUN_STAGE_SESSION
 from ballet.jobs.launcher import LAUNCHED_PREFIX as LAUNCHED_PREFIX
@@ -41,6 +39,13 @@ from ballet.jobs.launcher import ArqSessionLauncher as ArqSessionLauncher
 from ballet.jobs.launcher import is_launched as is_launched
 from ballet.jobs.prefetch import clone_access
 from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.session_results import (
+    apply_now,
+    deliver_crash,
+    deliver_result,
+    finished_event_id,
+    session_of,
+)
 from ballet.jobs.session_specs import StaleSession, build_runner_spec, runner_stage_id, ticket_of
 from ballet.jobs.ticket_events import send_ticket_event
 from ballet.sessionlog.sink import LogSink
@@ -53,17 +58,8 @@ from ballet.sessions.workspace import Workspace
 log = structlog.get_logger("ballet.jobs.stage_sessions")
 
 SESSION_RETRY_SECONDS = 30.0
-# The queued SessionFinished is due this long after it is queued when the job
-# applies it itself: past the apply's usual ~0.1 s, so it finds it applied, and
-# short enough that a worker dying there delays the ticket by only this much.
-RESULT_BACKSTOP_SECONDS = 2.0
 # A session's job is tried this often (GitHub unreachable before it could start).
 SESSION_MAX_TRIES = 5
-
-
-def finished_event_id(job_key: str) -> str:
-    """One SessionFinished per session, whether the job or the reconciler sends it."""
-    return f"session-finished:{job_key}"
 
 
 async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
@@ -83,7 +79,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
         # again could push a second, different result onto the branch. The ticket
         # runs the stage again as a new attempt (a new job) instead.
         crashed = SessionCrashed(
-            **_session_of(jobs, spec),
+            **session_of(jobs, spec),
             last_beat=began,
             retries_allowed=jobs.crash_retries,
         )
@@ -99,11 +95,15 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
     workspace = asyncio.create_task(_open_workspace(jobs, spec, access))
     # The finished log is stored while the result is delivered and applied.
     logs = StoredAfter(jobs.logs) if jobs.logs is not None else None
+    # Noted while the session is prepared; its result is delivered after it (SessionStarted first).
+    taken = asyncio.create_task(_taken(services, jobs, spec))
     try:
-        await _taken(services, jobs, spec)
         with metrics.POOL_RUNNING.labels(metrics.pool_label(spec.pool)).track_inprogress():
-            return await _run_and_deliver(services, jobs, spec, job_try, access, workspace, logs)
+            return await _run_and_deliver(
+                services, jobs, spec, job_try, access, workspace, logs, taken
+            )
     finally:
+        await asyncio.wait([taken])
         await _discard(jobs, spec.job_key, workspace)
         if logs is not None:
             await logs.stored()
@@ -113,8 +113,11 @@ async def _taken(services: Services, jobs: SessionJobs, spec: SessionSpec) -> No
     """This worker runs the session: the ticket's next session in the pool prefers it,
     and a ticket told the session waited for a worker hears that one took it."""
     worker = services.settings.worker_id
-    await pools.ran_here(jobs.redis, ticket_of(spec), spec.pool, spec.job_key, worker)
-    if await pools.was_awaiting(jobs.redis, spec.job_key):
+    _, awaited = await asyncio.gather(
+        pools.ran_here(jobs.redis, ticket_of(spec), spec.pool, spec.job_key, worker),
+        pools.was_awaiting(jobs.redis, spec.job_key),
+    )
+    if awaited:
         started = SessionStarted(now=jobs.clock(), job_key=spec.job_key, worker=worker)
         event_id = f"session-started:{spec.job_key}"
         await send_ticket_event(jobs.redis, ticket_of(spec), started, event_id=event_id)
@@ -128,6 +131,7 @@ async def _run_and_deliver(
     access: asyncio.Task[tuple[str, str | None]],
     workspace: asyncio.Task[Workspace],
     logs: LogSink | None,
+    taken: asyncio.Task[None],
 ) -> str:
     try:
         # Beats for the whole job, not only while the agent's process runs: a long
@@ -157,61 +161,25 @@ async def _run_and_deliver(
                 # made while the result is applied (sessions/prepared.py).
                 disk = workspace_disk(jobs.options.isolation, spec.runtime_config)
                 jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base, disk=disk)
-            finished = await _deliver(jobs, spec, result, applies=services.tickets is not None)
+            await _noted(taken, spec.job_key)
+            finished = await deliver_result(
+                jobs, spec, result, applies=services.tickets is not None
+            )
     except StaleSession as stale:
         log.info("session skipped", job_key=spec.job_key, reason=str(stale))
         return "stale"
-    await _apply_now(services, ticket_of(spec), finished, finished_event_id(spec.job_key))
+    await apply_now(services, ticket_of(spec), finished, finished_event_id(spec.job_key))
     if spec.branch is not None:
         await _unless_a_session_is_next(jobs, spec, spec.branch)
     log.info("session finished", job_key=spec.job_key, outcome=result.report.outcome)
     return result.report.outcome
 
 
-def _session_of(jobs: SessionJobs, spec: SessionSpec) -> dict[str, Any]:
-    """The fields every event about this session carries, as of now."""
-    return {
-        "now": jobs.clock(),
-        "job_key": spec.job_key,
-        "stage": spec.stage,
-        "iteration": spec.iteration,
-        "attempt": spec.attempt,
-        "phase": spec.phase,
-    }
-
-
-async def _deliver(
-    jobs: SessionJobs, spec: SessionSpec, result: SessionResult, *, applies: bool
-) -> SessionFinished:
-    """Keep the report and handoff as the ticket's artifact, then queue SessionFinished:
-    as the backstop of this job's own apply when it `applies` it (`_apply_now`)."""
-    await jobs.artifacts.add(
-        ticket_of(spec),
-        Artifact(
-            job_key=spec.job_key,
-            stage=runner_stage_id(spec),
-            iteration=spec.iteration,
-            phase=spec.phase,
-            report=result.report,
-            handoff=result.handoff,
-        ),
-    )
-    event = SessionFinished(
-        **_session_of(jobs, spec),
-        report=result.report,
-        head_sha=result.head_sha,
-        usage=result.usage,
-        duration_seconds=result.duration_seconds,
-        handoff=result.handoff,
-    )
-    await send_ticket_event(
-        jobs.redis,
-        ticket_of(spec),
-        event,
-        event_id=finished_event_id(spec.job_key),
-        backstop_seconds=RESULT_BACKSTOP_SECONDS if applies else None,
-    )
-    return event
+async def _noted(taken: asyncio.Task[None], job_key: str) -> None:
+    """Wait for `_taken`; its failure costs only a preference and a note, not the result."""
+    await asyncio.wait([taken])
+    if not taken.cancelled() and (error := taken.exception()) is not None:
+        log.warning("session's worker not noted", job_key=job_key, error=repr(error))
 
 
 async def _unless_a_session_is_next(jobs: SessionJobs, spec: SessionSpec, branch: str) -> None:
@@ -226,32 +194,8 @@ async def _unless_a_session_is_next(jobs: SessionJobs, spec: SessionSpec, branch
         await jobs.workspaces.unprepare(spec.repo, branch=branch, base=spec.base)
 
 
-async def _apply_now(
-    services: Services, ticket: str, event: SessionFinished, event_id: str
-) -> None:
-    """Apply the session's result here and now, instead of a queue poll later.
-
-    It is queued first (`_deliver`), so it is never lost: should this worker die or
-    GitHub fail here, the queued job applies it (due `RESULT_BACKSTOP_SECONDS`
-    later). Both go through the ticket service under the ticket's lock with the
-    same event id, so whichever comes second finds it applied and does nothing."""
-    if services.tickets is None:
-        return
-    try:
-        await services.tickets.handle(ticket, event, event_id=event_id)
-    except Exception as exc:
-        log.info("session result left to its queued job", ticket=ticket, reason=repr(exc))
-
-
 CRASHED = "crashed"
 FENCED = "fenced"  # the job's result when the session was judged crashed as it ran
-
-
-async def deliver_crash(redis: ArqRedis, ticket: str, event: SessionCrashed) -> bool:
-    """Tell the ticket its session's worker died, under the event id the session's
-    own result would have had: a session that only finished late is never
-    reported twice. False when either was sent already."""
-    return await send_ticket_event(redis, ticket, event, event_id=finished_event_id(event.job_key))
 
 
 RUN_STAGE_SESSION_JOB: Function = func(

@@ -147,6 +147,7 @@ class WakingWorker(Worker):
         self.poll_delay_s = LOOP_FLOOR_SECONDS
         self._looked = False
         self._read_ms = 0  # no later than arq's last read of the queue
+        self._retried_seen = 0  # arq's count of retried jobs when last woken for one
 
     async def _poll_iteration(self) -> None:
         if self._looked:  # the first look is at once: jobs may wait from before the start
@@ -197,8 +198,25 @@ class WakingWorker(Worker):
             # arq queued the run without a wake: look again, to start it or wait for it.
             self.wake.set()
 
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        await super().start_jobs(self.not_running_here(job_ids))
+
+    def not_running_here(self, job_ids: list[bytes]) -> list[bytes]:
+        """`job_ids` less the jobs this Worker runs now. A running job stays in its
+        queue until it ends, and arq would look at its in-progress key again (four
+        commands) at every look at the queue: most of a busy worker's Redis traffic."""
+        return [j for j in job_ids if not _running(self.tasks.get(j.decode()))]
+
     def _release_sem_dec_counter_on_complete(self) -> None:
+        full = self.job_counter >= self.max_jobs
         super()._release_sem_dec_counter_on_complete()
         # A full Worker stopped reading its queue; a job retried by arq is rescored.
-        # Here, not in run_job: only now does arq count the job as gone.
-        self.wake.set()
+        # Here, not in run_job: only now does arq count the job as gone. Any other
+        # job's end changes nothing a look would find.
+        if full or self.jobs_retried != self._retried_seen:
+            self._retried_seen = self.jobs_retried
+            self.wake.set()
+
+
+def _running(task: asyncio.Task[Any] | None) -> bool:
+    return task is not None and not task.done()

@@ -154,6 +154,11 @@ async def list_requests(request: Request) -> JSONResponse:
 async def settle(request: Request) -> JSONResponse:
     """Wait until CI runs have finished and every queued webhook has been posted."""
     sb = sandbox_of(request)
+    # A push whose answer went out is still being taken in (its webhooks and CI are
+    # yet to be queued) while it holds its repository's ref lock.
+    for repo in list(sb.repos.values()):
+        async with repo.ref_lock:
+            pass
     while sb.tasks:
         await asyncio.gather(*list(sb.tasks), return_exceptions=True)
     await sb.hooks.idle()

@@ -108,12 +108,15 @@ class RequestLog:
             return
         status = 0
         began = time.monotonic()
+        answered: float | None = None
 
         async def capture(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
                 status = message["status"]
             await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                answered = time.monotonic()
 
         try:
             await self.app(scope, receive, capture)
@@ -127,8 +130,10 @@ class RequestLog:
                     "time": time.time(),
                     # When the sandbox began and ended answering, on the machine's
                     # monotonic clock: benches subtract GitHub's time from Ballet's.
+                    # Ended with the answer's last byte, not with what the sandbox does
+                    # after it (a push's webhooks and CI), while the App goes on.
                     "began": began,
-                    "ended": time.monotonic(),
+                    "ended": answered if answered is not None else time.monotonic(),
                 }
                 if actor.via_app:
                     entry["user"] = actor.login

@@ -1,0 +1,118 @@
+"""The issue read as a session is launched (jobs/prefetch.py): its job takes that
+read instead of making its own, when the job starts moments later; a session
+that waited longer, or whose early read failed, reads the issue as it is when it
+runs. Proven on what the agent's context holds, and on GitHub's request count."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from arq.connections import ArqRedis
+from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.prefetch import ISSUE_FRESH_SECONDS, SessionPrefetch
+from ballet.jobs.services import Services, SessionJobs
+from ballet.jobs.stage_sessions import ArqSessionLauncher
+from ballet.settings import Settings
+from ballet.wiring import services_for
+from fake_github import FakeGitHub
+from jobs_kit import ISSUE, ISSUE_BODY, REPO, EngineTickets, agent_runtime
+from jobs_running import eventually, queued_finish, run_sessions
+
+pytestmark = pytest.mark.anyio
+
+ISSUE_PATH = f"/repos/{REPO}/issues/{ISSUE}"
+EDITED = "Please greet, loudly.\n"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def prefetching(
+    settings: Settings,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    session_jobs: SessionJobs,
+    clock: Clock,
+) -> tuple[ArqSessionLauncher, Services]:
+    """The launcher and the worker's services of one process, sharing its prefetch."""
+    prefetch = SessionPrefetch(session_jobs.workspaces, session_jobs.tickets, clock=clock)
+    jobs = dataclasses.replace(session_jobs, prefetch=prefetch)
+    services = services_for(settings, redis, LoggingConsumer(), tickets=tickets, session_jobs=jobs)
+    return ArqSessionLauncher(redis, prefetch), services
+
+
+async def issue_read(github: FakeGitHub, times: int) -> None:
+    async def read() -> bool:
+        return github.requests_to("GET", ISSUE_PATH) >= times
+
+    await eventually(read, f"the issue read {times} time(s)")
+
+
+async def seen_body(redis: ArqRedis, job_key: str) -> str:
+    event = await queued_finish(redis, job_key)
+    assert event is not None, f"no SessionFinished was queued for {job_key}"
+    body: str = json.loads(event.report.details)["body"]
+    return body
+
+
+async def test_the_issue_read_at_the_launch_is_the_sessions(
+    settings: Settings,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    session_jobs: SessionJobs,
+    agent_script: Path,
+    github: FakeGitHub,
+) -> None:
+    launcher, services = prefetching(settings, redis, tickets, session_jobs, Clock())
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await issue_read(github, 1)  # before any session job ran
+    await run_sessions(settings, services)
+    assert await seen_body(redis, start.spec.job_key) == ISSUE_BODY
+    assert github.requests_to("GET", ISSUE_PATH) == 1
+
+
+async def test_a_session_that_waited_past_the_reads_freshness_reads_the_issue_again(
+    settings: Settings,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    session_jobs: SessionJobs,
+    agent_script: Path,
+    github: FakeGitHub,
+) -> None:
+    clock = Clock()
+    launcher, services = prefetching(settings, redis, tickets, session_jobs, clock)
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    await issue_read(github, 1)
+    github.issues[(REPO, ISSUE)].body = EDITED  # a person edits it while the session waits
+    clock.now += ISSUE_FRESH_SECONDS
+    await run_sessions(settings, services)
+    assert await seen_body(redis, start.spec.job_key) == EDITED
+    assert github.requests_to("GET", ISSUE_PATH) == 2
+
+
+async def test_a_failed_early_read_is_made_again_by_the_session(
+    settings: Settings,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    session_jobs: SessionJobs,
+    agent_script: Path,
+    github: FakeGitHub,
+) -> None:
+    launcher, services = prefetching(settings, redis, tickets, session_jobs, Clock())
+    start = await tickets.request(agent_runtime(agent_script))
+    github.fail_next("GET", f"^{ISSUE_PATH}$", 404, {"message": "Not Found"})
+    await launcher.launch(start)
+    await issue_read(github, 1)
+    await run_sessions(settings, services)
+    assert await seen_body(redis, start.spec.job_key) == ISSUE_BODY
+    assert github.requests_to("GET", ISSUE_PATH) == 2
