@@ -9,6 +9,10 @@
    direct vs. from inside the sandbox through the relay and Ballet's proxy,
    both as a proxied request (http_proxy) and through the transparent forward
    of an operator-allowed loopback port. Target: ≥ 0.8× direct.
+3. Small answers on one kept-alive connection (an agent's model calls): 20 GETs
+   of a 300-byte answer by one curl, ms a request after the first, the same three
+   ways. Each relayed answer used to wait 40 ms for the agent's delayed ACK
+   (Nagle's algorithm on the relay's socket).
 
 Run: .venv/bin/python bench/confinement.py [--runs N] [--megabytes N]
 """
@@ -19,6 +23,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import socket
 import statistics
 import sys
 import tempfile
@@ -47,6 +52,8 @@ def main() -> None:
         asyncio.run(_startup(paths, args.runs))
         with _payload_server(args.megabytes * 1024 * 1024) as port:
             asyncio.run(_egress(paths, port, args.megabytes, max(3, args.runs // 6)))
+        with _payload_server(SMALL_ANSWER) as port:
+            asyncio.run(_kept_alive(paths, port, max(3, args.runs // 6)))
 
 
 def _paths(root: Path) -> SessionPaths:
@@ -110,6 +117,44 @@ async def _egress(paths: SessionPaths, port: int, megabytes: int, runs: int) -> 
     print("  target: ≥ 0.8× direct")
 
 
+SMALL_ANSWER = 300
+REQUESTS = 20
+
+
+async def _kept_alive(paths: SessionPaths, port: int, runs: int) -> None:
+    url = f"http://127.0.0.1:{port}/"
+    # One curl, REQUESTS transfers of the same URL: one connection, kept alive.
+    curl = ["curl", "-s", "-w", "%{time_total}\n"]
+    for _ in range(REQUESTS):
+        curl += ["-o", "/dev/null", url]
+    env = {"PATH": os.environ["PATH"]}
+    allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
+    each: dict[str, list[float]] = {"direct": [], "proxied": [], "forwarded": []}
+
+    async def fetch(
+        name: str, argv: Sequence[str], run_env: dict[str, str], box: SessionSandbox | None = None
+    ) -> None:
+        outcome = await run_process(
+            argv, cwd=paths.clone, env=run_env, timeout_seconds=120, supervisor=box
+        )
+        times = [float(t) for t in outcome.stdout.tail_text(10_000).split()]
+        assert outcome.exit_code == 0 and len(times) == REQUESTS, outcome.output_tail(2000)
+        each[name] += times[1:]  # the first one opens the connection
+
+    for _ in range(runs):
+        await fetch("direct", curl, env)
+        async with confined(allowed, paths, curl, env, runtime_rules=(), session="b") as box:
+            await fetch("proxied", box.argv, box.env, box)
+        no_proxy = ["curl", "--noproxy", "*", *curl[1:]]
+        async with confined(allowed, paths, no_proxy, env, runtime_rules=(), session="b") as box:
+            await fetch("forwarded", box.argv, box.env, box)
+    print(f"\nkept alive: {REQUESTS} requests of {SMALL_ANSWER} bytes on one connection,")
+    print(f"{runs} runs each, ms a request after the first (median, mean, p90):")
+    for name, values in each.items():
+        median, mean = _ms(statistics.median(values)), _ms(statistics.mean(values))
+        print(f"  {name:<10} {median} ms   mean {mean} ms   p90 {_ms(_p90(values))} ms")
+
+
 async def _interleaved(
     cases: dict[str, Callable[[], Awaitable[None]]], runs: int
 ) -> dict[str, list[float]]:
@@ -130,6 +175,11 @@ def _payload_server(size: int) -> Iterator[int]:
 
     class Payload(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            # As a real server does: its own writes are not what is measured.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def do_GET(self) -> None:
             self.send_response(200)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from arq import Retry
 from arq.connections import ArqRedis
+from arq.constants import abort_jobs_ss
 from arq.cron import cron
 from arq.jobs import Job, JobStatus
 from arq.worker import func
@@ -262,11 +263,12 @@ async def test_a_full_events_worker_takes_the_next_job_when_one_ends(
     assert then - began >= 0.5  # it waited for the slot, not for the fallback poll
 
 
-async def test_a_job_running_here_is_not_looked_at_again_at_each_look(
+async def test_an_events_worker_looks_only_at_what_it_may_start(
     slow_poll: Settings, redis: ArqRedis
 ) -> None:
     # A running job stays in its queue until it ends; arq would check its
-    # in-progress key again at every look (WATCH, EXISTS, ZSCORE, UNWATCH).
+    # in-progress key again at every look (WATCH, EXISTS, ZSCORE, UNWATCH), and
+    # read its abort set too.
     db = redis.connection_pool.connection_kwargs.get("db", 0)
     seen: list[str] = []
 
@@ -274,7 +276,7 @@ async def test_a_job_running_here_is_not_looked_at_again_at_each_look(
         async with redis.monitor() as monitor:
             async for command in monitor.listen():
                 if int(command.get("db", -1)) == db:
-                    seen.append(str(command["command"]).split()[0].upper())
+                    seen.append(str(command["command"]))
 
     spec = events(func(note_then_wait, name="wait"), func(note, name="note"))
     async with serving(slow_poll, spec):
@@ -291,4 +293,7 @@ async def test_a_job_running_here_is_not_looked_at_again_at_each_look(
         watching.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watching
-    assert seen.count("ZSCORE") == 5  # one per job started, none for the running one
+    verbs = [command.split()[0].upper() for command in seen]
+    assert verbs.count("ZSCORE") == 5  # one per job started, none for the running one
+    # Nothing aborts an event's job: its Worker does not read arq's abort set at each look.
+    assert not [c for c in seen if c.split()[:2] == ["ZRANGE", abort_jobs_ss]]

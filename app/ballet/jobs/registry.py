@@ -126,7 +126,9 @@ class WorkerGroup:
             burst=self._burst,
             handle_signals=False,  # the command owns the process's signals
             ctx={"services": services},
-            allow_abort_jobs=True,  # CancelSession aborts a session's job
+            # CancelSession aborts a session's job; nothing aborts an event's, so the
+            # events Worker does not read the abort set at every look (a round trip).
+            allow_abort_jobs=spec.pool is not None,
         )
 
     def _membership(self, pool: ArqRedis, workers: Sequence[WakingWorker]) -> PoolMembership:

@@ -47,4 +47,7 @@ async def count_failure(redis: Redis, ctx: dict[str, Any]) -> int:
 
 
 async def forget_failures(redis: Redis, ctx: dict[str, Any]) -> None:
-    await redis.delete(FAILURES_PREFIX + str(ctx.get("job_id", "?")))
+    # A failure is counted only as its try ends in a retry, so a job's first try has
+    # none to forget: no round trip for the usual job.
+    if ctx.get("job_try", 1) > 1:
+        await redis.delete(FAILURES_PREFIX + str(ctx.get("job_id", "?")))

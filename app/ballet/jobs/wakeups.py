@@ -26,10 +26,12 @@ from typing import Any
 
 import structlog
 from arq.connections import ArqRedis
+from arq.constants import in_progress_key_prefix
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
+from redis.commands.core import AsyncScript
 from redis.exceptions import RedisError
 
 from ballet.queue import wake_channel
@@ -129,13 +131,25 @@ class Wakeups:
             await pubsub.ping()
 
 
+# Takes a due job for this Worker, atomically, as arq's WATCH/MULTI does: unless it is
+# in progress (on any worker), gone, or not due yet, mark it in progress; its score.
+CLAIM = """
+if redis.call('exists', KEYS[1]) == 1 then return nil end
+local score = redis.call('zscore', KEYS[2], ARGV[1])
+if not score or tonumber(score) > tonumber(ARGV[2]) then return nil end
+redis.call('psetex', KEYS[1], ARGV[3], '1')
+return math.floor(tonumber(score))
+"""
+
+
 class WakingWorker(Worker):
     """An arq Worker that reads its queue when woken, not every `poll_delay`.
 
     `poll_delay` keeps its name but is the fallback: the longest the Worker goes
     without reading its queue. Written against arq 0.28.0 (pinned): it overrides
-    `_poll_iteration`, `run_cron` and `_release_sem_dec_counter_on_complete`,
-    which are arq's internals, not its API; check them on any upgrade.
+    `_poll_iteration`, `start_jobs`, `run_cron` and
+    `_release_sem_dec_counter_on_complete`, which are arq's internals, not its
+    API; check them on any upgrade.
     """
 
     def __init__(self, *, wake: asyncio.Event | None = None, **kwargs: Any) -> None:
@@ -148,6 +162,7 @@ class WakingWorker(Worker):
         self._looked = False
         self._read_ms = 0  # no later than arq's last read of the queue
         self._retried_seen = 0  # arq's count of retried jobs when last woken for one
+        self._claim_script: AsyncScript | None = None
 
     async def _poll_iteration(self) -> None:
         if self._looked:  # the first look is at once: jobs may wait from before the start
@@ -199,7 +214,31 @@ class WakingWorker(Worker):
             self.wake.set()
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
-        await super().start_jobs(self.not_running_here(job_ids))
+        """arq's `start_jobs`, claiming each job in one round trip (`CLAIM`), not four
+        (WATCH, EXISTS, ZSCORE, then MULTI/PSETEX/EXEC)."""
+        for job_id_b in self.not_running_here(job_ids):
+            await self.sem.acquire()
+            if self.job_counter >= self.max_jobs:
+                self.sem.release()
+                return
+            self.job_counter += 1
+            job_id = job_id_b.decode()
+            score = await self._claim(job_id)
+            if score is None:  # started elsewhere, already done, or not due yet
+                self.job_counter -= 1
+                self.sem.release()
+                continue
+            task = self.loop.create_task(self.run_job(job_id, score))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job_id] = task
+
+    async def _claim(self, job_id: str) -> int | None:
+        if self._claim_script is None:
+            self._claim_script = self.pool.register_script(CLAIM)
+        keys = [in_progress_key_prefix + job_id, self.queue_name]
+        in_progress_ms = int(self.in_progress_timeout_s * 1000)
+        score = await self._claim_script(keys=keys, args=[job_id, timestamp_ms(), in_progress_ms])
+        return int(score) if score is not None else None
 
     def not_running_here(self, job_ids: list[bytes]) -> list[bytes]:
         """`job_ids` less the jobs this Worker runs now. A running job stays in its
