@@ -460,7 +460,8 @@ def _sse(chunks: Any) -> StreamingResponse:
 
 def serve(server: ModelServer) -> Callable[[], None]:
     """Start `server` on 127.0.0.1:<ephemeral> in a thread; returns its stop function."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # Named TCP: asyncio turns Nagle off only on sockets that say so (sandbox/server.py).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     host, port = sock.getsockname()

@@ -67,6 +67,20 @@ async def test_cached_tokens_are_sealed_and_still_shared(
     assert fake_github.requests_to("GET", f"/repos/{REPO}") == 2
 
 
+async def test_a_worker_holds_its_token_until_it_expires_not_asking_redis_each_time(
+    redis: Redis, app_private_key: str, fake_github: FakeGitHub
+) -> None:
+    credentials = GitHubAppCredentials(app_id=APP_ID, private_key=app_private_key, api_url=API)
+    client = GitHubClients(credentials, redis).installation(INSTALLATION_ID)
+    await client.call("GET", f"/repos/{REPO}")
+    assert fake_github.token_requests == 1
+    tokens = [key async for key in redis.scan_iter("*") if b"installation" in key.lower()]
+    assert tokens, "no installation token was cached in Redis"
+    await redis.delete(*tokens)  # read from Redis again, it would be minted again
+    await client.call("GET", f"/repos/{REPO}")
+    assert fake_github.token_requests == 1
+
+
 async def test_cached_bodies_are_kept_compressed_and_read_back_whole(
     redis: Redis, app_private_key: str, fake_github: FakeGitHub
 ) -> None:
