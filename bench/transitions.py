@@ -16,14 +16,16 @@ write pacing off (as in the sandbox) or on (`--spacing 1`, GitHub's pace).
 `--worker-process` runs the worker as a `ballet worker` process of its own
 (bench/timed_worker.py), as deployed, instead of in the sandbox's process;
 `--direct-python` keeps a pyenv shim (~170 ms a start here) out of the agents'
-and the sandbox CI's `python3`.
+and the sandbox CI's `python3`. `--apart` runs the web app and the sandbox as
+processes of their own too (`ballet web`, `ballet sandbox serve`), as deployed,
+instead of sharing this process's GIL.
 `--phases` also prints where a transition's time goes: the bench wraps the steps
 between two agent processes (push, the SessionFinished job, each effect, the
 session job, the workspace, each git command, the sandbox) and prints, per
 transition, each step's median start (ms after the agent's end) and duration.
 
     .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2] [--phases]
-        [--worker-process] [--direct-python] [--profile worker.prof]
+        [--worker-process] [--direct-python] [--apart] [--profile worker.prof]
 """
 
 from __future__ import annotations

@@ -45,13 +45,15 @@ async def test_a_connection_the_sandbox_accepts_has_nagle_off() -> None:
         await server.wait_closed()
 
 
-async def test_the_request_log_ends_an_answer_with_its_last_byte(tmp_path: Path) -> None:
+async def test_the_request_log_holds_an_answer_as_its_last_byte_goes_out(tmp_path: Path) -> None:
     moments: dict[str, float] = {}
+    logged_by_then: list[int] = []
 
     async def answer_then_work_on(_scope: Scope, _receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}", "more_body": False})
         moments["answered"] = time.monotonic()
+        logged_by_then.append(len(sandbox.requests))
         await asyncio.sleep(0.05)  # the push's webhooks and CI, after the answer
         moments["returned"] = time.monotonic()
 
@@ -73,4 +75,5 @@ async def test_the_request_log_ends_an_answer_with_its_last_byte(tmp_path: Path)
     await logged(scope, receive, send)
     (entry,) = sandbox.requests
     assert entry["ended"] <= moments["answered"] < moments["returned"]
+    assert logged_by_then == [1]  # in the log before its client could have the answer
     assert entry["status"] == 200

@@ -108,36 +108,43 @@ class RequestLog:
             return
         status = 0
         began = time.monotonic()
-        answered: float | None = None
+        logged = False
+
+        def log() -> None:
+            nonlocal logged
+            actor = scope.get("state", {}).get("actor")
+            if logged or not isinstance(actor, Actor) or not (actor.is_app or actor.via_app):
+                return
+            logged = True
+            entry = {
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "time": time.time(),
+                # When the sandbox began and ended answering, on the machine's
+                # monotonic clock: benches subtract GitHub's time from Ballet's.
+                "began": began,
+                "ended": time.monotonic(),
+            }
+            if actor.via_app:
+                entry["user"] = actor.login
+            self.sandbox.requests.append(entry)
 
         async def capture(message: Message) -> None:
-            nonlocal status, answered
+            nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-            await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body"):
-                answered = time.monotonic()
+                # As the answer's last bytes go out, not after what the sandbox does
+                # next (a push's webhooks and CI) while the App goes on: the log holds
+                # the request before its client can have the answer.
+                log()
+            await send(message)
 
         try:
             await self.app(scope, receive, capture)
         finally:
-            actor = scope.get("state", {}).get("actor")
-            if isinstance(actor, Actor) and (actor.is_app or actor.via_app):
-                entry = {
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "status": status,
-                    "time": time.time(),
-                    # When the sandbox began and ended answering, on the machine's
-                    # monotonic clock: benches subtract GitHub's time from Ballet's.
-                    # Ended with the answer's last byte, not with what the sandbox does
-                    # after it (a push's webhooks and CI), while the App goes on.
-                    "began": began,
-                    "ended": answered if answered is not None else time.monotonic(),
-                }
-                if actor.via_app:
-                    entry["user"] = actor.login
-                self.sandbox.requests.append(entry)
+            log()
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
