@@ -114,6 +114,7 @@ class FakeGitHub:
         self.reviewers: dict[tuple[str, int], list[str]] = {}
         self.calls: list[tuple[str, str]] = []
         self.token_requests = 0
+        self.token_lifetime = timedelta(hours=1)  # as GitHub's installation tokens
         self.minted: set[str] = set()
         self.not_modified = 0  # conditional GETs answered 304 (free of rate limit)
         self.bot_login = bot_login
@@ -274,7 +275,7 @@ class FakeGitHub:
     def _token(self, request: httpx.Request, installation: str) -> httpx.Response:
         assert request.headers["authorization"].startswith("Bearer ")
         self.token_requests += 1
-        expires = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        expires = (datetime.now(UTC) + self.token_lifetime).strftime("%Y-%m-%dT%H:%M:%SZ")
         token = f"ghs_{installation}_{self.token_requests}"
         self.minted.add(token)
         return httpx.Response(201, json={"token": token, "expires_at": expires})

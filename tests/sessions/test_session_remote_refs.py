@@ -19,6 +19,7 @@ from ballet.sandbox.auth import issue_token
 from ballet.sandbox.server import BackgroundSandbox
 from ballet.sessions import GitIdentity, Workspaces
 from ballet.sessions.branch_writes import MirrorBranches
+from ballet.sessions.mirror import locked
 from ballet.sessions.remote_refs import UnknownRefs, parse_ls_refs, pkt_line
 
 REPO = "octo/demo"
@@ -272,3 +273,30 @@ def test_ls_refs_answers_are_read_strictly() -> None:
     for body in bad:
         with pytest.raises(UnknownRefs):
             parse_ls_refs(body)
+
+
+def test_the_refs_are_asked_while_the_mirror_is_held_by_the_last_push(
+    sandbox: BackgroundSandbox, tmp_path: Path
+) -> None:
+    # The last session's push going into the mirror holds its lock; GitHub has that
+    # push already, so the next refresh asks GitHub's refs without waiting for it.
+    url, token = f"{sandbox.api_url}/{REPO}.git", _token(sandbox)
+
+    async def scenario(client: httpx.AsyncClient) -> None:
+        workspaces = Workspaces(tmp_path / "ws", refs_http=client)
+        mirror = await workspaces.refresh(REPO, url, token)
+        _git_requests(sandbox, 0)  # the first refresh's requests all logged
+        mark = len(sandbox.sandbox.requests)
+        async with locked(mirror):
+            refreshing = asyncio.create_task(
+                workspaces.refresh(REPO, url, token, since=time.monotonic())
+            )
+            deadline = time.monotonic() + 10
+            while not sandbox.sandbox.requests[mark:] and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert _git_requests(sandbox, mark) == LOOKED  # asked, the lock still held
+            assert not refreshing.done()
+        assert await refreshing == mirror
+        assert _git_requests(sandbox, mark) == LOOKED  # and nothing fetched after it
+
+    _run(scenario)

@@ -12,10 +12,27 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import shutil
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from ballet.sessions.git import run_git
+
+# The mirror's own settings, after those `git init --bare` writes. The origin's URL
+# is set by each refresh (never with credentials: see workspace._refuse_credentials).
+MIRROR_CONFIG_TEXT = """\
+[remote "origin"]
+\turl = unset
+\tfetch = +refs/heads/*:refs/heads/*
+\tfetch = +refs/tags/*:refs/tags/*
+[gc]
+\tauto = 0
+\tpruneExpire = never
+[maintenance]
+\tauto = false
+[fetch]
+\tprune = true
+"""
 
 
 @contextlib.asynccontextmanager
@@ -72,3 +89,28 @@ async def take_pushed(
         "push", "--quiet", "--force", "--no-verify", str(mirror), f"{sha}:refs/heads/{branch}",
         cwd=mirror, env=sending,
     )  # fmt: skip
+
+
+async def init_mirror(mirror: Path, env: Mapping[str, str]) -> None:
+    """A new bare mirror at `mirror`, made aside and renamed into place."""
+    partial = mirror.with_name(mirror.name + ".partial")
+    if partial.exists():
+        await asyncio.to_thread(shutil.rmtree, partial)
+    await run_git("init", "--quiet", "--bare", str(partial), cwd=None, env=env)
+    # Appended to the file `git init` wrote, rather than a `git config` process per
+    # setting (eight of them in a row, the first session of a repository waited for).
+    with (partial / "config").open("a") as config:
+        config.write(MIRROR_CONFIG_TEXT)
+    partial.rename(mirror)
+
+
+async def gc_mirror(mirror: Path, env: Mapping[str, str]) -> bool:
+    """Garbage-collect the mirror if no clone holds a lease; True when it ran."""
+    async with locked(mirror):
+        leases = mirror / "ballet-leases"
+        for lease in leases.iterdir() if leases.is_dir() else ():
+            if Path(lease.read_text()).exists():
+                return False
+            lease.unlink()  # its workspace is gone (a crashed worker)
+        await run_git("-c", "gc.pruneExpire=now", "gc", "--quiet", cwd=mirror, env=env)
+    return True

@@ -30,7 +30,7 @@ from ballet.sessions.git import GitError
 from ballet.sessions.git_auth import authorization
 from ballet.sessions.mirror import all_refs
 
-# What the mirror holds of GitHub's refs (workspace.MIRROR_CONFIG_TEXT's refspecs).
+# What the mirror holds of GitHub's refs (mirror.MIRROR_CONFIG_TEXT's refspecs).
 PREFIXES = ("refs/heads/", "refs/tags/")
 # Bounded, unlike the fetch it may save: a check that hangs is worth less than a fetch.
 TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -142,23 +142,30 @@ def mirror_refs(for_each_ref: str) -> dict[str, str]:
     return refs
 
 
-async def unmoved(
-    client: httpx.AsyncClient | None,
-    mirror: Path,
-    clone_url: str,
-    token: str | None,
-    env: Mapping[str, str],
-) -> bool:
-    """True only when the remote's heads and tags are the mirror's, name for name and
-    id for id: a fetch now would change nothing. False when they differ or cannot be
-    told, or there is no client to ask with. The caller holds the mirror's lock (nothing
-    writes its refs meanwhile)."""
+def begin_look(
+    client: httpx.AsyncClient | None, clone_url: str, token: str | None
+) -> asyncio.Task[dict[str, str]] | None:
+    """GitHub's heads and tags asked now, in the background (None: no client to ask
+    with). A refresh asks before it takes the mirror's lock, which the last session's
+    push going into the mirror may hold: GitHub has that push already."""
     if client is None:
+        return None
+    look = asyncio.create_task(remote_refs(client, clone_url, token))
+    look.add_done_callback(_retrieved)  # a look cancelled or never awaited raises nothing
+    return look
+
+
+async def unmoved(
+    look: asyncio.Task[dict[str, str]] | None, mirror: Path, env: Mapping[str, str]
+) -> bool:
+    """True only when the `look`'s heads and tags are the mirror's, name for name and
+    id for id: a fetch now would change nothing. False when they differ or cannot be
+    told, or there is no look. The caller holds the mirror's lock (nothing writes its
+    refs meanwhile)."""
+    if look is None:
         return False
     # The mirror is read while the request is out: its git process costs no time of its own.
-    remote, local = await asyncio.gather(
-        remote_refs(client, clone_url, token), all_refs(mirror, env), return_exceptions=True
-    )
+    remote, local = await asyncio.gather(look, all_refs(mirror, env), return_exceptions=True)
     if isinstance(local, GitError):
         log.info("mirror refs unread: fetching", error=str(local))
         return False
@@ -170,3 +177,8 @@ async def unmoved(
             raise outcome
     assert not isinstance(remote, BaseException) and not isinstance(local, BaseException)
     return remote == mirror_refs(local)
+
+
+def _retrieved(look: asyncio.Task[dict[str, str]]) -> None:
+    if not look.cancelled():
+        look.exception()

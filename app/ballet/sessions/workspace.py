@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -37,25 +36,10 @@ from ballet.sessions.disk import mount_limited, move_mount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.leftovers import remove_dir, remove_stale, to_the_end
-from ballet.sessions.mirror import locked, mirror_heads
+from ballet.sessions.mirror import gc_mirror, init_mirror, locked, mirror_heads
 from ballet.sessions.prepared import PreparedClones
-from ballet.sessions.remote_refs import unmoved
+from ballet.sessions.remote_refs import begin_look, unmoved
 
-# The mirror's own settings, after those `git init --bare` writes. The origin's URL
-# is set by each refresh (never with credentials: see _refuse_credentials).
-MIRROR_CONFIG_TEXT = """\
-[remote "origin"]
-\turl = unset
-\tfetch = +refs/heads/*:refs/heads/*
-\tfetch = +refs/tags/*:refs/tags/*
-[gc]
-\tauto = 0
-\tpruneExpire = never
-[maintenance]
-\tauto = false
-[fetch]
-\tprune = true
-"""
 # An agent's own `git push` fails with this message: Ballet pushes the ticket
 # branch itself after the session, and nothing may write to the shared mirror.
 NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
@@ -112,6 +96,7 @@ class Workspaces:
         # Per mirror: when this process's last successful fetch (or a look finding nothing
         # to fetch) began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
+        self._refreshing: dict[Path, int] = {}  # refreshes under way, by mirror
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
         # Each workspace made and not yet removed, and its lease: removed as the worker
         # stops (`aclose`), whatever became of the job that made it.
@@ -143,44 +128,61 @@ class Workspaces:
         one: the mirror is as fresh as the caller asked (see jobs/prefetch.py)."""
         _refuse_credentials(clone_url)
         mirror = self.mirror_path(repo)
-        async with locked(mirror):
-            fetched = self._fetched.get(mirror)
-            if (
-                since is not None
-                and fetched is not None
-                and fetched[0] >= since
-                and time.monotonic() - fetched[1] < FRESH_SECONDS
-            ):
-                return mirror
-            existed = (mirror / "HEAD").exists()
-            if not existed:
-                await self._init_mirror(mirror)
-                self._urls.pop(mirror, None)
-            # The mirror is this worker's alone (no session writes it): a URL set once
-            # by this process stays set, and needs no git process per session.
-            if self._urls.get(mirror) != clone_url:
-                await run_git(
-                    "config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env
-                )
-                self._urls[mirror] = clone_url
-            env = auth_environment(self.git_env, token)
-            began = time.monotonic()
-            # Usually nothing moved (Ballet pushed the last head and put it here): GitHub's
-            # refs asked now, the mirror's own, say a fetch would bring nothing.
-            if existed and await unmoved(self.refs_http, mirror, clone_url, token, self.git_env):
-                self._fetched[mirror] = (began, time.monotonic())
-                return mirror
-            try:
-                await run_git(
-                    "fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env
-                )
-                self._fetched[mirror] = (began, time.monotonic())
-            except GitError as error:
-                raise WorkspaceError(
-                    f"could not fetch {repo} from {clone_url}: {error.stderr.strip()}; "
-                    "check the URL and that the App is installed on the repository"
-                ) from error
+        # Usually nothing moved (Ballet pushed the last head and put it here): GitHub's
+        # refs, asked before the lock (by the first refresh waiting for it only), and the
+        # mirror's own, say a fetch would bring nothing.
+        began, existed = time.monotonic(), (mirror / "HEAD").exists()
+        ask = existed and not self._fresh(mirror, since) and mirror not in self._refreshing
+        look = begin_look(self.refs_http, clone_url, token) if ask else None
+        self._refreshing[mirror] = self._refreshing.get(mirror, 0) + 1
+        try:
+            async with locked(mirror):
+                if self._fresh(mirror, since):
+                    return mirror
+                existed = (mirror / "HEAD").exists()
+                if not existed:
+                    await init_mirror(mirror, self.git_env)
+                    self._urls.pop(mirror, None)
+                # The mirror is this worker's alone (no session writes it): a URL set once
+                # by this process stays set, and needs no git process per session.
+                if self._urls.get(mirror) != clone_url:
+                    await run_git(
+                        "config", "remote.origin.url", clone_url, cwd=mirror, env=self.git_env
+                    )
+                    self._urls[mirror] = clone_url
+                if look is None and existed:
+                    began, look = time.monotonic(), begin_look(self.refs_http, clone_url, token)
+                if existed and await unmoved(look, mirror, self.git_env):
+                    self._fetched[mirror] = (began, time.monotonic())
+                    return mirror
+                await self._fetch(repo, mirror, clone_url, token)
+        finally:
+            if look is not None:
+                look.cancel()
+            self._refreshing[mirror] -= 1
+            if not self._refreshing[mirror]:
+                del self._refreshing[mirror]
         return mirror
+
+    def _fresh(self, mirror: Path, since: float | None) -> bool:
+        fetched = self._fetched.get(mirror)
+        return (
+            since is not None
+            and fetched is not None
+            and fetched[0] >= since
+            and time.monotonic() - fetched[1] < FRESH_SECONDS
+        )
+
+    async def _fetch(self, repo: str, mirror: Path, clone_url: str, token: str | None) -> None:
+        env, began = auth_environment(self.git_env, token), time.monotonic()
+        try:
+            await run_git("fetch", "--quiet", "--prune", "--tags", "origin", cwd=mirror, env=env)
+            self._fetched[mirror] = (began, time.monotonic())
+        except GitError as error:
+            raise WorkspaceError(
+                f"could not fetch {repo} from {clone_url}: {error.stderr.strip()}; "
+                "check the URL and that the App is installed on the repository"
+            ) from error
 
     async def create(
         self, repo: str, *, key: str, branch: str | None, base: str, disk: int | None = None
@@ -298,26 +300,7 @@ class Workspaces:
 
     async def gc(self, repo: str) -> bool:
         """Garbage-collect the mirror if no clone holds a lease; True when it ran."""
-        mirror = self.mirror_path(repo)
-        async with locked(mirror):
-            leases = mirror / "ballet-leases"
-            for lease in leases.iterdir() if leases.is_dir() else ():
-                if Path(lease.read_text()).exists():
-                    return False
-                lease.unlink()  # its workspace is gone (a crashed worker)
-            await run_git("-c", "gc.pruneExpire=now", "gc", "--quiet", cwd=mirror, env=self.git_env)
-        return True
-
-    async def _init_mirror(self, mirror: Path) -> None:
-        partial = mirror.with_name(mirror.name + ".partial")
-        if partial.exists():
-            await asyncio.to_thread(shutil.rmtree, partial)
-        await run_git("init", "--quiet", "--bare", str(partial), cwd=None, env=self.git_env)
-        # Appended to the file `git init` wrote, rather than a `git config` process per
-        # setting (eight of them in a row, the first session of a repository waited for).
-        with (partial / "config").open("a") as config:
-            config.write(MIRROR_CONFIG_TEXT)
-        partial.rename(mirror)
+        return await gc_mirror(self.mirror_path(repo), self.git_env)
 
     async def _clone(
         self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
