@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import pytest
 from arq.connections import ArqRedis
+from ballet.core.pools import DEFAULT_POOL
 from ballet.jobs.deliveries import LoggingConsumer
+from ballet.jobs.pools import POOL_WORKERS_PREFIX
 from ballet.jobs.prefetch import ISSUE_FRESH_SECONDS, SessionPrefetch
 from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.stage_sessions import ArqSessionLauncher
@@ -24,6 +27,7 @@ from jobs_running import eventually, queued_finish, run_sessions
 pytestmark = pytest.mark.anyio
 
 ISSUE_PATH = f"/repos/{REPO}/issues/{ISSUE}"
+WORKER = "w1"
 EDITED = "Please greet, loudly.\n"
 
 
@@ -46,7 +50,7 @@ def prefetching(
     prefetch = SessionPrefetch(session_jobs.workspaces, session_jobs.tickets, clock=clock)
     jobs = dataclasses.replace(session_jobs, prefetch=prefetch)
     services = services_for(settings, redis, LoggingConsumer(), tickets=tickets, session_jobs=jobs)
-    return ArqSessionLauncher(redis, prefetch), services
+    return ArqSessionLauncher(redis, prefetch, worker_id=WORKER), services
 
 
 async def issue_read(github: FakeGitHub, times: int) -> None:
@@ -116,3 +120,25 @@ async def test_a_failed_early_read_is_made_again_by_the_session(
     await run_sessions(settings, services)
     assert await seen_body(redis, start.spec.job_key) == ISSUE_BODY
     assert github.requests_to("GET", ISSUE_PATH) == 2
+
+
+async def test_a_session_another_worker_may_run_has_no_read_at_its_launch(
+    settings: Settings,
+    redis: ArqRedis,
+    tickets: EngineTickets,
+    session_jobs: SessionJobs,
+    agent_script: Path,
+    github: FakeGitHub,
+) -> None:
+    # Two live workers and no reservation: whichever takes the session reads the issue
+    # itself; a read here would be a charged request wasted three times in four.
+    alive = (time.time() + 60) * 1000
+    await redis.zadd(POOL_WORKERS_PREFIX + DEFAULT_POOL, {WORKER: alive, "w2": alive})
+    launcher, services = prefetching(settings, redis, tickets, session_jobs, Clock())
+    start = await tickets.request(agent_runtime(agent_script))
+    await launcher.launch(start)
+    prefetch = services.session_jobs.prefetch if services.session_jobs else None
+    assert prefetch is not None and prefetch.issue_read(start.spec.job_key) is None
+    await run_sessions(settings, services)
+    assert await seen_body(redis, start.spec.job_key) == ISSUE_BODY
+    assert github.requests_to("GET", ISSUE_PATH) == 1

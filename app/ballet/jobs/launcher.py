@@ -134,7 +134,11 @@ class ArqSessionLauncher:
             and mine
             and preferred in (None, self._worker_id)
         ):
-            self.prefetch.launched(job_key, spec.repo, issue=spec.issue, decided=decided_by())
+            # The issue's read is a charged request, wasted if another worker runs the
+            # session: begun only when it is kept for this one, or no other is alive.
+            ours = preferred == self._worker_id or len(alive) <= 1
+            issue = spec.issue if ours else None
+            self.prefetch.launched(job_key, spec.repo, issue=issue, decided=decided_by())
         log.info(
             "session launched" if job else "session already queued",
             job_key=job_key,
