@@ -41,7 +41,10 @@ async def locked(mirror: Path) -> AsyncIterator[None]:
     mirror.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(mirror.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
+        try:  # free, as it usually is: taken here, without a thread's round trip
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            await asyncio.to_thread(fcntl.flock, fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the flock
