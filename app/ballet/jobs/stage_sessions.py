@@ -103,7 +103,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
                 services, jobs, spec, job_try, access, workspace, logs, taken
             )
     finally:
-        await asyncio.wait([taken])
+        await _noted(taken, spec.job_key)
         await _discard(jobs, spec.job_key, workspace)
         if logs is not None:
             await logs.stored()
@@ -161,7 +161,7 @@ async def _run_and_deliver(
                 # made while the result is applied (sessions/prepared.py).
                 disk = workspace_disk(jobs.options.isolation, spec.runtime_config)
                 jobs.workspaces.prepare(spec.repo, branch=spec.branch, base=spec.base, disk=disk)
-            await _noted(taken, spec.job_key)
+            await asyncio.wait([taken])  # its SessionStarted goes before the result
             finished = await deliver_result(
                 jobs, spec, result, applies=services.tickets is not None
             )
