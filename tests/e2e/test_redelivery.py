@@ -75,6 +75,15 @@ def what_a_person_sees(view: View) -> dict[str, Any]:
     }
 
 
+async def merged_and_quiet(stack: Stack, repo: str, number: int) -> View:
+    """The merged ticket once GitHub's own work is done too: the sandbox's CI on the
+    merge commit may still run as the ticket merges, and would change the view later."""
+    await wait_until(stack, repo, number, merged, timeout=90)
+    async with stack.admin() as admin:
+        await admin.post("/_sandbox/settle")
+    return await wait_until(stack, repo, number, merged, timeout=30)
+
+
 async def settled_after(stack: Stack, repo: str, number: int) -> View:
     """Ballet's view once it has handled everything sent so far: a `/ballet status`
     comment is answered only after the events queued before it."""
@@ -85,7 +94,7 @@ async def settled_after(stack: Stack, repo: str, number: int) -> View:
 async def test_redelivered_trigger_label_changes_nothing(stack: Stack) -> None:
     repo = await new_repo(stack, "redelivery")
     number = await ticket(stack, repo)
-    view = await wait_until(stack, repo, number, merged, timeout=90)
+    view = await merged_and_quiet(stack, repo, number)
     await assert_merged_cleanly(stack, view, repo, number)
     before = what_a_person_sees(view)
 
@@ -132,7 +141,7 @@ async def replay(stack: Stack, event: str, payload: dict[str, Any]) -> None:
 async def test_a_copy_under_a_new_delivery_id_changes_nothing(stack: Stack) -> None:
     repo = await new_repo(stack, "replayed")
     number = await ticket(stack, repo)
-    view = await wait_until(stack, repo, number, merged, timeout=90)
+    view = await merged_and_quiet(stack, repo, number)
     before = what_a_person_sees(view)
 
     async with stack.admin() as admin:
@@ -151,7 +160,7 @@ async def test_a_replayed_command_is_not_given_twice(stack: Stack) -> None:
     paused = await comment(stack, repo, number, demo.AUTHOR, "/ballet pause")
     await wait_until(stack, repo, number, status_is("paused"), timeout=30)
     await comment(stack, repo, number, demo.AUTHOR, "/ballet resume")
-    view = await wait_until(stack, repo, number, merged, timeout=90)
+    view = await merged_and_quiet(stack, repo, number)
     before = what_a_person_sees(view)
 
     async with stack.admin() as admin:
