@@ -76,6 +76,15 @@ async def all_refs(mirror: Path, env: Mapping[str, str]) -> str:
     return out
 
 
+def refs_by_name(for_each_ref: str) -> dict[str, str]:
+    """`all_refs`'s output as a map of ref name to id."""
+    refs: dict[str, str] = {}
+    for line in for_each_ref.splitlines():
+        oid, _, refname = line.partition(" ")
+        refs[refname] = oid
+    return refs
+
+
 async def take_pushed(
     mirror: Path, env: Mapping[str, str], objects: Path, sha: str, branch: str
 ) -> None:

@@ -11,15 +11,16 @@ it where no session can reach it:
     mirrors/<owner>/<name>.git/ballet-leases/prepared-<pid>-<name>   its lease (no gc under it)
 
 The next session of that branch on this worker claims it (a rename into its own
-directory) only if the mirror's refs, every one of them, are still those the
-clone was made from, after the session's own fetch: a clone copies all of them
-(as `origin/*`) and checks out the branch's head, so equal refs mean it is the
-very clone a fresh one would be. A branch a person pushed to meanwhile, a base
-that moved, a new tag: the refs differ, the prepared clone is thrown away and a
-fresh one made. Nothing of the previous session is in it: it is cloned from the
-mirror after that session's processes are gone, and the mirror holds only what
-GitHub holds (the session's pushed commits, never its clone's other objects,
-refs, config or hooks).
+directory) only if the refs it was made from, every one of them, are GitHub's
+heads and tags as asked after the session was decided (`Workspaces.take_prepared`,
+with no fetch and no wait for the mirror's lock), or else the mirror's after the
+session's own fetch: a clone copies all of them (as `origin/*`) and checks out
+the branch's head, so equal refs mean it is the very clone a fresh one would be.
+A branch a person pushed to meanwhile, a base that moved, a new tag: the refs
+differ, the prepared clone is thrown away and a fresh one made. Nothing of the
+previous session is in it: it is cloned from the mirror after that session's
+processes are gone, and the mirror holds only what GitHub holds (the session's
+pushed commits, never its clone's other objects, refs, config or hooks).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ import structlog
 
 from ballet.sessions.disk import mount_limited
 from ballet.sessions.leftovers import remove_dir, remove_stale, remove_tree
-from ballet.sessions.mirror import all_refs, locked
+from ballet.sessions.mirror import all_refs, locked, refs_by_name
 
 log = structlog.get_logger("ballet.sessions.prepared")
 
@@ -106,11 +107,22 @@ class PreparedClones:
         self._making[key] = task
         task.add_done_callback(lambda done: self._made(key, done))
 
+    def holds(self, mirror: Path, branch: str) -> bool:
+        """Whether a clone of `branch` is prepared, or being prepared."""
+        return (mirror, branch) in self._ready or (mirror, branch) in self._making
+
     async def claim(
-        self, mirror: Path, branch: str, env: dict[str, str], disk: int | None = None
+        self,
+        mirror: Path,
+        branch: str,
+        env: dict[str, str],
+        disk: int | None = None,
+        github_refs: Mapping[str, str] | None = None,
     ) -> Prepared | None:
-        """The clone prepared of `branch`, if it is still what a fresh clone would be;
-        the caller moves `clone` away and then calls `release`."""
+        """The clone prepared of `branch`, if it is still what a fresh clone would be:
+        made from the mirror's refs as they are now or, given `github_refs` (GitHub's
+        heads and tags, asked after the session was decided), from exactly those. The
+        caller moves `clone` away and then calls `release`."""
         key = (mirror, branch)
         making = self._making.get(key)
         if making is not None:
@@ -119,8 +131,11 @@ class PreparedClones:
         if prepared is None:
             return None
         try:
-            async with locked(mirror):
-                fresh = await all_refs(mirror, env) == prepared.refs
+            if github_refs is None:
+                async with locked(mirror):
+                    fresh = await all_refs(mirror, env) == prepared.refs
+            else:  # every ref the clone copied, none more or less: nothing to read here
+                fresh = refs_by_name(prepared.refs) == github_refs
         except BaseException:
             # No longer among the ready ones, which `aclose` removes: removed here or
             # never (its session cancelled as its workspace was being made).

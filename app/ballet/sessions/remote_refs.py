@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -28,7 +30,7 @@ import structlog
 
 from ballet.sessions.git import GitError
 from ballet.sessions.git_auth import authorization
-from ballet.sessions.mirror import all_refs
+from ballet.sessions.mirror import all_refs, refs_by_name
 
 # What the mirror holds of GitHub's refs (mirror.MIRROR_CONFIG_TEXT's refspecs).
 PREFIXES = ("refs/heads/", "refs/tags/")
@@ -134,12 +136,9 @@ async def remote_refs(
 
 def mirror_refs(for_each_ref: str) -> dict[str, str]:
     """The heads and tags in `mirror.all_refs`'s output."""
-    refs: dict[str, str] = {}
-    for line in for_each_ref.splitlines():
-        oid, _, refname = line.partition(" ")
-        if refname.startswith(PREFIXES):
-            refs[refname] = oid
-    return refs
+    return {
+        name: oid for name, oid in refs_by_name(for_each_ref).items() if name.startswith(PREFIXES)
+    }
 
 
 def begin_look(
@@ -153,6 +152,41 @@ def begin_look(
     look = asyncio.create_task(remote_refs(client, clone_url, token))
     look.add_done_callback(_retrieved)  # a look cancelled or never awaited raises nothing
     return look
+
+
+@dataclass(frozen=True)
+class Look:
+    url: str
+    began: float  # time.monotonic()
+    task: asyncio.Task[dict[str, str]]
+
+
+class Looks:
+    """The last look at GitHub's refs of each mirror, shared: a refresh's and a
+    prepared clone's take (workspace.py) ask GitHub once for a session, not each."""
+
+    def __init__(self, client: httpx.AsyncClient | None, fresh_seconds: float) -> None:
+        self._client = client
+        self._fresh_seconds = fresh_seconds
+        self._last: dict[Path, Look] = {}
+
+    def since(self, mirror: Path, clone_url: str, token: str | None, since: float) -> Look | None:
+        """A look begun at or after `since`: the last one, if less than `fresh_seconds`
+        old and not failed; else one begun now. None: no client to ask with."""
+        held, now = self._last.get(mirror), time.monotonic()
+        if (
+            held is not None
+            and held.url == clone_url
+            and since <= held.began
+            and now - held.began < self._fresh_seconds
+            and not (held.task.done() and (held.task.cancelled() or held.task.exception()))
+        ):
+            return held
+        task = begin_look(self._client, clone_url, token)
+        if task is None:
+            return None
+        self._last[mirror] = Look(clone_url, now, task)
+        return self._last[mirror]
 
 
 async def unmoved(

@@ -88,8 +88,15 @@ async def open_workspace(
 
     Needs only what the engine's session spec names, so a session job may run it
     while it reads the issue and the record (`run_session(prepared=...)`).
-    `fresh_since`: a fetch begun since then will do (`Workspaces.refresh`).
+    `fresh_since`: a fetch, or a look at GitHub's refs, begun since then will do
+    (`Workspaces.refresh`); the clone prepared ahead is taken when GitHub's refs are
+    those it was made from (`Workspaces.take_prepared`).
     `disk`: the workspace is a disk of this size (`resources.workspace_disk`)."""
+    taken = await workspaces.take_prepared(
+        repo, clone_url, token, key=key, branch=branch, base=base, since=fresh_since, disk=disk
+    )
+    if taken is not None:
+        return taken
     await workspaces.refresh(repo, clone_url, token, since=fresh_since)
     return await workspaces.create(repo, key=key, branch=branch, base=base, disk=disk)
 

@@ -32,17 +32,17 @@ from urllib.parse import urlsplit
 import httpx
 import structlog
 
+from ballet.sessions.cloning import GitIdentity as GitIdentity
+from ballet.sessions.cloning import WorkspaceError as WorkspaceError
+from ballet.sessions.cloning import clone_branch
 from ballet.sessions.disk import mount_limited, move_mount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.leftovers import remove_dir, remove_stale, to_the_end
-from ballet.sessions.mirror import gc_mirror, init_mirror, locked, mirror_heads
+from ballet.sessions.mirror import gc_mirror, init_mirror, locked
 from ballet.sessions.prepared import PreparedClones
-from ballet.sessions.remote_refs import begin_look, unmoved
+from ballet.sessions.remote_refs import Looks, UnknownRefs, unmoved
 
-# An agent's own `git push` fails with this message: Ballet pushes the ticket
-# branch itself after the session, and nothing may write to the shared mirror.
-NO_PUSH_URL = "/ballet-pushes-the-ticket-branch-after-the-session"
 _KEY = re.compile(r"[^A-Za-z0-9_.-]+")
 # How long a fetch counts as fresh for a refresh asked `since` its start: long enough
 # for a session job to follow its launch, far shorter than anything a person does.
@@ -52,14 +52,8 @@ FRESH_SECONDS = 5.0
 log = structlog.get_logger("ballet.sessions.workspace")
 
 
-class WorkspaceError(Exception):
-    """A workspace could not be prepared; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class GitIdentity:
-    name: str = "Ballet"
-    email: str = "ballet@users.noreply.github.com"
+class _NotPrepared(Exception):
+    """No clone prepared from the refs asked for: the session refreshes and creates."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +91,7 @@ class Workspaces:
         # to fetch) began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._refreshing: dict[Path, int] = {}  # refreshes under way, by mirror
+        self._looks = Looks(refs_http, FRESH_SECONDS)  # GitHub's refs, asked per mirror
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
         # Each workspace made and not yet removed, and its lease: removed as the worker
         # stops (`aclose`), whatever became of the job that made it.
@@ -132,8 +127,9 @@ class Workspaces:
         # refs, asked before the lock (by the first refresh waiting for it only), and the
         # mirror's own, say a fetch would bring nothing.
         began, existed = time.monotonic(), (mirror / "HEAD").exists()
+        asked = began if since is None else since
         ask = existed and not self._fresh(mirror, since) and mirror not in self._refreshing
-        look = begin_look(self.refs_http, clone_url, token) if ask else None
+        look = self._looks.since(mirror, clone_url, token, asked) if ask else None
         self._refreshing[mirror] = self._refreshing.get(mirror, 0) + 1
         try:
             async with locked(mirror):
@@ -151,18 +147,54 @@ class Workspaces:
                     )
                     self._urls[mirror] = clone_url
                 if look is None and existed:
-                    began, look = time.monotonic(), begin_look(self.refs_http, clone_url, token)
-                if existed and await unmoved(look, mirror, self.git_env):
-                    self._fetched[mirror] = (began, time.monotonic())
+                    look = self._looks.since(mirror, clone_url, token, asked)
+                if look is not None and await unmoved(look.task, mirror, self.git_env):
+                    self._fetched[mirror] = (look.began, time.monotonic())
                     return mirror
                 await self._fetch(repo, mirror, clone_url, token)
         finally:
-            if look is not None:
-                look.cancel()
             self._refreshing[mirror] -= 1
             if not self._refreshing[mirror]:
                 del self._refreshing[mirror]
         return mirror
+
+    async def take_prepared(
+        self,
+        repo: str,
+        clone_url: str,
+        token: str | None,
+        *,
+        key: str,
+        branch: str | None,
+        base: str,
+        since: float | None = None,
+        disk: int | None = None,
+    ) -> Workspace | None:
+        """The clone prepared ahead of `branch` (prepared.py) as this session's workspace,
+        when GitHub's heads and tags, asked at or after `since` (None: now), are exactly
+        the refs it was made from: it is then the clone a fetch and a fresh clone would
+        give, and neither is waited for, nor the mirror's lock (the last session's push
+        going into the mirror holds it). None otherwise: `refresh`, then `create`."""
+        _refuse_credentials(clone_url)
+        mirror = self.mirror_path(repo)
+        if not self.prepared.holds(mirror, _prepared_key(branch, base)):
+            return None
+        look = self._looks.since(
+            mirror, clone_url, token, time.monotonic() if since is None else since
+        )
+        if look is None:
+            return None
+        try:
+            github = await look.task
+        except (UnknownRefs, httpx.HTTPError, httpx.InvalidURL) as exc:
+            log.info("remote refs unknown: no prepared clone taken", reason=repr(exc))
+            return None
+        try:
+            return await self.create(
+                repo, key=key, branch=branch, base=base, disk=disk, github_refs=github
+            )
+        except _NotPrepared:
+            return None
 
     def _fresh(self, mirror: Path, since: float | None) -> bool:
         fetched = self._fetched.get(mirror)
@@ -185,10 +217,18 @@ class Workspaces:
             ) from error
 
     async def create(
-        self, repo: str, *, key: str, branch: str | None, base: str, disk: int | None = None
+        self,
+        repo: str,
+        *,
+        key: str,
+        branch: str | None,
+        base: str,
+        disk: int | None = None,
+        github_refs: Mapping[str, str] | None = None,
     ) -> Workspace:
         """A fresh clone of `branch` (made from `base` when it does not exist yet). With
-        `disk`, the whole workspace is a tmpfs of that many bytes, /tmp included."""
+        `disk`, the whole workspace is a tmpfs of that many bytes, /tmp included.
+        `github_refs`: only the clone prepared from exactly these refs (take_prepared)."""
         self._refuse_when_closed()
         mirror = self.mirror_path(repo)
         if not (mirror / "HEAD").exists():
@@ -202,13 +242,17 @@ class Workspaces:
         clone, home, files = root / "repo", root / "home", root / "ballet"
         tmp = root / "tmp" if disk is not None else None
         lease = mirror / "ballet-leases" / key
-        async with locked(mirror):
-            lease.parent.mkdir(exist_ok=True)
-            lease.write_text(str(root))
+        if github_refs is None:
+            async with locked(mirror):  # no gc is under way, nor starts, while it is held
+                _write_lease(lease, root)
+        else:  # the prepared clone's own lease keeps gc away until it is taken
+            _write_lease(lease, root)
         self._held[root] = lease
         try:
             root.mkdir(parents=True)
-            claimed = await self._claim(mirror, root, branch, base, disk)
+            claimed = await self._claim(mirror, root, branch, base, disk, github_refs)
+            if claimed is None and github_refs is not None:
+                raise _NotPrepared
             if disk is not None and claimed is None:
                 self._refuse_when_closed()  # in the same step as the mount: none after aclose
                 mount_limited(root, disk)
@@ -244,19 +288,25 @@ class Workspaces:
             return await self._clone(source, clone, branch, base, repo)
 
         name = directory_name(f"{repo}:{branch}")
-        self.prepared.start(mirror, f"{branch}\n{base}", name, make, self.git_env, disk)
+        self.prepared.start(mirror, _prepared_key(branch, base), name, make, self.git_env, disk)
 
     async def unprepare(self, repo: str, *, branch: str, base: str) -> None:
         """Drop the clone `prepare` began: no session of the branch is next."""
-        await self.prepared.drop(self.mirror_path(repo), f"{branch}\n{base}")
+        await self.prepared.drop(self.mirror_path(repo), _prepared_key(branch, base))
 
     async def _claim(
-        self, mirror: Path, root: Path, branch: str | None, base: str, disk: int | None
+        self,
+        mirror: Path,
+        root: Path,
+        branch: str | None,
+        base: str,
+        disk: int | None,
+        github_refs: Mapping[str, str] | None,
     ) -> tuple[str, str, bool] | None:
         """The clone prepared of this branch moved into `root` (with the disk it was
         made on, if any), if it is still what a fresh clone would be."""
-        key = f"{branch or base}\n{base}"
-        prepared = await self.prepared.claim(mirror, key, self.git_env, disk)
+        key = _prepared_key(branch, base)
+        prepared = await self.prepared.claim(mirror, key, self.git_env, disk, github_refs)
         if prepared is None:
             return None
         try:
@@ -305,51 +355,10 @@ class Workspaces:
     async def _clone(
         self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
     ) -> tuple[str, str, bool]:
-        env = self.git_env
-        target = branch or base
-        # The clone, the branch name's check and the reading of the heads are three git
-        # processes of their own: run together, not one after the other. The heads are
-        # read from the mirror (the clone's origin/* are copied from it) and the
-        # checkout names the commit, so a fetch between the two changes nothing here.
-        clone_command = run_git(
-            "clone", "--quiet", "--shared", "--no-checkout",
-            "-c", f"user.name={self.identity.name}",
-            "-c", f"user.email={self.identity.email}",
-            "-c", f"remote.origin.pushurl={NO_PUSH_URL}",
-            str(mirror), str(clone),
-            cwd=None, env=env,
+        return await clone_branch(
+            mirror, clone, branch=branch, base=base, repo=repo, identity=self.identity,
+            env=self.git_env,
         )  # fmt: skip
-        cloned, valid, heads = await asyncio.gather(
-            clone_command,
-            run_git("check-ref-format", "--branch", target, cwd=mirror, env=env, check=False),
-            mirror_heads(mirror, (target, base), env),
-            return_exceptions=True,
-        )
-        for outcome in (cloned, valid, heads):
-            if isinstance(outcome, BaseException):
-                raise outcome
-        assert not isinstance(valid, BaseException) and not isinstance(heads, BaseException)
-        if valid[0] != 0:
-            raise WorkspaceError(
-                f"{target!r} is not a valid branch name; fix the pipeline's `branch:`"
-            )
-        existed = target in heads
-        start = target if existed else base
-        if start not in heads:
-            raise WorkspaceError(
-                f"neither {target!r} nor the base branch {base!r} exists in {repo}: "
-                "set `base:` in the pipeline to an existing branch"
-            )
-        # Writing files is most of a workspace's cost: one checkout worker per core.
-        # Measured with bench/workspace.py: where creating a file costs ~0.5 ms, two
-        # workers cut a 2,000-file checkout from ~1.45 s to ~0.93 s; on tmpfs (~0.013 ms)
-        # one worker would be ~5 ms faster. The slow disk is the case worth winning.
-        await run_git(
-            "-c", "checkout.workers=0",
-            "checkout", "--quiet", "--no-track", "-B", target, heads[start],
-            cwd=clone, env=env,
-        )  # fmt: skip
-        return heads[start], target, existed
 
     async def _discard(self, root: Path, lease: Path) -> None:
         giving = self.giving.pop(root, None)
@@ -369,6 +378,15 @@ def directory_name(key: str) -> str:
     and no session's `create()` removes another's live workspace."""
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{_KEY.sub('_', key)[:80]}-{digest}"
+
+
+def _prepared_key(branch: str | None, base: str) -> str:
+    return f"{branch or base}\n{base}"
+
+
+def _write_lease(lease: Path, root: Path) -> None:
+    lease.parent.mkdir(exist_ok=True)
+    lease.write_text(str(root))
 
 
 def _refuse_credentials(url: str) -> None:
