@@ -24,7 +24,6 @@ from ballet.github import sealed_cache
 from ballet.jobs import artifacts, session_results, stage_sessions
 from ballet.sessions import push, runner, workspace
 from ballet.tickets import interpret, lock, service, source, store
-from hishel import AsyncRedisStorage
 
 
 @dataclass(frozen=True)
@@ -130,7 +129,6 @@ def install() -> None:
         (workspace.Workspaces, "take_prepared", "take prepared (GitHub's refs)"),
         (sealed_cache._SealedHttpStorage, "get_entries", "http cache: look up"),
         (sealed_cache._SealedHttpStorage, "update_entry", "http cache: update"),
-        (AsyncRedisStorage, "_is_stream_complete", "http cache: body complete?"),
     ):
         setattr(cls, attr, _timed(label, getattr(cls, attr)))
     service.advance = _timed_sync("engine (core.advance)", service.advance)  # type: ignore[attr-defined]

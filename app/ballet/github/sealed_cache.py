@@ -32,8 +32,10 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from githubkit.cache import AsyncRedisCacheStrategy
 from githubkit.cache.redis import AsyncRedisCache
-from hishel import AsyncBaseStorage, AsyncRedisStorage, Entry, Headers, Request, Response
+from hishel import AsyncBaseStorage, Entry, Headers, Request, Response
 from redis.asyncio import Redis
+
+from ballet.github.batched_storage import BatchedRedisStorage
 
 # githubkit's strategy keeps cached bodies an hour; a day keeps .ballet.yml
 # and pull requests revalidating with 304s across a working day.
@@ -128,8 +130,9 @@ class _SealedTokenCache(AsyncRedisCache):
         self._held[key] = (value, time.monotonic() + ex.total_seconds())
 
 
-class _SealedHttpStorage(AsyncRedisStorage):
-    """hishel's Redis storage, the stored requests' Authorization sealed."""
+class _SealedHttpStorage(BatchedRedisStorage):
+    """hishel's Redis storage (in fewer round trips), the stored requests'
+    Authorization sealed."""
 
     def __init__(self, sealer: Sealer, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
