@@ -183,9 +183,16 @@ class PreparedClones:
                 root.mkdir(parents=True)
                 if disk is not None:  # the session's own disk, made ahead with its clone
                     mount_limited(root, disk)
-                # Under the lock, so no fetch moves a ref between the clone and its refs.
-                refs = await all_refs(mirror, env)
-                start_sha, branch, existed = await make(mirror, root / "repo")
+                # Under the lock, so no fetch moves a ref between the clone and its refs;
+                # read beside the clone's making, not before it.
+                read, made = await asyncio.gather(
+                    all_refs(mirror, env), make(mirror, root / "repo"), return_exceptions=True
+                )
+                for outcome in (read, made):
+                    if isinstance(outcome, BaseException):
+                        raise outcome
+                assert not isinstance(read, BaseException) and not isinstance(made, BaseException)
+                refs, (start_sha, branch, existed) = read, made
         except BaseException as exc:
             # Cancelled as well as failed: the loop's end cancels a clone still being
             # made, and its disk would outlive the worker. (After the mirror's lock.)
