@@ -54,6 +54,7 @@ from ballet.demo.stack import Stack, process_env, running_stack, worker_env
 from ballet.demo.watch import View, wait_until
 from ballet.logs import configure_logging
 from ballet.sessions import process, runner
+from redis.asyncio import Redis
 
 # --profile: where the worker process writes its CPU profile (bench/timed_worker.py).
 PROFILE_TO: str | None = None
@@ -142,6 +143,23 @@ def _covered(spans: list[tuple[float, float]], start: float, end: float) -> floa
     return sum(max(0.0, min(e, end) - max(s, start)) for s, e in spans)
 
 
+async def _commands(stack: Stack) -> dict[str, int]:
+    """Valkey's count of each command so far (INFO commandstats), every process's."""
+    client = Redis.from_url(stack.settings.require_redis_url())
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+def _per_ticket(
+    before: dict[str, int], after: dict[str, int], tickets: int
+) -> list[tuple[str, float]]:
+    counts = {name: (n - before.get(name, 0)) / tickets for name, n in after.items()}
+    return sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: -kv[1])
+
+
 def merged(view: View) -> bool:
     pull, record = view.pull, view.record
     return pull is not None and bool(pull["merged"]) and record is not None
@@ -174,6 +192,7 @@ async def main(
     async with running_stack(
         data, write_spacing_seconds=spacing, worker=not worker_process, **logs, **overrides
     ) as stack:
+        commands_before = await _commands(stack)
         with _timed_worker(stack, notes, phases, overrides) if worker_process else nullcontext():
             for index in range(1, tickets + 1):
                 created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
@@ -189,6 +208,7 @@ async def main(
                 walls.append(_merged_at(await _requests(stack), repo) - start_wall)
                 starts.append(start)
         requests = await _requests(stack)
+        commands = _per_ticket(commands_before, await _commands(stack), tickets)
     if worker_process:
         _read_notes(notes)
     # Tickets run one at a time: a ticket's agents are those that ran while it did.
@@ -225,6 +245,8 @@ async def main(
     )
     seen = statistics.median(noticed)
     print(f"  (the bench saw the merge at {seen:.2f} s: it looks every 0.2 s)")
+    top = ", ".join(f"{name} {count:.0f}" for name, count in commands[:12])
+    print(f"Redis commands a ticket, all processes: {sum(c for _, c in commands):.0f} ({top})")
     if phases:
         print(_label_to_merged(per_ticket, starts, walls))
         # The ticket's start as a zero-length "agent" before implement's: label → implement.
