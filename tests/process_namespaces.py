@@ -1,11 +1,20 @@
-"""Processes of a confined session, seen from outside: it has a pid namespace of its
-own, so its processes are found by that namespace, not by the pids it saw."""
+"""Processes seen from outside: a command's children, and those of a confined session,
+which has a pid namespace of its own, so they are found by that namespace, not by
+the pids it saw."""
 
 from __future__ import annotations
 
 import os
 import time
 from pathlib import Path
+
+
+def children(pid: int) -> set[int]:
+    """The processes `pid` started that are still its children."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(p) for p in (task / "children").read_text().split()}
+    return found
 
 
 def alive(pid: int) -> bool:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -39,9 +40,17 @@ def sandbox(tmp_path: Path) -> Iterator[BackgroundSandbox]:
         yield running
 
 
-@pytest.fixture
-def serve(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[tuple[str, Path, Path]]:
-    """`ballet serve` with no App: (its URL, its data dir, its log)."""
+@dataclass(frozen=True)
+class Served:
+    url: str
+    data_dir: Path
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[Served]:
+    """`ballet serve` with no App, in a process of its own, stopped by SIGTERM after."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BALLET_", "REDIS_URL"))}
     env |= {
@@ -60,7 +69,7 @@ def serve(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[tuple[str, Pat
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: httpx.get(f"{url}/healthz").status_code == 200, "serve up", log)
-        yield url, tmp_path / "data", log
+        yield Served(url, tmp_path / "data", log, process)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -68,3 +77,10 @@ def serve(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[tuple[str, Pat
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture
+def serve(tmp_path: Path, sandbox: BackgroundSandbox) -> Iterator[tuple[str, Path, Path]]:
+    """`ballet serve` with no App: (its URL, its data dir, its log)."""
+    with serving(tmp_path, sandbox) as served:
+        yield served.url, served.data_dir, served.log

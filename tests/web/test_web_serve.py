@@ -17,6 +17,7 @@ import httpx
 import redis
 from ballet.commands.local_secret import with_local_webhook_secret
 from ballet.settings import Settings
+from process_namespaces import children
 from starting_output import output_until_no_redis
 from webhook_signing import delivery_headers
 
@@ -61,13 +62,6 @@ def kill_if_running(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.kill()
         process.wait()
-
-
-def children(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(p) for p in (task / "children").read_text().split()}
-    return found
 
 
 def gone(pid: int) -> bool:

@@ -110,12 +110,18 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
-async def run_until_signalled(components: Sequence[Component]) -> None:
-    """Run the components until a signal or until one of them ends, then stop all."""
+async def run_until_signalled(
+    components: Sequence[Component], stopping: asyncio.Event | None = None
+) -> None:
+    """Run the components until a signal or until one of them ends, then stop all.
+    `stopping`: set by signal handlers the caller keeps for longer (serve's restarts);
+    without it, SIGINT and SIGTERM set one of this call's own."""
     loop = asyncio.get_running_loop()
-    stopping = asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
+    handlers = stopping is None
+    stopping = asyncio.Event() if stopping is None else stopping
+    if handlers:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopping.set)
     tasks = [asyncio.create_task(c.run()) for c in components]
     waiter = asyncio.create_task(stopping.wait())
     try:
@@ -131,8 +137,9 @@ async def run_until_signalled(components: Sequence[Component]) -> None:
         for task in pending:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        if handlers:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
     for task in done:
         error = None if task.cancelled() else task.exception()
         if error is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,9 +106,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     try:
         with _queue_url(settings) as url:
-            while _serve(args, settings, url, secret_file, env_file):
-                log.info("GitHub App registered: restarting with its credentials")
-                settings, secret_file, env_file = _settings(args)
+            asyncio.run(_serve_until_signalled(args, settings, url, secret_file, env_file))
     except (SettingsError, ValueError, EmbeddedValkeyError) as exc:
         return fail(str(exc))
     except (QueueUnavailable, ServerFailed) as exc:
@@ -115,12 +114,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(
+async def _serve_until_signalled(
     args: argparse.Namespace,
     settings: Settings,
     url: str,
     secret_file: Path | None,
     env_file: Path,
+) -> None:
+    """Serve, restarting once /setup registered an App, until SIGINT or SIGTERM. One
+    loop and its signal handlers for the whole run: a signal as serve restarts, or
+    after it, stops it like any other (with a loop per run, the restarted one never
+    heard SIGTERM, and a kill left the embedded Valkey running)."""
+    loop, stopping = asyncio.get_running_loop(), asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    try:
+        while await _serve(args, settings, url, secret_file, env_file, stopping):
+            if stopping.is_set():
+                return
+            log.info("GitHub App registered: restarting with its credentials")
+            settings, secret_file, env_file = _settings(args)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _serve(
+    args: argparse.Namespace,
+    settings: Settings,
+    url: str,
+    secret_file: Path | None,
+    env_file: Path,
+    stopping: asyncio.Event,
 ) -> bool:
     """Serve until a signal (False) or until /setup registered an App (True)."""
     until_registered = UntilRegistered()
@@ -145,5 +170,5 @@ def _serve(
             f" {secret_file}; give the same secret to your GitHub App's webhook"
         )
     log.info("ballet serving", url=f"http://{args.host}:{args.port}/webhooks")
-    asyncio.run(run_until_signalled(components))
+    await run_until_signalled(components, stopping)
     return until_registered.registered
