@@ -70,10 +70,14 @@ async def test_a_cached_get_costs_a_few_round_trips_whether_revalidated_or_chang
     assert body["body"] == issue.body
     assert spent <= 4, spent
     # And it is what the cache answers next, the old entry no longer read and
-    # revalidated beside it (hishel alone: 17, and more at each change).
+    # revalidated beside it (hishel alone: 17, and more at each change)...
     spent, body = await trips(client)
     assert body["body"] == issue.body
     assert spent <= 5, spent
+    # ...nor kept for the cache's day: only the newest answer's keys live on.
+    lives = [await counted.pttl(key) async for key in counted.scan_iter(match="ballet:gh:*")]
+    day_long = [ms for ms in lives if ms > 3_600_000]
+    assert len(day_long) == 4, lives  # the entry, its body, its done mark, the index
 
 
 async def test_a_body_of_several_stored_chunks_reads_back_whole(

@@ -23,6 +23,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 from uuid import UUID, uuid4
 
 from hishel import AsyncRedisStorage, Entry, EntryMeta, Request, Response
@@ -32,6 +33,11 @@ from redis import RedisError
 
 
 class BatchedRedisStorage(AsyncRedisStorage):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # The entries `get_entries` found for each key: a new answer for the key ends them.
+        self._seen: dict[str, list[str]] = {}
+
     def _key(self, kind: str, name: str) -> str:
         return f"{self._key_prefix}:{kind}:{name}"
 
@@ -41,6 +47,7 @@ class BatchedRedisStorage(AsyncRedisStorage):
         if not members:
             return []
         names = [m.decode() if isinstance(m, bytes) else m for m in members]
+        self._seen[key] = names
         async with self._client.pipeline(transaction=False) as pipe:
             for name in names:
                 pipe.get(self._key("entry", name))
@@ -70,8 +77,9 @@ class BatchedRedisStorage(AsyncRedisStorage):
         """As hishel's, and the entries kept before for the key leave its index in the
         same round trip: the newest answer for a URL replaces the older ones (which
         hishel keeps, each read and revalidated again at every later GET: two entries
-        of an issue made its next cached read cost 17 round trips). Their keys expire
-        by their TTL, as hishel leaves them."""
+        of an issue made its next cached read cost 17 round trips). Those this request
+        looked up go within the soft-delete TTL, as a removed entry's do, not after
+        the cache's day."""
         pair_id = id_ or uuid4()
         safe_ttl_ms = self._safe_ttl_ms(request)
         assert isinstance(response.stream, AsyncIterator), "hishel passes a stream"
@@ -86,6 +94,9 @@ class BatchedRedisStorage(AsyncRedisStorage):
         idx_key = self._key("idx", key)
         async with self._client.pipeline(transaction=True) as pipe:
             pipe.set(self._key("entry", pair_id.hex), pack(entry, kind="pair"), px=safe_ttl_ms)
+            for old in self._seen.pop(key, ()):  # as remove_entry leaves them: briefly
+                for kind in ("entry", "stream", "stream_done"):
+                    pipe.expire(self._key(kind, old), self._soft_delete_ttl)
             pipe.delete(idx_key)
             pipe.sadd(idx_key, pair_id.hex)
             pipe.pexpire(idx_key, safe_ttl_ms)

@@ -135,7 +135,7 @@ class _SealedHttpStorage(BatchedRedisStorage):
     Authorization sealed."""
 
     def __init__(self, sealer: Sealer, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)
         self._sealer = sealer
 
     # githubkit closes the cache storage after every request made outside a
