@@ -13,11 +13,13 @@ a session it reads the clone's objects and refs from the mirror, see push.py.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 # What Ballet's git processes inherit from the worker: enough to find git and
 # speak the locale, nothing else (no tokens, no Redis URL).
@@ -65,9 +67,14 @@ def with_config(env: Mapping[str, str], config: Mapping[str, str]) -> dict[str, 
 
 
 async def run_git(
-    *args: str, cwd: Path | None, env: Mapping[str, str], check: bool = True
+    *args: str,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    check: bool = True,
+    stdin: bytes | None = None,
 ) -> tuple[int, str, str]:
-    """Run git; return (returncode, stdout, stderr). Raises GitError when `check`.
+    """Run git, `stdin` its input; return (returncode, stdout, stderr). Raises GitError
+    when `check`.
 
     Not asyncio's subprocesses: on Python 3.11 one whose start is cancelled
     together with asyncio's own task that connects its pipes (as a stopping
@@ -77,9 +84,10 @@ async def run_git(
     git is left to finish, as before: killing a fetch or push midway would leave
     its lock files in the mirror (`subprocess` reaps it later)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            ["git", *args], cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=out, stderr=err
-        )
+        with _input(stdin) as given:
+            proc = subprocess.Popen(
+                ["git", *args], cwd=cwd, env=dict(env), stdin=given, stdout=out, stderr=err
+            )
         code = await _exited(proc)
         out.seek(0)
         err.seek(0)
@@ -88,6 +96,18 @@ async def run_git(
     if check and code != 0:
         raise GitError(args, code, stderr)
     return code, stdout, stderr
+
+
+@contextlib.contextmanager
+def _input(data: bytes | None) -> Iterator[Any]:
+    """What git reads: nothing, or `data` from an unnamed file (no pipe to feed)."""
+    if data is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as given:
+        given.write(data)
+        given.seek(0)
+        yield given
 
 
 async def _exited(proc: subprocess.Popen[bytes]) -> int:

@@ -125,4 +125,7 @@ async def gc_mirror(mirror: Path, env: Mapping[str, str]) -> bool:
                 return False
             lease.unlink()  # its workspace is gone (a crashed worker)
         await run_git("-c", "gc.pruneExpire=now", "gc", "--quiet", cwd=mirror, env=env)
+        # Packs received aside for pushes (incoming.py) a dead worker left: no push is
+        # under way without a workspace, whose lease would have held gc off.
+        await asyncio.to_thread(shutil.rmtree, mirror / "ballet-incoming", ignore_errors=True)
     return True

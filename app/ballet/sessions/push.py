@@ -15,11 +15,13 @@ The push names the repository's URL, not the mirror's `origin`: a push to a
 remote moves the ref its fetch refspec maps the pushed one to, which in a
 mirror is `refs/heads/<branch>` itself, and the mirror would name a commit
 whose objects only the (soon removed) clone holds. Once GitHub has taken the
-push, the mirror is given the same commits and head by a push to itself from
-the same objects (mirror.take_pushed), so the ticket's next session finds
-nothing to fetch and may take a clone prepared ahead (prepared.py). That runs
-beside the session's result going out, under the mirror's lock taken before
-the push returns; the workspace is removed only once it ends.
+push, the mirror is given the same commits and head, so the ticket's next
+session finds nothing to fetch and may take a clone prepared ahead
+(prepared.py): from a pack made and checked aside while GitHub took the push
+(incoming.py), else by a push to itself from the same objects
+(mirror.take_pushed). That runs beside the session's result going out, under
+the mirror's lock taken before the push returns; the workspace is removed only
+once it ends.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import structlog
 from ballet.sessionlog.redact import Redactor
 from ballet.sessions.git import GitError, run_git
 from ballet.sessions.git_auth import auth_environment
+from ballet.sessions.incoming import Incoming
 from ballet.sessions.mirror import locked, take_pushed
 from ballet.sessions.secrets_scan import find_secret
 from ballet.sessions.workspace import Workspace, Workspaces
@@ -92,12 +95,17 @@ async def push_ticket_branch(
         found = await find_secret(mirror, env, workspace.start_sha, sha, redactor)
         if found is not None:
             raise SecretInPush(found.variable, found.where)
+    # What the mirror will take once GitHub has the push, received aside meanwhile.
+    incoming = Incoming(mirror, env, workspaces.git_env, sha, workspace.start_sha)
     try:
         await run_git(
             "push", "--quiet", "--no-verify", url, f"{sha}:refs/heads/{branch}",
             cwd=mirror, env=auth_environment(env, token),
         )  # fmt: skip
-    except GitError as error:
+    except BaseException as error:
+        await incoming.discard()
+        if not isinstance(error, GitError):
+            raise
         hint = (
             "the branch moved on GitHub during the session (someone else pushed); "
             "retry the stage so it starts from the new head"
@@ -110,7 +118,9 @@ async def push_ticket_branch(
     # ahead, the next session's refresh) waits for them; the workspace, whose objects
     # are lent to it, is removed only after it (Workspaces.giving).
     holding = asyncio.Event()
-    giving = asyncio.create_task(_give(mirror, workspaces.git_env, objects, sha, branch, holding))
+    giving = asyncio.create_task(
+        _give(mirror, workspaces.git_env, objects, sha, branch, holding, incoming)
+    )
     workspaces.giving[workspace.root] = giving
     await holding.wait()
     return sha
@@ -123,16 +133,24 @@ async def _give(
     sha: str,
     branch: str,
     holding: asyncio.Event,
+    incoming: Incoming,
 ) -> None:
     try:
         async with locked(mirror):
             holding.set()
-            await take_pushed(mirror, env, objects, sha, branch)
+            try:
+                taken = await incoming.move_in(sha, branch)
+            except (GitError, OSError) as error:
+                log.info("pushed commits received aside not taken", error=str(error))
+                taken = False
+            if not taken:
+                await take_pushed(mirror, env, objects, sha, branch)
     except (GitError, OSError) as error:
         # GitHub has the branch: the mirror's next fetch brings it, as before.
         log.warning("the mirror did not take the pushed head", branch=branch, error=str(error))
     finally:
         holding.set()
+        await incoming.discard()
 
 
 def checked_objects(clone: Path) -> Path:
