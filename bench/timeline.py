@@ -22,7 +22,7 @@ from typing import Any
 
 from ballet.github import sealed_cache
 from ballet.jobs import artifacts, session_results, stage_sessions
-from ballet.sessions import cloning, mirror, prepared, push, runner, workspace
+from ballet.sessions import cloning, incoming, mirror, prepared, push, runner, workspace
 from ballet.tickets import interpret, lock, service, source, store
 
 
@@ -92,7 +92,7 @@ def _event_name(_self: Any, _key: str, event: Any, **_: Any) -> str:
 
 def install() -> None:
     """Wrap the steps of a transition (idempotent per process: call once)."""
-    for module in (workspace, push, cloning, mirror):
+    for module in (workspace, push, cloning, mirror, incoming):
         module.run_git = _timed(_git_name, module.run_git)  # type: ignore[attr-defined]
     runner.push_ticket_branch = _timed("push", runner.push_ticket_branch)  # type: ignore[attr-defined]
     push.find_secret = _timed("push: secrets scan", push.find_secret)  # type: ignore[attr-defined]
