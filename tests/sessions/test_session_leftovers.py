@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from ballet.sessions import Workspaces
+from ballet.sessions.cloning import Cloned
 from ballet.sessions.disk import can_mount
 from ballet.sessions.mounts import mounts
 from mirror_locks import held, until_waiting
@@ -90,7 +91,7 @@ def test_a_clone_still_being_made_when_the_loop_ends_leaves_no_disk(
         await workspaces.refresh(REPO, origin.as_uri(), None)
         cloning = asyncio.Event()
 
-        async def large_clone(_mirror: Path, _clone: Path) -> tuple[str, str, bool]:
+        async def large_clone(_mirror: Path, _clone: Path) -> Cloned:
             cloning.set()
             await asyncio.Event().wait()  # a large repository's checkout, still going
             raise AssertionError("never cloned")

@@ -13,7 +13,7 @@ import contextlib
 import ctypes
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import structlog
@@ -110,18 +110,34 @@ def fail(message: str, code: int = 2) -> int:
     return code
 
 
+@contextlib.contextmanager
+def stopped_by_signals(stopping: asyncio.Event) -> Iterator[None]:
+    """SIGINT and SIGTERM set `stopping` while the block runs (on the running loop)."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stopping.set)
+    try:
+        yield
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
 async def run_until_signalled(
     components: Sequence[Component], stopping: asyncio.Event | None = None
 ) -> None:
     """Run the components until a signal or until one of them ends, then stop all.
-    `stopping`: set by signal handlers the caller keeps for longer (serve's restarts);
-    without it, SIGINT and SIGTERM set one of this call's own."""
-    loop = asyncio.get_running_loop()
-    handlers = stopping is None
-    stopping = asyncio.Event() if stopping is None else stopping
-    if handlers:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stopping.set)
+    `stopping`: set by signal handlers the caller keeps for longer (serve's restarts,
+    `stopped_by_signals`); without it, this call keeps its own."""
+    if stopping is None:
+        stopping = asyncio.Event()
+        with stopped_by_signals(stopping):
+            await _run_until(components, stopping)
+    else:
+        await _run_until(components, stopping)
+
+
+async def _run_until(components: Sequence[Component], stopping: asyncio.Event) -> None:
     tasks = [asyncio.create_task(c.run()) for c in components]
     waiter = asyncio.create_task(stopping.wait())
     try:
@@ -137,9 +153,6 @@ async def run_until_signalled(
         for task in pending:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        if handlers:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
     for task in done:
         error = None if task.cancelled() else task.exception()
         if error is not None:
@@ -154,4 +167,5 @@ __all__ = [
     "fail",
     "prepare",
     "run_until_signalled",
+    "stopped_by_signals",
 ]

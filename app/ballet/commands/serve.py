@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from ballet.commands.lifecycle import (
     prepare,
     require_session_sandbox,
     run_until_signalled,
+    stopped_by_signals,
     with_pools,
 )
 from ballet.commands.local_secret import with_local_webhook_secret
@@ -125,18 +125,13 @@ async def _serve_until_signalled(
     loop and its signal handlers for the whole run: a signal as serve restarts, or
     after it, stops it like any other (with a loop per run, the restarted one never
     heard SIGTERM, and a kill left the embedded Valkey running)."""
-    loop, stopping = asyncio.get_running_loop(), asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stopping.set)
-    try:
+    stopping = asyncio.Event()
+    with stopped_by_signals(stopping):
         while await _serve(args, settings, url, secret_file, env_file, stopping):
             if stopping.is_set():
                 return
             log.info("GitHub App registered: restarting with its credentials")
             settings, secret_file, env_file = _settings(args)
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
 
 
 async def _serve(

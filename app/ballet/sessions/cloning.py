@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ballet.sessions.git import run_git
-from ballet.sessions.mirror import mirror_heads
+from ballet.sessions.mirror import all_refs, refs_by_name
 
 # An agent's own `git push` fails with this message: Ballet pushes the ticket
 # branch itself after the session, and nothing may write to the shared mirror.
@@ -30,6 +30,14 @@ class GitIdentity:
     email: str = "ballet@users.noreply.github.com"
 
 
+@dataclass(frozen=True)
+class Cloned:
+    start_sha: str  # checked out
+    branch: str
+    existed: bool  # False: made from the base
+    refs: str  # every ref of the mirror, which the clone copied (mirror.all_refs)
+
+
 async def clone_branch(
     mirror: Path,
     clone: Path,
@@ -39,14 +47,15 @@ async def clone_branch(
     repo: str,
     identity: GitIdentity,
     env: Mapping[str, str],
-) -> tuple[str, str, bool]:
+) -> Cloned:
     """A `--shared` clone of `mirror` at `clone`, `branch` checked out (made from `base`
-    when it does not exist yet): its start commit, the branch, and whether it existed."""
+    when it does not exist yet)."""
     target = branch or base
-    # The clone, the branch name's check and the reading of the heads are three git
-    # processes of their own: run together, not one after the other. The heads are
-    # read from the mirror (the clone's origin/* are copied from it) and the
-    # checkout names the commit, so a fetch between the two changes nothing here.
+    # The clone, the branch name's check and the reading of the mirror's refs are three
+    # git processes of their own: run together, not one after the other. The heads are
+    # read from the mirror (the clone's origin/* are copied from it) and the checkout
+    # names the commit, so a fetch between the two changes nothing here; under the
+    # mirror's lock (a clone prepared ahead), the refs read are those the clone copied.
     clone_command = run_git(
         "clone", "--quiet", "--shared", "--no-checkout",
         "-c", f"user.name={identity.name}",
@@ -55,21 +64,22 @@ async def clone_branch(
         str(mirror), str(clone),
         cwd=None, env=env,
     )  # fmt: skip
-    cloned, valid, heads = await asyncio.gather(
+    cloned, valid, refs = await asyncio.gather(
         clone_command,
         run_git("check-ref-format", "--branch", target, cwd=mirror, env=env, check=False),
-        mirror_heads(mirror, (target, base), env),
+        all_refs(mirror, env),
         return_exceptions=True,
     )
-    for outcome in (cloned, valid, heads):
+    for outcome in (cloned, valid, refs):
         if isinstance(outcome, BaseException):
             raise outcome
-    assert not isinstance(valid, BaseException) and not isinstance(heads, BaseException)
+    assert not isinstance(valid, BaseException) and not isinstance(refs, BaseException)
     if valid[0] != 0:
         raise WorkspaceError(f"{target!r} is not a valid branch name; fix the pipeline's `branch:`")
-    existed = target in heads
-    start = target if existed else base
-    if start not in heads:
+    heads = refs_by_name(refs)
+    existed = f"refs/heads/{target}" in heads
+    start = heads.get(f"refs/heads/{target if existed else base}")
+    if start is None:
         raise WorkspaceError(
             f"neither {target!r} nor the base branch {base!r} exists in {repo}: "
             "set `base:` in the pipeline to an existing branch"
@@ -80,7 +90,7 @@ async def clone_branch(
     # one worker would be ~5 ms faster. The slow disk is the case worth winning.
     await run_git(
         "-c", "checkout.workers=0",
-        "checkout", "--quiet", "--no-track", "-B", target, heads[start],
+        "checkout", "--quiet", "--no-track", "-B", target, start,
         cwd=clone, env=env,
     )  # fmt: skip
-    return heads[start], target, existed
+    return Cloned(start, target, existed, refs)

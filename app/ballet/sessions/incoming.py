@@ -29,14 +29,13 @@ import asyncio
 import itertools
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
 
 from ballet.sessions.git import run_git
-from ballet.sessions.leftovers import to_the_end
+from ballet.sessions.leftovers import remove_tree, to_the_end
 
 log = structlog.get_logger("ballet.sessions.incoming")
 
@@ -96,4 +95,4 @@ class Incoming:
         """Whatever was received aside goes (moved in already, or never to be)."""
         self._packing.cancel()
         await to_the_end(asyncio.wait([self._packing]))
-        await asyncio.to_thread(shutil.rmtree, self._dir, ignore_errors=True)
+        await to_the_end(asyncio.to_thread(remove_tree, self._dir))

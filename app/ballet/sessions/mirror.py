@@ -17,6 +17,8 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 from ballet.sessions.git import run_git
+from ballet.sessions.incoming import INCOMING
+from ballet.sessions.leftovers import remove_tree
 
 # The mirror's own settings, after those `git init --bare` writes. The origin's URL
 # is set by each refresh (never with credentials: see workspace._refuse_credentials).
@@ -127,5 +129,5 @@ async def gc_mirror(mirror: Path, env: Mapping[str, str]) -> bool:
         await run_git("-c", "gc.pruneExpire=now", "gc", "--quiet", cwd=mirror, env=env)
         # Packs received aside for pushes (incoming.py) a dead worker left: no push is
         # under way without a workspace, whose lease would have held gc off.
-        await asyncio.to_thread(shutil.rmtree, mirror / "ballet-incoming", ignore_errors=True)
+        await asyncio.to_thread(remove_tree, mirror / INCOMING)
     return True

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import structlog
 
+from ballet.sessions.cloning import Cloned
 from ballet.sessions.disk import mount_limited
 from ballet.sessions.leftovers import remove_dir, remove_stale, remove_tree
 from ballet.sessions.mirror import all_refs, locked, refs_by_name
@@ -62,8 +63,8 @@ class Prepared:
         return self.root / "repo"
 
 
-# Makes the clone at `clone` from `mirror`: (start sha, branch, existed).
-CloneMaker = Callable[[Path, Path], Awaitable[tuple[str, str, bool]]]
+# Makes the clone at `clone` from `mirror` (cloning.clone_branch).
+CloneMaker = Callable[[Path, Path], Awaitable[Cloned]]
 
 
 class PreparedClones:
@@ -183,16 +184,8 @@ class PreparedClones:
                 root.mkdir(parents=True)
                 if disk is not None:  # the session's own disk, made ahead with its clone
                     mount_limited(root, disk)
-                # Under the lock, so no fetch moves a ref between the clone and its refs;
-                # read beside the clone's making, not before it.
-                read, made = await asyncio.gather(
-                    all_refs(mirror, env), make(mirror, root / "repo"), return_exceptions=True
-                )
-                for outcome in (read, made):
-                    if isinstance(outcome, BaseException):
-                        raise outcome
-                assert not isinstance(read, BaseException) and not isinstance(made, BaseException)
-                refs, (start_sha, branch, existed) = read, made
+                # Under the lock, so no fetch moves a ref between the clone and its refs.
+                made = await make(mirror, root / "repo")
         except BaseException as exc:
             # Cancelled as well as failed: the loop's end cancels a clone still being
             # made, and its disk would outlive the worker. (After the mirror's lock.)
@@ -204,7 +197,10 @@ class PreparedClones:
                 raise
             log.info("no clone prepared", branch=key[1], error=repr(exc))
             return None
-        return Prepared(root, lease, refs, branch, start_sha, existed, time.monotonic(), disk)
+        return Prepared(
+            root, lease, made.refs, made.branch, made.start_sha, made.existed, time.monotonic(),
+            disk,
+        )  # fmt: skip
 
     def _made(self, key: tuple[Path, str], done: asyncio.Task[Prepared | None]) -> None:
         if self._making.get(key) is done:

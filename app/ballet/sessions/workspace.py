@@ -32,9 +32,9 @@ from urllib.parse import urlsplit
 import httpx
 import structlog
 
+from ballet.sessions.cloning import Cloned, clone_branch
 from ballet.sessions.cloning import GitIdentity as GitIdentity
 from ballet.sessions.cloning import WorkspaceError as WorkspaceError
-from ballet.sessions.cloning import clone_branch
 from ballet.sessions.disk import mount_limited, move_mount
 from ballet.sessions.git import GitError, git_environment, run_git
 from ballet.sessions.git_auth import auth_environment
@@ -82,7 +82,6 @@ class Workspaces:
         refs_http: httpx.AsyncClient | None = None,
     ) -> None:
         self.root = root.resolve()
-        self.refs_http = refs_http  # its owner closes it; without one, a refresh always fetches
         self.identity = identity or GitIdentity()
         git_home = self.root / "git-home"
         git_home.mkdir(parents=True, exist_ok=True)
@@ -91,7 +90,9 @@ class Workspaces:
         # to fetch) began and ended.
         self._fetched: dict[Path, tuple[float, float]] = {}
         self._refreshing: dict[Path, int] = {}  # refreshes under way, by mirror
-        self._looks = Looks(refs_http, FRESH_SECONDS)  # GitHub's refs, asked per mirror
+        # GitHub's refs, asked per mirror; `refs_http`'s owner closes it, and without
+        # one a refresh always fetches.
+        self._looks = Looks(refs_http, FRESH_SECONDS)
         self._urls: dict[Path, str] = {}  # per mirror: the origin URL this process set
         # Each workspace made and not yet removed, and its lease: removed as the worker
         # stops (`aclose`), whatever became of the job that made it.
@@ -263,9 +264,9 @@ class Workspaces:
                 tmp.chmod(0o1777)  # as /tmp is
             if claimed is None:
                 made = await self._clone(mirror, clone, branch, base, repo)
+                start_sha, checked_out, existed = made.start_sha, made.branch, made.existed
             else:
-                made = claimed
-            start_sha, checked_out, existed = made
+                start_sha, checked_out, existed = claimed
         except OSError as error:
             await self._discard(root, lease)
             raise WorkspaceError(f"could not make the session's workspace: {error}") from error
@@ -284,7 +285,7 @@ class Workspaces:
         if not (mirror / "HEAD").exists():
             return
 
-        async def make(source: Path, clone: Path) -> tuple[str, str, bool]:
+        async def make(source: Path, clone: Path) -> Cloned:
             return await self._clone(source, clone, branch, base, repo)
 
         name = directory_name(f"{repo}:{branch}")
@@ -354,7 +355,7 @@ class Workspaces:
 
     async def _clone(
         self, mirror: Path, clone: Path, branch: str | None, base: str, repo: str
-    ) -> tuple[str, str, bool]:
+    ) -> Cloned:
         return await clone_branch(
             mirror, clone, branch=branch, base=base, repo=repo, identity=self.identity,
             env=self.git_env,
