@@ -47,6 +47,10 @@ attempt("mirror object", lambda: open(f"{mirror_objects}/planted", "w").write("x
 attempt("mirror ref", lambda: open(mirror / "refs/heads/main", "w").write("0" * 40 + "\\n"))
 attempt("mirror config", lambda: open(mirror / "config", "a").write("[core]\\n\\thooksPath=/x\\n"))
 attempt("mirror hook", lambda: open(mirror / "hooks/post-update", "w").write("#!/bin/sh\\n"))
+def incoming():  # where Ballet receives a push's pack before moving it in
+    os.makedirs(mirror / "ballet-incoming" / "planted", exist_ok=True)
+    open(mirror / "ballet-incoming" / "planted" / "pack-planted.pack", "w").write("x")
+attempt("mirror incoming", incoming)
 attempt("next session", lambda: os.makedirs(root / "sessions" / "planted"))
 attempt("own clone", lambda: open(".git/hooks/post-checkout", "w").write("#!/bin/sh\\n"))
 subprocess.run(["git", "config", "core.hooksPath", ".git/hooks"], check=True)
@@ -148,6 +152,9 @@ def test_a_session_leaves_nothing_the_next_one_made_ahead_trusts(
     assert looked["hooks_path"] == "" and looked["hooks"] == [] and looked["home"] == []
     mirror = workspaces.mirror_path("octo/demo")
     assert not (mirror / "objects" / "planted").exists()
+    # Where the mirror receives a push's pack: what the session wrote there stayed in
+    # its own sandbox (the mirror's directory is not in its view).
+    assert not list(mirror.rglob("pack-planted.pack"))
     assert "hooksPath" not in (mirror / "config").read_text()
     assert not (workspaces.root / "sessions" / "planted").exists()
     assert remote_refs(origin)["refs/heads/main"] == main_before
