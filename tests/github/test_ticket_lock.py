@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import pytest
 from ballet.tickets.lock import TicketBusy, TicketLock
@@ -125,6 +126,89 @@ async def test_waiting_too_long_raises_ticket_busy(redis: Redis) -> None:
                 pass
     async with hasty.hold("o/r#1"):  # free again, and the line is clean
         pass
+
+
+class Cuttable:
+    """A loopback forwarder to Valkey that the test cuts: Redis going away mid-hold."""
+
+    def __init__(self, url: str) -> None:
+        self._target = urlsplit(url)
+        self._writers: list[asyncio.StreamWriter] = []
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._forward, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        return self._target._replace(netloc=f"127.0.0.1:{port}").geturl()
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert self._target.hostname is not None
+        up_reader, up_writer = await asyncio.open_connection(
+            self._target.hostname, self._target.port
+        )
+        self._writers += [writer, up_writer]
+        await asyncio.gather(
+            _pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True
+        )
+
+    async def cut(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in self._writers:
+            writer.close()
+        await self._server.wait_closed()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    while data := await reader.read(65536):
+        writer.write(data)
+        await writer.drain()
+    writer.close()
+
+
+async def test_redis_lost_while_held_does_not_replace_the_holders_error(
+    redis: Redis, github_redis_url: str
+) -> None:
+    # A worker stopping closes Redis under jobs in flight: the lock's cleanup failed
+    # and its ConnectionError replaced the job's own error (or its cancellation).
+    cuttable = Cuttable(github_redis_url)
+    client = Redis.from_url(await cuttable.start())
+    lock = TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1)
+    try:
+        with pytest.raises(ValueError, match="the job's own"):
+            async with lock.hold("o/r#1"):
+                await cuttable.cut()
+                raise ValueError("the job's own error")
+    finally:
+        await client.aclose()
+    # Nothing is lost: the lease runs out and the ticket can be taken again.
+    again = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=10, lease_seconds=1)
+    async with again.hold("o/r#1"):
+        pass
+
+
+async def test_redis_lost_while_held_leaves_the_holder_cancelled(
+    redis: Redis, github_redis_url: str
+) -> None:
+    cuttable = Cuttable(github_redis_url)
+    client = Redis.from_url(await cuttable.start())
+    lock = TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1)
+    held = asyncio.Event()
+
+    async def holder() -> None:
+        async with lock.hold("o/r#1"):
+            held.set()
+            await asyncio.sleep(600)
+
+    task = asyncio.create_task(holder())
+    try:
+        await held.wait()
+        await cuttable.cut()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert task.cancelled()
+    finally:
+        await client.aclose()
 
 
 async def _has(order: list[str], name: str) -> bool:

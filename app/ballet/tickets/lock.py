@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
+from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.exceptions import LockError
 
@@ -76,22 +77,33 @@ class TicketLock:
         await _run(self._redis.rpush(line, token))
         await self._redis.expire(line, int(self._timeout * 2))
         lock = None
+        in_line = True
         try:
             lock = await self._wait_for_turn(key, line, token)
             renewing = asyncio.create_task(self._renew(lock, key))
             try:
                 await _run(self._redis.lrem(line, 1, token))
+                in_line = False
                 yield
             finally:
                 renewing.cancel()
                 await asyncio.gather(renewing, return_exceptions=True)
-                await lock.release()
-                await self._wake_next(line)
         finally:
+            try:
+                await self._leave(line, token, lock, in_line=in_line)
+            except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as error:
+                # Redis went away (a worker stopping, a failover). Raised here it would
+                # replace the body's own error or a cancellation; nothing is lost by
+                # leaving: the lease ends within LEASE_SECONDS, the waiter's keys expire.
+                log.warning("ticket lock left to expire", ticket=key, error=repr(error))
+
+    async def _leave(self, line: str, token: str, lock: Any, *, in_line: bool) -> None:
+        if lock is not None:
+            await lock.release()
+        if in_line:
             await _run(self._redis.lrem(line, 1, token))
-            await self._redis.delete(self._alive(token), self._wake(token))
-            if lock is None:  # it left the line without its turn: the next may be first
-                await self._wake_next(line)
+        await self._wake_next(line)  # the lock is free, or the line's head may have changed
+        await self._redis.delete(self._alive(token), self._wake(token))
 
     async def _renew(self, lock: Any, key: str) -> None:
         """Keep the lease while the holder works, for `timeout_seconds` at most."""
