@@ -13,6 +13,11 @@
    of a 300-byte answer by one curl, ms a request after the first, the same three
    ways. Each relayed answer used to wait 40 ms for the agent's delayed ACK
    (Nagle's algorithm on the relay's socket).
+4. Small POSTs through a kept-alive CONNECT tunnel (how an agent reaches its
+   model over HTTPS), each written as httpx writes it: the head, then the body.
+   Direct vs. through the relay and the proxy, ms a request after the first and
+   how many took over 20 ms. Some used to wait 40 ms for the server's delayed
+   ACK of the head (Nagle's algorithm on the proxy's upstream socket).
 
 Run: .venv/bin/python bench/confinement.py [--runs N] [--megabytes N]
 """
@@ -54,6 +59,7 @@ def main() -> None:
             asyncio.run(_egress(paths, port, args.megabytes, max(3, args.runs // 6)))
         with _payload_server(SMALL_ANSWER) as port:
             asyncio.run(_kept_alive(paths, port, max(3, args.runs // 6)))
+            asyncio.run(_tunnelled(paths, port, max(3, args.runs // 6)))
 
 
 def _paths(root: Path) -> SessionPaths:
@@ -155,6 +161,64 @@ async def _kept_alive(paths: SessionPaths, port: int, runs: int) -> None:
         print(f"  {name:<10} {median} ms   mean {mean} ms   p90 {_ms(_p90(values))} ms")
 
 
+# A POST as httpx sends it, in two writes, REQUESTS times on one connection;
+# through HTTPS_PROXY's CONNECT tunnel when it is set. Prints each request's seconds.
+TUNNEL_CLIENT = """
+import os, socket, sys, time
+port = int(sys.argv[1])
+proxy = os.environ.get("HTTPS_PROXY", "")
+if proxy:
+    host, _, proxy_port = proxy.rsplit("/", 1)[-1].partition(":")
+    sock = socket.create_connection((host, int(proxy_port)))
+    sock.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n".encode())
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200"), "the tunnel was refused"
+else:
+    sock = socket.create_connection(("127.0.0.1", port))
+sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as httpx's clients do
+answers = sock.makefile("rb")
+body = b"{}" * 100
+for _ in range(int(sys.argv[2])):
+    began = time.perf_counter()
+    head = f"POST / HTTP/1.1\\r\\nHost: m\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n"
+    sock.sendall(head.encode())
+    sock.sendall(body)
+    length = 0
+    while (line := answers.readline()) != b"\\r\\n":
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    answers.read(length)
+    print(time.perf_counter() - began)
+"""
+
+
+async def _tunnelled(paths: SessionPaths, port: int, runs: int) -> None:
+    client = ["python3", "-c", TUNNEL_CLIENT, str(port), str(REQUESTS)]
+    env = {"PATH": os.environ["PATH"]}
+    allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
+    each: dict[str, list[float]] = {"direct": [], "tunnelled": []}
+
+    async def post(
+        name: str, argv: Sequence[str], run_env: dict[str, str], box: SessionSandbox | None = None
+    ) -> None:
+        outcome = await run_process(
+            argv, cwd=paths.clone, env=run_env, timeout_seconds=120, supervisor=box
+        )
+        times = [float(t) for t in outcome.stdout.tail_text(10_000).split()]
+        assert outcome.exit_code == 0 and len(times) == REQUESTS, outcome.output_tail(2000)
+        each[name] += times[1:]
+
+    for _ in range(runs):
+        await post("direct", client, env)
+        async with confined(allowed, paths, client, env, runtime_rules=(), session="b") as box:
+            await post("tunnelled", box.argv, box.env, box)
+    print(f"\nPOSTs in two writes through a kept-alive CONNECT tunnel, {REQUESTS} a connection,")
+    print(f"{runs} runs each, ms a request after the first (median, p90, over 20 ms):")
+    for name, values in each.items():
+        slow = sum(v > 0.020 for v in values)
+        median, p90 = _ms(statistics.median(values)), _ms(_p90(values))
+        print(f"  {name:<10} {median} ms   p90 {p90} ms   {slow} of {len(values)} over 20 ms")
+
+
 async def _interleaved(
     cases: dict[str, Callable[[], Awaitable[None]]], runs: int
 ) -> dict[str, list[float]]:
@@ -180,6 +244,10 @@ def _payload_server(size: int) -> Iterator[int]:
             super().setup()
             # As a real server does: its own writes are not what is measured.
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.do_GET()
 
         def do_GET(self) -> None:
             self.send_response(200)
