@@ -137,23 +137,13 @@ async def _kept_alive(paths: SessionPaths, port: int, runs: int) -> None:
     allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
     each: dict[str, list[float]] = {"direct": [], "proxied": [], "forwarded": []}
 
-    async def fetch(
-        name: str, argv: Sequence[str], run_env: dict[str, str], box: SessionSandbox | None = None
-    ) -> None:
-        outcome = await run_process(
-            argv, cwd=paths.clone, env=run_env, timeout_seconds=120, supervisor=box
-        )
-        times = [float(t) for t in outcome.stdout.tail_text(10_000).split()]
-        assert outcome.exit_code == 0 and len(times) == REQUESTS, outcome.output_tail(2000)
-        each[name] += times[1:]  # the first one opens the connection
-
     for _ in range(runs):
-        await fetch("direct", curl, env)
+        each["direct"] += await _request_times(paths, curl, env)
         async with confined(allowed, paths, curl, env, runtime_rules=(), session="b") as box:
-            await fetch("proxied", box.argv, box.env, box)
+            each["proxied"] += await _request_times(paths, box.argv, box.env, box)
         no_proxy = ["curl", "--noproxy", "*", *curl[1:]]
         async with confined(allowed, paths, no_proxy, env, runtime_rules=(), session="b") as box:
-            await fetch("forwarded", box.argv, box.env, box)
+            each["forwarded"] += await _request_times(paths, box.argv, box.env, box)
     print(f"\nkept alive: {REQUESTS} requests of {SMALL_ANSWER} bytes on one connection,")
     print(f"{runs} runs each, ms a request after the first (median, mean, p90):")
     for name, values in each.items():
@@ -197,26 +187,26 @@ async def _tunnelled(paths: SessionPaths, port: int, runs: int) -> None:
     allowed = Isolation(egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),))
     each: dict[str, list[float]] = {"direct": [], "tunnelled": []}
 
-    async def post(
-        name: str, argv: Sequence[str], run_env: dict[str, str], box: SessionSandbox | None = None
-    ) -> None:
-        outcome = await run_process(
-            argv, cwd=paths.clone, env=run_env, timeout_seconds=120, supervisor=box
-        )
-        times = [float(t) for t in outcome.stdout.tail_text(10_000).split()]
-        assert outcome.exit_code == 0 and len(times) == REQUESTS, outcome.output_tail(2000)
-        each[name] += times[1:]
-
     for _ in range(runs):
-        await post("direct", client, env)
+        each["direct"] += await _request_times(paths, client, env)
         async with confined(allowed, paths, client, env, runtime_rules=(), session="b") as box:
-            await post("tunnelled", box.argv, box.env, box)
+            each["tunnelled"] += await _request_times(paths, box.argv, box.env, box)
     print(f"\nPOSTs in two writes through a kept-alive CONNECT tunnel, {REQUESTS} a connection,")
     print(f"{runs} runs each, ms a request after the first (median, p90, over 20 ms):")
     for name, values in each.items():
         slow = sum(v > 0.020 for v in values)
         median, p90 = _ms(statistics.median(values)), _ms(_p90(values))
         print(f"  {name:<10} {median} ms   p90 {p90} ms   {slow} of {len(values)} over 20 ms")
+
+
+async def _request_times(
+    paths: SessionPaths, argv: Sequence[str], env: dict[str, str], box: SessionSandbox | None = None
+) -> list[float]:
+    """Each request's seconds, as `argv` printed them, less the first (it connects)."""
+    outcome = await run_process(argv, cwd=paths.clone, env=env, timeout_seconds=120, supervisor=box)
+    times = [float(t) for t in outcome.stdout.tail_text(10_000).split()]
+    assert outcome.exit_code == 0 and len(times) == REQUESTS, outcome.output_tail(2000)
+    return times[1:]
 
 
 async def _interleaved(

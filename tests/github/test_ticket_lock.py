@@ -6,7 +6,8 @@ import asyncio
 import signal
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 import pytest
@@ -159,6 +160,16 @@ class Cuttable:
         await self._server.wait_closed()
 
 
+@asynccontextmanager
+async def lock_through_cuttable(url: str) -> AsyncIterator[tuple[TicketLock, Cuttable]]:
+    cuttable = Cuttable(url)
+    client = Redis.from_url(await cuttable.start())
+    try:
+        yield TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1), cuttable
+    finally:
+        await client.aclose()
+
+
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while data := await reader.read(65536):
         writer.write(data)
@@ -171,16 +182,11 @@ async def test_redis_lost_while_held_does_not_replace_the_holders_error(
 ) -> None:
     # A worker stopping closes Redis under jobs in flight: the lock's cleanup failed
     # and its ConnectionError replaced the job's own error (or its cancellation).
-    cuttable = Cuttable(github_redis_url)
-    client = Redis.from_url(await cuttable.start())
-    lock = TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1)
-    try:
+    async with lock_through_cuttable(github_redis_url) as (lock, cuttable):
         with pytest.raises(ValueError, match="the job's own"):
             async with lock.hold("o/r#1"):
                 await cuttable.cut()
                 raise ValueError("the job's own error")
-    finally:
-        await client.aclose()
     # Nothing is lost: the lease runs out and the ticket can be taken again.
     again = TicketLock(redis, "t", timeout_seconds=30, wait_seconds=10, lease_seconds=1)
     async with again.hold("o/r#1"):
@@ -190,25 +196,20 @@ async def test_redis_lost_while_held_does_not_replace_the_holders_error(
 async def test_redis_lost_while_held_leaves_the_holder_cancelled(
     redis: Redis, github_redis_url: str
 ) -> None:
-    cuttable = Cuttable(github_redis_url)
-    client = Redis.from_url(await cuttable.start())
-    lock = TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1)
     held = asyncio.Event()
+    async with lock_through_cuttable(github_redis_url) as (lock, cuttable):
 
-    async def holder() -> None:
-        async with lock.hold("o/r#1"):
-            held.set()
-            await asyncio.sleep(600)
+        async def holder() -> None:
+            async with lock.hold("o/r#1"):
+                held.set()
+                await asyncio.sleep(600)
 
-    task = asyncio.create_task(holder())
-    try:
+        task = asyncio.create_task(holder())
         await held.wait()
         await cuttable.cut()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        assert task.cancelled()
-    finally:
-        await client.aclose()
+    assert task.cancelled()
 
 
 async def _has(order: list[str], name: str) -> bool:
