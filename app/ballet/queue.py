@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import job_key_prefix
 from arq.jobs import serialize_job
+from redis import exceptions as redis_errors
 from redis.asyncio import ConnectionPool
 from redis.exceptions import RedisError
 
@@ -30,6 +31,14 @@ SESSIONS_QUEUE = "ballet:sessions"  # the default pool's agent sessions
 DELIVERY_MARKER_PREFIX = "ballet:delivery:"
 HANDLE_DELIVERY = "handle_delivery"
 WAKE_PREFIX = "ballet:wake:"  # a queue's pub/sub channel: a job is there (jobs/wakeups.py)
+# Redis gone from under a command (a worker stopping closes its connections, a
+# failover): what a cleanup in a `finally` logs rather than raises, so that it never
+# replaces the block's own error or its cancellation. Its keys expire instead.
+REDIS_LOST: tuple[type[Exception], ...] = (
+    redis_errors.ConnectionError,
+    redis_errors.TimeoutError,
+    OSError,
+)
 
 # Per delivery, exactly what arq's own enqueue_job writes (the job under
 # arq:job:<id>, its id in the queue's sorted set scored by its time), behind

@@ -8,10 +8,10 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit
 
 import pytest
 from ballet.tickets.lock import TicketBusy, TicketLock
+from cuttable_redis import Cuttable
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -129,37 +129,6 @@ async def test_waiting_too_long_raises_ticket_busy(redis: Redis) -> None:
         pass
 
 
-class Cuttable:
-    """A loopback forwarder to Valkey that the test cuts: Redis going away mid-hold."""
-
-    def __init__(self, url: str) -> None:
-        self._target = urlsplit(url)
-        self._writers: list[asyncio.StreamWriter] = []
-        self._server: asyncio.Server | None = None
-
-    async def start(self) -> str:
-        self._server = await asyncio.start_server(self._forward, "127.0.0.1", 0)
-        port = self._server.sockets[0].getsockname()[1]
-        return self._target._replace(netloc=f"127.0.0.1:{port}").geturl()
-
-    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        assert self._target.hostname is not None
-        up_reader, up_writer = await asyncio.open_connection(
-            self._target.hostname, self._target.port
-        )
-        self._writers += [writer, up_writer]
-        await asyncio.gather(
-            _pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True
-        )
-
-    async def cut(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in self._writers:
-            writer.close()
-        await self._server.wait_closed()
-
-
 @asynccontextmanager
 async def lock_through_cuttable(url: str) -> AsyncIterator[tuple[TicketLock, Cuttable]]:
     cuttable = Cuttable(url)
@@ -168,13 +137,6 @@ async def lock_through_cuttable(url: str) -> AsyncIterator[tuple[TicketLock, Cut
         yield TicketLock(client, "t", timeout_seconds=30, wait_seconds=5, lease_seconds=1), cuttable
     finally:
         await client.aclose()
-
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    while data := await reader.read(65536):
-        writer.write(data)
-        await writer.drain()
-    writer.close()
 
 
 async def test_redis_lost_while_held_does_not_replace_the_holders_error(

@@ -10,6 +10,7 @@ import pytest
 from arq import Retry
 from arq.connections import ArqRedis
 from ballet.jobs.heartbeats import beating, heartbeat_key, last_beat, last_beat_key
+from cuttable_redis import Cuttable
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError
 
@@ -93,3 +94,47 @@ async def test_a_beat_that_fails_once_does_not_silence_the_session(redis: ArqRed
         await asyncio.sleep(0.3)
         assert flaky.dropped == 1
         assert await redis.exists(heartbeat_key(JOB))  # the next beat came
+
+
+async def test_redis_lost_as_a_session_is_cancelled_leaves_it_cancelled(
+    jobs_redis_url: str,
+) -> None:
+    # A stopping worker cancels its sessions and closes its connections: the
+    # heartbeat's cleanup failed, and its ConnectionError replaced the cancellation
+    # (arq queues a cancelled job again; an error is the job's own failure).
+    cuttable = Cuttable(jobs_redis_url)
+    client = Redis.from_url(await cuttable.start())
+    beat = asyncio.Event()
+
+    async def session() -> None:
+        async with beating(client, JOB, every_seconds=0.01, clock=lambda: datetime.now(UTC)):
+            beat.set()
+            await asyncio.sleep(600)
+
+    task = asyncio.create_task(session())
+    try:
+        await beat.wait()
+        await cuttable.cut()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    finally:
+        await client.aclose()
+    assert task.cancelled()
+
+
+async def test_redis_lost_as_a_session_defers_keeps_its_deferral(jobs_redis_url: str) -> None:
+    cuttable = Cuttable(jobs_redis_url)
+    client = Redis.from_url(await cuttable.start())
+    try:
+        with pytest.raises(Retry):
+            async with beating(
+                client,
+                JOB,
+                every_seconds=0.01,
+                clock=lambda: datetime.now(UTC),
+                forget_on=(Retry,),
+            ):
+                await cuttable.cut()
+                raise Retry(defer=1)
+    finally:
+        await client.aclose()

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 import structlog
 from redis.asyncio import Redis
+
+from ballet.queue import REDIS_LOST
 
 log = structlog.get_logger("ballet.jobs.heartbeats")
 
@@ -156,8 +159,18 @@ async def beating(
         yield lease
     except forget_on:
         await stop()
-        await forget_last_beat(redis, job_key)
+        await _left_to_expire(forget_last_beat(redis, job_key), job_key)
         raise
     finally:
         await stop()
-        await redis.delete(heartbeat_key(job_key))
+        await _left_to_expire(redis.delete(heartbeat_key(job_key)), job_key)
+
+
+async def _left_to_expire(cleanup: Awaitable[Any], job_key: str) -> None:
+    """Redis lost here must not replace the session's own error or its cancellation
+    (a stopping worker closes its connections): the heartbeat expires, and the
+    reconciler judges the session as it judges any lost worker's."""
+    try:
+        await cleanup
+    except REDIS_LOST as error:
+        log.warning("heartbeat keys left to expire", job_key=job_key, error=repr(error))

@@ -30,11 +30,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
-from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.exceptions import LockError
 
 from ballet.github.forge import ForgeUnavailable
+from ballet.queue import REDIS_LOST
 
 log = structlog.get_logger("ballet.tickets.lock")
 
@@ -91,7 +91,7 @@ class TicketLock:
         finally:
             try:
                 await self._leave(line, token, lock, in_line=in_line)
-            except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as error:
+            except REDIS_LOST as error:
                 # Redis went away (a worker stopping, a failover). Raised here it would
                 # replace the body's own error or a cancellation; nothing is lost by
                 # leaving: the lease ends within LEASE_SECONDS, the waiter's keys expire.
