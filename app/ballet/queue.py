@@ -14,9 +14,10 @@ arrive together in one round trip (`ballet.web.group_commit`).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 
+import structlog
 from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.constants import job_key_prefix
 from arq.jobs import serialize_job
@@ -26,14 +27,15 @@ from redis.exceptions import RedisError
 
 from ballet.core.pools import DEFAULT_POOL
 
+log = structlog.get_logger("ballet.queue")
+
 EVENTS_QUEUE = "ballet:events"  # deliveries and other short jobs, shared by every worker
 SESSIONS_QUEUE = "ballet:sessions"  # the default pool's agent sessions
 DELIVERY_MARKER_PREFIX = "ballet:delivery:"
 HANDLE_DELIVERY = "handle_delivery"
 WAKE_PREFIX = "ballet:wake:"  # a queue's pub/sub channel: a job is there (jobs/wakeups.py)
 # Redis gone from under a command (a worker stopping closes its connections, a
-# failover): what a cleanup in a `finally` logs rather than raises, so that it never
-# replaces the block's own error or its cancellation. Its keys expire instead.
+# failover): what a cleanup in a `finally` logs rather than raises (`left_to_expire`).
 REDIS_LOST: tuple[type[Exception], ...] = (
     redis_errors.ConnectionError,
     redis_errors.TimeoutError,
@@ -81,6 +83,16 @@ class DeliveryJob:
     # The raw JSON exactly as GitHub sent it; kept out of repr, so arq's job
     # log lines name the delivery without dumping its payload.
     body: bytes = field(repr=False)
+
+
+async def left_to_expire(cleanup: Awaitable[object], what: str, **context: object) -> None:
+    """Await a cleanup in a `finally`: Redis lost there (`REDIS_LOST`) is logged, never
+    raised in place of the block's own error or its cancellation. Nothing is lost:
+    what the cleanup would have removed expires."""
+    try:
+        await cleanup
+    except REDIS_LOST as error:
+        log.warning(f"{what} left to expire", error=repr(error), **context)
 
 
 def sessions_queue(pool: str) -> str:

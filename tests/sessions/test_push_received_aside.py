@@ -106,7 +106,7 @@ def test_objects_the_clone_misnamed_never_reach_the_mirror(tmp_path: Path) -> No
         env = {**workspaces.git_env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
         incoming = Incoming(workspace.mirror, env, workspaces.git_env, sha, workspace.start_sha)
         try:
-            assert not await incoming.move_in(sha, BRANCH)
+            assert not await incoming.move_in(BRANCH)
         finally:
             await incoming.discard()
         assert not _has(workspace.mirror, sha)

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
-from typing import Any
 
 import structlog
 from redis.asyncio import Redis
 
-from ballet.queue import REDIS_LOST
+from ballet.queue import left_to_expire
 
 log = structlog.get_logger("ballet.jobs.heartbeats")
 
@@ -155,22 +154,15 @@ async def beating(
             await task
 
     task = asyncio.create_task(beat())
+    # Redis lost in the cleanups (a stopping worker) must not replace the session's
+    # own outcome: the heartbeat expires, and the reconciler judges it as any lost one.
     try:
         yield lease
     except forget_on:
         await stop()
-        await _left_to_expire(forget_last_beat(redis, job_key), job_key)
+        await left_to_expire(forget_last_beat(redis, job_key), "heartbeat keys", job_key=job_key)
         raise
     finally:
         await stop()
-        await _left_to_expire(redis.delete(heartbeat_key(job_key)), job_key)
-
-
-async def _left_to_expire(cleanup: Awaitable[Any], job_key: str) -> None:
-    """Redis lost here must not replace the session's own error or its cancellation
-    (a stopping worker closes its connections): the heartbeat expires, and the
-    reconciler judges the session as it judges any lost worker's."""
-    try:
-        await cleanup
-    except REDIS_LOST as error:
-        log.warning("heartbeat keys left to expire", job_key=job_key, error=repr(error))
+        gone = redis.delete(heartbeat_key(job_key))
+        await left_to_expire(gone, "heartbeat keys", job_key=job_key)

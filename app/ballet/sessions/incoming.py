@@ -52,6 +52,7 @@ class Incoming:
     ) -> None:
         self._mirror = mirror
         self._env = env
+        self._sha = sha
         self._dir = mirror / INCOMING / f"{os.getpid()}-{next(_numbers)}"
         self._packing = asyncio.create_task(self._pack(sending, sha, start))
 
@@ -74,8 +75,8 @@ class Incoming:
         )  # fmt: skip
         return name
 
-    async def move_in(self, sha: str, branch: str) -> bool:
-        """The pack into the mirror's objects and `branch` set to `sha`; False when the
+    async def move_in(self, branch: str) -> bool:
+        """The pack into the mirror's objects and `branch` set to its head; False when the
         pack could not be made (the caller gives the mirror the head another way).
         Only once GitHub has the push, under the mirror's lock."""
         await asyncio.wait([self._packing])
@@ -88,7 +89,9 @@ class Incoming:
         # The pack before its index: git looks a pack up by its index.
         for suffix in (".pack", ".idx"):
             (self._dir / f"pack-{name}{suffix}").rename(store / f"pack-{name}{suffix}")
-        await run_git("update-ref", f"refs/heads/{branch}", sha, cwd=self._mirror, env=self._env)
+        await run_git(
+            "update-ref", f"refs/heads/{branch}", self._sha, cwd=self._mirror, env=self._env
+        )
         return True
 
     async def discard(self) -> None:

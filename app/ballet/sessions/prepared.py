@@ -51,10 +51,7 @@ MAX_AGE_SECONDS = 600.0
 class Prepared:
     root: Path  # prepared/<pid>/<name>: holds the clone, `repo`
     lease: Path
-    refs: str  # the mirror's refs the clone was made from (mirror.all_refs)
-    branch: str  # checked out
-    start_sha: str
-    branch_existed: bool
+    cloned: Cloned  # what was checked out, and the mirror's refs it was made from
     made: float  # time.monotonic()
     disk: int | None  # the size of the disk (a tmpfs at `root`) it was made on; None: none
 
@@ -134,9 +131,9 @@ class PreparedClones:
         try:
             if github_refs is None:
                 async with locked(mirror):
-                    fresh = await all_refs(mirror, env) == prepared.refs
+                    fresh = await all_refs(mirror, env) == prepared.cloned.refs
             else:  # every ref the clone copied, none more or less: nothing to read here
-                fresh = refs_by_name(prepared.refs) == github_refs
+                fresh = refs_by_name(prepared.cloned.refs) == github_refs
         except BaseException:
             # No longer among the ready ones, which `aclose` removes: removed here or
             # never (its session cancelled as its workspace was being made).
@@ -197,10 +194,7 @@ class PreparedClones:
                 raise
             log.info("no clone prepared", branch=key[1], error=repr(exc))
             return None
-        return Prepared(
-            root, lease, made.refs, made.branch, made.start_sha, made.existed, time.monotonic(),
-            disk,
-        )  # fmt: skip
+        return Prepared(root, lease, made, time.monotonic(), disk)
 
     def _made(self, key: tuple[Path, str], done: asyncio.Task[Prepared | None]) -> None:
         if self._making.get(key) is done:

@@ -139,7 +139,7 @@ async def _give(
         async with locked(mirror):
             holding.set()
             try:
-                taken = await incoming.move_in(sha, branch)
+                taken = await incoming.move_in(branch)
             except (GitError, OSError) as error:
                 log.info("pushed commits received aside not taken", error=str(error))
                 taken = False

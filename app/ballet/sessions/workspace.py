@@ -262,11 +262,7 @@ class Workspaces:
             if tmp is not None:
                 tmp.mkdir()
                 tmp.chmod(0o1777)  # as /tmp is
-            if claimed is None:
-                made = await self._clone(mirror, clone, branch, base, repo)
-                start_sha, checked_out, existed = made.start_sha, made.branch, made.existed
-            else:
-                start_sha, checked_out, existed = claimed
+            made = claimed or await self._clone(mirror, clone, branch, base, repo)
         except OSError as error:
             await self._discard(root, lease)
             raise WorkspaceError(f"could not make the session's workspace: {error}") from error
@@ -274,8 +270,8 @@ class Workspaces:
             await self._discard(root, lease)
             raise
         return Workspace(
-            key, root, clone, home, files, mirror, lease, checked_out, start_sha, existed, tmp,
-            prepared=claimed is not None,
+            key, root, clone, home, files, mirror, lease, made.branch, made.start_sha,
+            made.existed, tmp, prepared=claimed is not None,
         )  # fmt: skip
 
     def prepare(self, repo: str, *, branch: str, base: str, disk: int | None = None) -> None:
@@ -303,7 +299,7 @@ class Workspaces:
         base: str,
         disk: int | None,
         github_refs: Mapping[str, str] | None,
-    ) -> tuple[str, str, bool] | None:
+    ) -> Cloned | None:
         """The clone prepared of this branch moved into `root` (with the disk it was
         made on, if any), if it is still what a fresh clone would be."""
         key = _prepared_key(branch, base)
@@ -321,7 +317,7 @@ class Workspaces:
             return None
         finally:
             await self.prepared.release(prepared)
-        return prepared.start_sha, prepared.branch, prepared.branch_existed
+        return prepared.cloned
 
     async def remove(self, workspace: Workspace) -> None:
         await self._discard(workspace.root, workspace.lease)

@@ -34,7 +34,7 @@ from redis.asyncio import Redis
 from redis.exceptions import LockError
 
 from ballet.github.forge import ForgeUnavailable
-from ballet.queue import REDIS_LOST
+from ballet.queue import left_to_expire
 
 log = structlog.get_logger("ballet.tickets.lock")
 
@@ -89,13 +89,9 @@ class TicketLock:
                 renewing.cancel()
                 await asyncio.gather(renewing, return_exceptions=True)
         finally:
-            try:
-                await self._leave(line, token, lock, in_line=in_line)
-            except REDIS_LOST as error:
-                # Redis went away (a worker stopping, a failover). Raised here it would
-                # replace the body's own error or a cancellation; nothing is lost by
-                # leaving: the lease ends within LEASE_SECONDS, the waiter's keys expire.
-                log.warning("ticket lock left to expire", ticket=key, error=repr(error))
+            # Redis lost (a worker stopping): the lease ends within LEASE_SECONDS.
+            leaving = self._leave(line, token, lock, in_line=in_line)
+            await left_to_expire(leaving, "ticket lock", ticket=key)
 
     async def _leave(self, line: str, token: str, lock: Any, *, in_line: bool) -> None:
         if lock is not None:
