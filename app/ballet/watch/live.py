@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from ballet.core.terminal_text import visible_controls
 from ballet.sessionlog.store import SessionLogs
 from ballet.watch.access import CACHE_SECONDS, AccessUnknown
 from ballet.watch.lookup import not_found
@@ -63,7 +64,12 @@ async def _events(
         now = time.monotonic()
         if chunk.lines:
             lines = [
-                {"seq": line.seq, "stream": line.stream, "text": line.text, "at": line.at}
+                {
+                    "seq": line.seq,
+                    "stream": line.stream,
+                    "text": visible_controls(line.text),
+                    "at": line.at,
+                }
                 for line in chunk.lines
             ]
             yield f"id: {chunk.last_id}\nevent: lines\ndata: {json.dumps(lines)}\n\n"

@@ -8,6 +8,7 @@ one's page holds the lines so far and follows the rest live (`live.py`).
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 
 from ballet.core.pages import ticket_path
 from ballet.core.record import StageRun
+from ballet.core.terminal_text import VisibleStream, visible_controls
 from ballet.jobs.artifacts import Artifact
 from ballet.sessionlog.sink import LogLine
 from ballet.sessionlog.store import SessionLogs
@@ -74,7 +76,7 @@ async def session_page(request: Request) -> Response:
             return await _finished_page(request, found, logs)
         if logs is not None:
             tail, last_id, done = await _so_far(logs, found.job_key)
-            lines = [(line.stream, line.text) for line in tail]
+            lines = [(line.stream, visible_controls(line.text)) for line in tail]
             live = not done
     except LOG_STORE_ERRORS as exc:
         # The run and its report are worth showing while the log store is down.
@@ -131,10 +133,18 @@ async def _finished_page(request: Request, found: Session, logs: SessionLogs) ->
             finished = None
         if finished is None:
             return '<p class="flash">The log store did not answer: reload the page in a minute.</p>'
-        lines = finished.log.decode("utf-8", "replace").splitlines()
+        lines = visible_controls(finished.log.decode("utf-8", "backslashreplace")).splitlines()
         cut = max(0, len(lines) - PAGE_LINES)
         return state.templates.get_template("session_log.html").render(
-            steps=finished.steps,
+            steps=[
+                step.model_copy(
+                    update={
+                        "title": visible_controls(step.title),
+                        "body": visible_controls(step.body),
+                    }
+                )
+                for step in finished.steps
+            ],
             lines=[("", line) for line in lines[cut:]],
             cut=cut,
             first=cut + 1,
@@ -167,13 +177,21 @@ async def raw_log(request: Request) -> Response:
     raw = await logs.read_raw(found.job_key, decompress=True)
     if raw is not None:
         response: Response = StreamingResponse(
-            raw.chunks, media_type="text/plain; charset=utf-8", headers=headers
+            _visible(raw.chunks), media_type="text/plain; charset=utf-8", headers=headers
         )
     else:
         tail, _, _ = await _so_far(logs, found.job_key)
-        text = "".join(f"{line.text}\n" for line in tail)
+        text = "".join(f"{visible_controls(line.text)}\n" for line in tail)
         response = Response(text, media_type="text/plain; charset=utf-8", headers=headers)
     return private_headers(response)
+
+
+async def _visible(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The stored log's bytes with no control a terminal would obey (core/terminal_text.py)."""
+    stream = VisibleStream()
+    async for chunk in chunks:
+        yield stream.feed(chunk)
+    yield stream.end()
 
 
 async def _so_far(logs: SessionLogs, job_key: str) -> tuple[list[LogLine], str, bool]:
