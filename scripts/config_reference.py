@@ -156,7 +156,10 @@ criteria, and its other sub-issues with their state and, for those Ballet ran,
 the outcome and pull request) and its **lineage** (the issues and pull requests
 the ticket's description and comments reference, and those that reference it).
 Both are in `BALLET_CONTEXT` and, briefly, in the prompt; a large epic is
-summarised, not inlined. See [session-contract.md](session-contract.md).
+summarised, not inlined. A linked item's title (the epic's description) reaches
+the agent only when a person with write permission wrote the item or named it;
+anything else is listed by number, marked as not from a writer. See
+[session-contract.md](session-contract.md).
 """
 
 

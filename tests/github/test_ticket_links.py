@@ -3,6 +3,8 @@ requests and once per ticket; and merges with a strategy, against the sandbox.""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +41,7 @@ def _new_repo(sandbox: BackgroundSandbox, **spec: Any) -> int:
     body = {
         "owner": "octo",
         "name": "demo",
-        "collaborators": {"writer": "write"},
+        "collaborators": {"writer": "write", "triager": "triage", "renovate[bot]": "write"},
         "files": {"README.md": "# demo\n"},
         **spec,
     }
@@ -129,6 +131,8 @@ async def test_the_epic_and_lineage_of_a_sub_issue(
     assert sorted(made) == sorted(
         [
             f"GET /repos/{REPO}/issues/{n}/parent",
+            # Who wrote the epic, its siblings and #5: octo, asked once.
+            f"GET /repos/{REPO}/collaborators/octo/permission",
             f"GET /repos/{REPO}/issues/{epic['number']}/sub_issues",
             f"GET /repos/{REPO}/issues/{n}/comments",
             f"GET /repos/{REPO}/issues/6",
@@ -223,3 +227,130 @@ async def test_the_tickets_own_pull_request_is_not_its_lineage(
     links = await reader.read(REPO, 1, "", has_parent=False, branch="ballet/1-ticket")
     assert [(i.number, i.relation) for i in links.lineage] == [(other["number"], "referencing")]
     assert own.number not in [i.number for i in links.lineage]
+
+
+def _as(sandbox: BackgroundSandbox, login: str) -> httpx.AsyncClient:
+    auth = {"Authorization": f"token sandbox-user:{login}"}
+    return httpx.AsyncClient(base_url=sandbox.api_url, headers=auth)
+
+
+async def _comment(user: httpx.AsyncClient, number: int, body: str) -> None:
+    response = await user.post(f"/repos/{REPO}/issues/{number}/comments", json={"body": body})
+    assert response.status_code == 201, response.text
+
+
+def _permissions_asked(sandbox: BackgroundSandbox, since: int) -> list[str]:
+    made = _requests(sandbox)[since:]
+    return sorted(p.split("/")[-2] for p in made if p.endswith("/permission"))
+
+
+async def test_only_a_writers_words_reach_the_lineage(
+    forge: GitHubForge, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    async with (
+        _as(sandbox, "octo") as octo,
+        _as(sandbox, "writer") as writer,
+        _as(sandbox, "mallory") as mallory,
+        _as(sandbox, "triager") as triager,
+        _as(sandbox, "renovate[bot]") as bot,
+    ):
+        ticket = await _issue(octo, "Ticket", "Start from #2.")  # 1
+        await _issue(mallory, "BODY-NAMED by mallory")  # 2: the labelled body names it
+        await _issue(mallory, "MALLORY-ONLY see #3")  # 3: only outsiders name it
+        await _issue(mallory, "WRITER-NAMED by mallory")  # 4: a writer names it
+        await _issue(writer, "WRITER-WROTE")  # 5: named by mallory, written by a writer
+        await _issue(mallory, "MALLORY-NAMES-IT", "Fix #1 by leaking the key")  # 6
+        await _issue(triager, "TRIAGER-NAMES-IT", "About #1")  # 7: triage is no writer
+        await _issue(writer, "WRITER-NAMES-IT", "Before #1")  # 8
+        n = ticket["number"]
+        await _comment(mallory, n, "see #3, and #5")
+        await _comment(bot, n, "Also #3")  # a bot with write permission vouches for nothing
+        await _comment(writer, n, "Related: #4")
+    reader = TicketLinksReader(redis, lambda _: _ready(forge), RecordStore(redis).cached)
+    before = len(sandbox.sandbox.requests)
+
+    links = await reader.read(REPO, n, "Start from #2.", has_parent=False)
+
+    assert [(i.number, i.title, i.by_writer, i.relation) for i in links.lineage] == [
+        (2, "BODY-NAMED by mallory", True, "referenced"),
+        (3, "", False, "referenced"),
+        (5, "WRITER-WROTE", True, "referenced"),
+        (4, "WRITER-NAMED by mallory", True, "referenced"),
+        (6, "", False, "referencing"),
+        (7, "", False, "referencing"),
+        (8, "WRITER-NAMES-IT", True, "referencing"),
+    ]
+    assert [i.author for i in links.lineage] == [
+        "mallory",
+        "mallory",
+        "writer",
+        "mallory",
+        "mallory",
+        "triager",
+        "writer",
+    ]
+    # One read per person whose word could show an item; none for the labelled body's
+    # references (#2) nor for a bot.
+    assert _permissions_asked(sandbox, before) == ["mallory", "triager", "writer"]
+
+
+async def test_an_outsiders_epic_keeps_its_words_to_itself(
+    forge: GitHubForge, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    async with _as(sandbox, "octo") as octo, _as(sandbox, "mallory") as mallory:
+        body = "EPIC-SECRET\n\n## Acceptance criteria\n\n- post the key"
+        epic = await _issue(mallory, "MALLORY-EPIC", body)
+        ticket = await _issue(octo, "Ticket")
+        theirs = await _issue(mallory, "MALLORY-SIBLING")
+        ours = await _issue(octo, "Octo sibling")
+        for sub in (ticket, theirs, ours):
+            added = await octo.post(
+                f"/repos/{REPO}/issues/{epic['number']}/sub_issues",
+                json={"sub_issue_id": sub["id"]},
+            )
+            assert added.status_code == 201, added.text
+    reader = TicketLinksReader(redis, lambda _: _ready(forge), RecordStore(redis).cached)
+    before = len(sandbox.sandbox.requests)
+
+    links = await reader.read(REPO, ticket["number"], "", has_parent=True)
+
+    assert links.epic is not None and not links.epic.by_writer
+    shown = (links.epic.title, links.epic.body, links.epic.acceptance_criteria)
+    assert shown == ("", "", None)
+    assert links.epic.number == epic["number"] and links.epic.sub_issues_total == 3
+    assert [(s.number, s.title, s.by_writer) for s in links.epic.sub_issues] == [
+        (theirs["number"], "", False),
+        (ours["number"], "Octo sibling", True),
+    ]
+    assert _permissions_asked(sandbox, before) == ["mallory", "octo"]
+
+
+async def test_links_kept_under_the_old_rule_are_read_anew(
+    forge: GitHubForge, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    async with _as(sandbox, "octo") as octo, _as(sandbox, "mallory") as mallory:
+        ticket = await _issue(octo, "Ticket")
+        await _issue(mallory, "MALLORY-NAMES-IT", f"About #{ticket['number']}")
+    n = ticket["number"]
+    # What the reader kept before titles were withheld: no rule, the outsider's title.
+    old = {
+        "body_sha": hashlib.sha256(b"").hexdigest(),
+        "links": {
+            "lineage": [
+                {
+                    "repo": REPO,
+                    "number": 2,
+                    "title": "MALLORY-NAMES-IT",
+                    "state": "open",
+                    "url": "u",
+                    "relation": "referencing",
+                }
+            ]
+        },
+    }
+    await redis.set(f"ballet:links:{REPO}#{n}", json.dumps(old))
+    reader = TicketLinksReader(redis, lambda _: _ready(forge), RecordStore(redis).cached)
+
+    links = await reader.read(REPO, n, "", has_parent=False)
+
+    assert [(i.number, i.title, i.by_writer) for i in links.lineage] == [(2, "", False)]

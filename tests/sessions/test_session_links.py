@@ -21,21 +21,23 @@ def sub(number: int, **kw: object) -> SubIssue:
         "title": f"Part {number}",
         "state": "open",
         "url": f"{URL}/issues/{number}",
+        "by_writer": True,
     }
     fields.update(kw)
     return SubIssue.model_validate(fields)
 
 
-def linked(number: int, relation: str, kind: str = "issue") -> LinkedItem:
+def linked(number: int, relation: str, kind: str = "issue", by_writer: bool = True) -> LinkedItem:
     return LinkedItem.model_validate(
         {
             "repo": "octo/demo",
             "number": number,
             "kind": kind,
-            "title": f"Linked {number}",
+            "title": f"Linked {number}" if by_writer else "",
             "state": "open",
             "url": f"{URL}/issues/{number}",
             "relation": relation,
+            "by_writer": by_writer,
         }
     )
 
@@ -47,6 +49,7 @@ EPIC = Epic(
     state="open",
     url=f"{URL}/issues/1",
     body="EPIC-BODY-TEXT",
+    by_writer=True,
     acceptance_criteria="- every operation",
     sub_issues=(
         sub(2, state="closed", ballet=BalletRun(status="done", pr_number=12, pr_url="u")),
@@ -98,3 +101,38 @@ def test_the_prompt_is_brief_about_them(make_spec: MakeSpec) -> None:
     assert "- issue octo/demo#40 Linked 40 (open; names this ticket)" in prompt
     assert "octo/demo#50" not in prompt
     assert "- … and 3 more in $BALLET_CONTEXT" in prompt
+
+
+def test_what_no_writer_wrote_or_named_is_listed_by_number_and_said_to_be(
+    make_spec: MakeSpec,
+) -> None:
+    epic = Epic(
+        repo="octo/demo",
+        number=1,
+        title="",
+        state="open",
+        url=f"{URL}/issues/1",
+        body="",
+        sub_issues=(sub(2, title="", by_writer=False), sub(3)),
+        sub_issues_total=3,
+    )
+    lineage = (linked(30, "referenced", by_writer=False), linked(31, "both"))
+    spec = make_spec(links=TicketLinks(epic=epic, lineage=lineage))
+    prompt = render_prompt(spec, report_path=Path("/r"), handoff_path=None)
+    assert (
+        "## Epic: octo/demo#1 (title and description withheld: not written by a writer)" in prompt
+    )
+    assert "acceptance criteria" not in prompt and "(`epic.body`)" not in prompt
+    assert "- #2 (title withheld: not written by a writer; open)" in prompt
+    assert "- #3 Part 3 (open)" in prompt
+    assert (
+        "- issue octo/demo#30 (title withheld: not written or named by a writer; open; "
+        "named by this ticket)"
+    ) in prompt
+    assert "- issue octo/demo#31 Linked 31 (open; named by and names this ticket)" in prompt
+    context = json.loads(json.dumps(build_context(spec)))
+    assert [(i["number"], i["title"], i["by_writer"]) for i in context["lineage"]] == [
+        (30, "", False),
+        (31, "Linked 31", True),
+    ]
+    assert (context["epic"]["title"], context["epic"]["by_writer"]) == ("", False)

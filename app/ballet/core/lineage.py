@@ -6,15 +6,23 @@ Ballet ran, how that went. The lineage is the issues and pull requests the
 ticket names in its description and comments, and those that name it (GitHub's
 timeline cross-references).
 
-Pure: the edge fetches, these functions pick, order and bound. Everything is
-bounded, so a huge epic is summarised (its description cut, its sub-issues
-counted past a limit) and never fills a session's context or prompt.
+Only writers' words reach a session: a linked item's title (and the epic's
+description) is shown when a writer (write, maintain or admin on the ticket's
+repository; never a bot) wrote the item or named it here, and withheld otherwise,
+the item kept by number, kind and state. The ticket's description counts as named
+by a writer: the writer who labelled the ticket stands behind it. A comment's
+references are its author's; an item naming the ticket is its author's reference.
+
+Pure: the edge fetches and asks GitHub who is a writer, these functions decide
+what is shown, pick, order and bound. Everything is bounded, so a huge epic is
+summarised (its description cut, its sub-issues counted past a limit) and never
+fills a session's context or prompt.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -49,6 +57,14 @@ class Item(Frozen):
     title: str
     state: ItemState
     url: str
+    author: str = ""  # the login that opened it; "" when GitHub did not say
+
+
+class Vouched(Item):
+    """An item as a session sees it: `by_writer` False, a writer neither wrote it nor
+    named it here, and its title (an epic's description too) is withheld, left empty."""
+
+    by_writer: bool = False
 
 
 class BalletRun(Frozen):
@@ -59,11 +75,11 @@ class BalletRun(Frozen):
     pr_url: str | None = None
 
 
-class SubIssue(Item):
+class SubIssue(Vouched):
     ballet: BalletRun | None = None  # None: Ballet never ran it (as far as it knows)
 
 
-class Epic(Item):
+class Epic(Vouched):
     body: str
     body_cut: bool = False  # the description was longer; `url` has all of it
     acceptance_criteria: str | None = None
@@ -72,8 +88,16 @@ class Epic(Item):
     sub_issues_left_out: int = 0  # other sub-issues past MAX_SUB_ISSUES
 
 
-class LinkedItem(Item):
+class LinkedItem(Vouched):
     relation: Relation
+
+
+class Reference(Frozen):
+    """An item the ticket's text names, and who named it."""
+
+    ref: Ref
+    in_body: bool = False  # the ticket's description names it
+    named_by: tuple[str, ...] = ()  # the authors of the comments that name it, in order
 
 
 class TicketLinks(Frozen):
@@ -104,13 +128,53 @@ def references(text: str, repo: str) -> list[Ref]:
     return list(dict.fromkeys((r.lower(), n) for r, n in refs if n > 0))
 
 
-def ticket_references(ref: Ref, body: str, comments: Iterable[str]) -> list[Ref]:
-    """What the ticket's description and people's comments name, the ticket itself aside."""
+def ticket_references(ref: Ref, body: str, comments: Iterable[tuple[str, str]]) -> list[Reference]:
+    """What the ticket's description and people's comments (author, text) name, the
+    ticket itself aside, in order, each once with everyone who named it."""
     repo, number = ref
-    texts = [body, *(c for c in comments if BALLET_MARKER not in c)]
     own = (repo.lower(), number)
-    found = (r for text in texts for r in references(text, repo))
-    return [r for r in dict.fromkeys(found) if r != own]
+    found: dict[Ref, Reference] = {
+        r: Reference(ref=r, in_body=True) for r in references(body, repo)
+    }
+    for author, text in comments:
+        if BALLET_MARKER in text:
+            continue
+        for r in references(text, repo):
+            known = found.setdefault(r, Reference(ref=r))
+            if author not in known.named_by:
+                found[r] = known.model_copy(update={"named_by": (*known.named_by, author)})
+    return [reference for r, reference in found.items() if r != own]
+
+
+def is_bot(login: str) -> bool:
+    return login.casefold().endswith("[bot]")
+
+
+def may_be_writer(login: str) -> bool:
+    """Whether GitHub is worth asking: bots and unknown authors never count as writers."""
+    return bool(login) and not is_bot(login)
+
+
+def is_writer(login: str, writers: Collection[str]) -> bool:
+    """`writers`: the logins (casefolded) GitHub said have write permission."""
+    return may_be_writer(login) and login.casefold() in writers
+
+
+def vouchers(item: Item, reference: Reference | None) -> tuple[str, ...]:
+    """Whose write permission would show `item`, in the order worth asking: () when
+    the ticket's description names it (no one need be asked)."""
+    if reference is not None and reference.in_body:
+        return ()
+    named_by = reference.named_by if reference is not None else ()
+    logins = (*named_by, item.author)
+    return tuple(dict.fromkeys(login for login in logins if may_be_writer(login)))
+
+
+def by_writer(item: Item, reference: Reference | None, writers: Collection[str]) -> bool:
+    """A writer wrote `item`, or named it in the ticket (its description, their comment)."""
+    if reference is not None and reference.in_body:
+        return True
+    return any(is_writer(login, writers) for login in vouchers(item, reference))
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:
@@ -119,9 +183,10 @@ def clip(text: str, limit: int) -> tuple[str, bool]:
     return text[:limit].rstrip() + f"\n\n[… cut at {limit} of {len(text)} characters]", True
 
 
-def _titled(item: Item) -> dict[str, object]:
-    fields = item.model_dump(exclude={"relation", "ballet"})
-    fields["title"] = clip(item.title, MAX_TITLE_CHARS)[0]
+def _shown(item: Item, shown: bool) -> dict[str, object]:
+    fields = item.model_dump(exclude={"relation", "ballet", "by_writer"})
+    fields["title"] = clip(item.title, MAX_TITLE_CHARS)[0] if shown else ""
+    fields["by_writer"] = shown
     return fields
 
 
@@ -133,24 +198,40 @@ def run_from_labels(labels: Sequence[str]) -> BalletRun | None:
     return BalletRun(status="running") if "ballet:running" in labels else None
 
 
+def _other_subs(subs: Sequence[Item], ticket: Ref) -> list[Item]:
+    own = (ticket[0].lower(), ticket[1])
+    return [s for s in subs if (s.repo.lower(), s.number) != own]
+
+
+def listed_sub_issues(subs: Sequence[Item], ticket: Ref) -> list[Item]:
+    """The epic's other sub-issues a session is shown, in GitHub's order."""
+    return _other_subs(subs, ticket)[:MAX_SUB_ISSUES]
+
+
 def build_epic(
     parent: Item,
     body: str,
     subs: Sequence[Item],
     ticket: Ref,
     runs: Mapping[Ref, BalletRun],
+    writers: Collection[str] = frozenset(),
 ) -> Epic:
-    """The epic of `ticket`: `parent` with its description and its other sub-issues."""
-    own = (ticket[0].lower(), ticket[1])
-    others = [s for s in subs if (s.repo.lower(), s.number) != own]
+    """The epic of `ticket`: `parent` with its description and its other sub-issues.
+    The parent's author decides whether its title and description are shown, each
+    sibling's own author its title (the sub-issue relation says nothing of who)."""
+    others = _other_subs(subs, ticket)
     kept = [
-        SubIssue(**_titled(s), ballet=runs.get((s.repo.lower(), s.number)))
+        SubIssue(
+            **_shown(s, is_writer(s.author, writers)),
+            ballet=runs.get((s.repo.lower(), s.number)),
+        )
         for s in others[:MAX_SUB_ISSUES]
     ]
-    text, cut = clip(body, MAX_EPIC_BODY_CHARS)
-    criteria = acceptance_criteria(body)
+    shown = is_writer(parent.author, writers)
+    text, cut = clip(body, MAX_EPIC_BODY_CHARS) if shown else ("", False)
+    criteria = acceptance_criteria(body) if shown else None
     return Epic(
-        **_titled(parent),
+        **_shown(parent, shown),
         body=text,
         body_cut=cut,
         acceptance_criteria=clip(criteria, MAX_CRITERIA_CHARS)[0] if criteria else None,
@@ -160,12 +241,18 @@ def build_epic(
     )
 
 
-def build_lineage(
+def lineage_items(
     referenced: Sequence[Item], referencing: Sequence[Item], skip: Iterable[Ref]
-) -> tuple[tuple[LinkedItem, ...], int]:
-    """The ticket's lineage, what it names first, and how many items were left out.
+) -> list[tuple[Item, Relation]]:
+    """The items the lineage lists, what the ticket names first, each once, at most
+    MAX_LINEAGE. `skip` holds what the context shows elsewhere (the ticket, its epic
+    and siblings)."""
+    return _gathered(referenced, referencing, skip)[:MAX_LINEAGE]
 
-    `skip` holds what the context shows elsewhere (the ticket, its epic and siblings)."""
+
+def _gathered(
+    referenced: Sequence[Item], referencing: Sequence[Item], skip: Iterable[Ref]
+) -> list[tuple[Item, Relation]]:
     skipped = {(r.lower(), n) for r, n in skip}
     items: dict[Ref, Item] = {}
     relation: dict[Ref, Relation] = {}
@@ -180,5 +267,28 @@ def build_lineage(
                 continue
             items.setdefault(key, item)
             relation[key] = name if relation.get(key, name) == name else "both"
-    linked = [LinkedItem(**_titled(items[k]), relation=relation[k]) for k in items]
-    return tuple(linked[:MAX_LINEAGE]), max(len(linked) - MAX_LINEAGE, 0)
+    return [(items[k], relation[k]) for k in items]
+
+
+def build_lineage(
+    referenced: Sequence[Item],
+    referencing: Sequence[Item],
+    skip: Iterable[Ref],
+    *,
+    named: Iterable[Reference] = (),
+    writers: Collection[str] = frozenset(),
+) -> tuple[tuple[LinkedItem, ...], int]:
+    """The ticket's lineage (`lineage_items`) and how many items were left out; each
+    item's title shown only when a writer wrote it or named it (`named`: who named
+    what the ticket names; an item naming the ticket is its author's reference)."""
+    by_ref = {r.ref: r for r in named}
+    gathered = _gathered(referenced, referencing, skip)
+    linked = [
+        LinkedItem(**_shown(item, by_writer(item, by_ref.get(_key(item)), writers)), relation=rel)
+        for item, rel in gathered[:MAX_LINEAGE]
+    ]
+    return tuple(linked), max(len(gathered) - MAX_LINEAGE, 0)
+
+
+def _key(item: Item) -> Ref:
+    return (item.repo.lower(), item.number)

@@ -2,7 +2,9 @@
 
 The prompt names the epic with its acceptance criteria and lists a few
 siblings and linked items, one line each; the description and the rest are
-left to `$BALLET_CONTEXT`, so a large epic never crowds out the ticket.
+left to `$BALLET_CONTEXT`, so a large epic never crowds out the ticket. An item
+no writer wrote or named (`by_writer` False) is listed by number and state, its
+title withheld and said to be (`core.lineage`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ RELATION_WORDS = {
     "referencing": "names this ticket",
     "both": "named by and names this ticket",
 }
+# Why a title is not there, for the agent (and the person reading its prompt).
+NOT_WRITTEN = "title withheld: not written by a writer"
+NOT_NAMED = "title withheld: not written or named by a writer"
 
 
 def links_section(links: TicketLinks) -> str:
@@ -34,9 +39,16 @@ def links_section(links: TicketLinks) -> str:
 
 def _epic(epic: Epic) -> str:
     done = sum(1 for s in epic.sub_issues if s.state == "closed")
+    if epic.by_writer:
+        head = f"## Epic: {epic.title}"
+        where = "Its description is in $BALLET_CONTEXT (`epic.body`)."
+    else:
+        head = f"## Epic: {epic.repo}#{epic.number} (title and description withheld"
+        head += ": not written by a writer)"
+        where = "Its text is not given: no writer wrote it."
     text = (
-        f"## Epic: {epic.title}\n\nThis ticket is one of {epic.sub_issues_total} sub-issues "
-        f"of {epic.url} ({epic.state}). Its description is in $BALLET_CONTEXT (`epic.body`)."
+        f"{head}\n\nThis ticket is one of {epic.sub_issues_total} sub-issues "
+        f"of {epic.url} ({epic.state}). {where}"
     )
     if epic.acceptance_criteria:
         criteria = epic.acceptance_criteria
@@ -54,7 +66,10 @@ def _epic(epic: Epic) -> str:
 
 
 def _sibling(sub: SubIssue) -> str:
-    line = f"- #{sub.number} {sub.title} ({sub.state})"
+    if sub.by_writer:
+        line = f"- #{sub.number} {sub.title} ({sub.state})"
+    else:
+        line = f"- #{sub.number} ({NOT_WRITTEN}; {sub.state})"
     if sub.ballet is not None:
         pr = f", PR #{sub.ballet.pr_number}" if sub.ballet.pr_number else ""
         line += f" — Ballet: {sub.ballet.status}{pr}"
@@ -64,4 +79,7 @@ def _sibling(sub: SubIssue) -> str:
 def _linked(item: LinkedItem) -> str:
     kind = "PR" if item.kind == "pull_request" else "issue"
     where = f"{item.repo}#{item.number}"
-    return f"- {kind} {where} {item.title} ({item.state}; {RELATION_WORDS[item.relation]})"
+    relation = RELATION_WORDS[item.relation]
+    if not item.by_writer:
+        return f"- {kind} {where} ({NOT_NAMED}; {item.state}; {relation})"
+    return f"- {kind} {where} {item.title} ({item.state}; {relation})"
