@@ -34,19 +34,19 @@ log = structlog.get_logger("ballet.watch")
 
 async def command(request: Request) -> Response:
     state = watch_state(request)
-    viewer = viewer_of(request)
+    viewer = await viewer_of(request)
     verb = next((v for v in BUTTONS if v == request.path_params["verb"]), None)
     if verb is None:
         return not_found(request, viewer)
     form = await form_of(request)
     refusal = csrf_refusal(request, viewer, form, state.public_url(request))
     if refusal is not None or viewer is None:
-        return _forbidden(request, refusal or "sign in first")
+        return await _forbidden(request, refusal or "sign in first")
     seen = await visible_ticket(request, fresh=True)
     if not isinstance(seen, Seen):
         return seen
     if not may_write(seen.permission):
-        return _forbidden(
+        return await _forbidden(
             request,
             f"it needs write permission on the repository (you have {seen.permission});"
             " ask someone with write access to give it.",
@@ -65,13 +65,13 @@ async def command(request: Request) -> Response:
     return RedirectResponse(f"{target}?sent={verb}", status_code=303)
 
 
-def _forbidden(request: Request, why: str) -> Response:
+async def _forbidden(request: Request, why: str) -> Response:
     state = watch_state(request)
     return page(
         state.templates,
         request,
         "message.html",
-        viewer_of(request),
+        await viewer_of(request),
         status=403,
         sign_in=state.config.sign_in,
         title="Refused",

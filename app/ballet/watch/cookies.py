@@ -5,8 +5,9 @@ the session key, each with a salt of its own, so one can never stand in for
 the other. A cookie whose signature does not verify, or that is older than its
 lifetime, reads as absent: a forged or stale session is simply signed out.
 
-The session holds the login, the user id and the page's CSRF token, never a
-GitHub token: access is asked of GitHub with the App's installation.
+The session holds the login, the user id, the page's CSRF token and the id of
+its server-side session (`signed_in.py`: signing out ends it), never a GitHub
+token: access is asked of GitHub with the App's installation.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class Viewer:
     login: str
     user_id: int
     csrf: str  # repeated in every form this person is shown
+    session: str  # its id in Redis, which signing out deletes (signed_in.py)
 
 
 @dataclass(frozen=True)
@@ -58,18 +60,22 @@ class Cookies:
     def viewer(self, raw: str | None) -> Viewer | None:
         data = _loads(self._session, raw, SESSION_SECONDS)
         try:
-            login, user_id, csrf = data["login"], data["id"], data["csrf"]
+            login, user_id, csrf, session = data["login"], data["id"], data["csrf"], data["sid"]
         except (KeyError, TypeError):
             return None
         if not (isinstance(login, str) and _LOGIN.match(login)):
             return None
         if not (isinstance(user_id, int) and isinstance(csrf, str) and len(csrf) >= 32):
             return None
-        return Viewer(login, user_id, csrf)
+        if not (isinstance(session, str) and len(session) >= 32):
+            return None
+        return Viewer(login, user_id, csrf, session)
 
     def start_session(self, response: Response, login: str, user_id: int) -> Viewer:
-        viewer = Viewer(login, user_id, secrets.token_urlsafe(32))
-        value = self._session.dumps({"login": login, "id": user_id, "csrf": viewer.csrf})
+        viewer = Viewer(login, user_id, secrets.token_urlsafe(32), secrets.token_urlsafe(32))
+        value = self._session.dumps(
+            {"login": login, "id": user_id, "csrf": viewer.csrf, "sid": viewer.session}
+        )
         self._set(response, SESSION_COOKIE, value, SESSION_SECONDS)
         return viewer
 

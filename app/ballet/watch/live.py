@@ -6,7 +6,7 @@ already shows (`?after=<entry id>`, or on a reconnect the browser's own
 id, the live tail's entry id after them. An event `end` says the session
 finished; a comment every 15 seconds keeps proxies from closing a quiet
 stream. The stream stops when the client goes away, and when the viewer's
-access to the repository ends (asked again every minute).
+access to the repository ends or they sign out (asked again every minute).
 """
 
 from __future__ import annotations
@@ -89,8 +89,11 @@ async def _events(
 
 async def _still_readable(request: Request, found: Session) -> bool:
     repo = found.seen.record.ticket.repo
+    state, viewer = watch_state(request), found.seen.viewer
+    if viewer is not None and not await state.signed_in.holds(viewer):
+        viewer = None  # signed out since the stream began: it goes on only if anyone may read
     try:
-        permission = await watch_state(request).access.permission(repo, found.seen.viewer)
+        permission = await state.access.permission(repo, viewer)
     except AccessUnknown:
         return True  # GitHub is down, not the access: keep streaming what was allowed
     return permission is not None

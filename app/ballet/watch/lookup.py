@@ -32,7 +32,7 @@ class Seen:
 
 async def visible_ticket(request: Request, *, fresh: bool = False) -> Seen | Response:
     """The ticket the URL names, or the response to send instead (404, or 503)."""
-    viewer = viewer_of(request)
+    viewer = await viewer_of(request)
     params = request.path_params
     repo = f"{params['owner']}/{params['repo']}"
     try:

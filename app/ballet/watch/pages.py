@@ -27,7 +27,7 @@ async def home(request: Request) -> Response:
         state.templates,
         request,
         "home.html",
-        viewer_of(request),
+        await viewer_of(request),
         sign_in=state.config.sign_in,
         help_text=HELP_TEXT,
         has_app=state.github is not None,
@@ -36,7 +36,7 @@ async def home(request: Request) -> Response:
 
 async def tickets(request: Request) -> Response:
     state = watch_state(request)
-    viewer = viewer_of(request)
+    viewer = await viewer_of(request)
     records = [record async for record in state.store.records()]
     readable, unknown = await state.access.readable(
         sorted({r.ticket.repo for r in records}), viewer

@@ -7,7 +7,7 @@
   cookie holds (so nobody can sign a person in as someone else); the code is
   traded for a user token, which asks GitHub who signed in, and is dropped.
   The session cookie holds the login and user id only;
-- `POST /logout` (CSRF-checked) ends the session.
+- `POST /logout` (CSRF-checked) ends the session, in Redis too (`signed_in.py`).
 
 `next` is only ever a path on this Ballet: never another site (no open redirect).
 """
@@ -50,7 +50,7 @@ async def login(request: Request) -> Response:
     state = watch_state(request)
     config = state.config
     if not (config.sign_in and config.client_id):
-        return _refused(request, 503, "Sign-in is not configured", _NOT_CONFIGURED)
+        return await _refused(request, 503, "Sign-in is not configured", _NOT_CONFIGURED)
     flow = SignIn(secrets.token_urlsafe(32), local_path(request.query_params.get("next")))
     redirect_uri = state.public_url(request) + CALLBACK_PATH
     target = authorize_url(config.github_web_url, config.client_id, redirect_uri, flow.state)
@@ -63,15 +63,17 @@ async def callback(request: Request) -> Response:
     state = watch_state(request)
     config = state.config
     if not (config.sign_in and config.client_id and config.client_secret):
-        return _refused(request, 503, "Sign-in is not configured", _NOT_CONFIGURED)
+        return await _refused(request, 503, "Sign-in is not configured", _NOT_CONFIGURED)
     flow = state.cookies.signin(request.cookies.get(SIGNIN_COOKIE))
     given = request.query_params.get("state", "")
     code = request.query_params.get("code", "")
     if flow is None or not given or not hmac.compare_digest(flow.state, given):
-        return _refused(request, 403, "Sign-in refused", _NOT_STARTED_HERE)
+        return await _refused(request, 403, "Sign-in refused", _NOT_STARTED_HERE)
     if not code:
         why = request.query_params.get("error", "no code")[:60]
-        return _refused(request, 403, "Sign-in refused", f"GitHub did not sign you in ({why}).")
+        return await _refused(
+            request, 403, "Sign-in refused", f"GitHub did not sign you in ({why})."
+        )
     redirect_uri = state.public_url(request) + CALLBACK_PATH
     try:
         token = await exchange(
@@ -85,23 +87,27 @@ async def callback(request: Request) -> Response:
         user = await whoami(state.http, config.github_api_url, token)
     except SignInFailed as exc:
         log.warning("sign-in failed", error=str(exc))
-        return _refused(request, 502, "Sign-in failed", f"{exc}. Try signing in again.")
+        return await _refused(request, 502, "Sign-in failed", f"{exc}. Try signing in again.")
     del token  # not kept: pages ask GitHub with the App's installation, not the person's token
     response = RedirectResponse(flow.next, status_code=303)
     state.cookies.end_signin(response)
-    state.cookies.start_session(response, user.login, user.id)
+    await state.signed_in.begin(state.cookies.start_session(response, user.login, user.id))
     log.info("signed in", login=user.login)
     return response
 
 
 async def logout(request: Request) -> Response:
     state = watch_state(request)
-    viewer = viewer_of(request)
+    viewer = await viewer_of(request)
     refusal = csrf_refusal(request, viewer, await form_of(request), state.public_url(request))
     if refusal is not None:
-        return _refused(request, 403, "Not signed out", refusal)
+        return await _refused(request, 403, "Not signed out", refusal)
     response = RedirectResponse("/", status_code=303)
     state.cookies.end_session(response)
+    if viewer is not None:
+        # On the server too: a copy of the cookie is no session on any web process.
+        await state.signed_in.end(viewer)
+        log.info("signed out", login=viewer.login)
     return response
 
 
@@ -116,13 +122,13 @@ _NOT_STARTED_HERE = (
 )
 
 
-def _refused(request: Request, status: int, title: str, message: str) -> Response:
+async def _refused(request: Request, status: int, title: str, message: str) -> Response:
     state = watch_state(request)
     return page(
         state.templates,
         request,
         "message.html",
-        viewer_of(request),
+        await viewer_of(request),
         status=status,
         sign_in=state.config.sign_in,
         title=title,

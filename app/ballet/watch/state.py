@@ -19,6 +19,7 @@ from ballet.watch.access import Access
 from ballet.watch.config import WatchConfig
 from ballet.watch.cookies import SESSION_COOKIE, Cookies, Viewer
 from ballet.watch.render import environment
+from ballet.watch.signed_in import SignedIn
 
 # GitHub answers in well under a second; a page waits no longer than this for it.
 GITHUB_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
@@ -32,6 +33,7 @@ class WatchState:
     artifacts: Artifacts  # the sessions' reports, while their ticket lives
     access: Access
     cookies: Cookies
+    signed_in: SignedIn  # the sessions signing out has not ended, in Redis
     templates: Environment
     http: httpx.AsyncClient  # sign-in's requests, and the repositories' visibility
     github: GitHubApp | None  # None: no App configured yet, so no ticket to show
@@ -102,6 +104,7 @@ def open_watch(
         # Secure when people reach Ballet over https; a local http:// address must
         # still keep its session (browsers drop Secure cookies over http).
         cookies=Cookies(config.session_key, secure=(config.public_url or "").startswith("https:")),
+        signed_in=SignedIn(redis),
         templates=environment(),
         http=http,
         github=github,
@@ -113,9 +116,18 @@ def watch_state(request: Request) -> WatchState:
     return state
 
 
-def viewer_of(request: Request) -> Viewer | None:
-    """The signed-in person, or None (no cookie, or one that is forged or stale)."""
-    return watch_state(request).cookies.viewer(request.cookies.get(SESSION_COOKIE))
+async def viewer_of(request: Request) -> Viewer | None:
+    """The signed-in person, or None (no cookie, one that is forged or stale, or one whose
+    session was signed out, on any web process). Asked of Redis once per request."""
+    if hasattr(request.state, "viewer"):
+        known: Viewer | None = request.state.viewer
+        return known
+    state = watch_state(request)
+    viewer = state.cookies.viewer(request.cookies.get(SESSION_COOKIE))
+    if viewer is not None and not await state.signed_in.holds(viewer):
+        viewer = None
+    request.state.viewer = viewer
+    return viewer
 
 
 def logs_of(request: Request) -> SessionLogs | None:
