@@ -51,12 +51,11 @@ def render() -> str:
     for (status, kind), rule in TABLE.items():
         to = ", ".join(rule.to)
         lines.append(f"| {status or '(new)'} | `{kind}` | {to} | {rule.says} |")
-    lines += ["", "## Commands", "", "| Verb | Counts while | Who | Bots | Leads to |"]
-    lines.append("|---|---|---|---|---|")
+    lines += ["", "## Commands", "", "No bot gives a command, unless BALLET_TRUSTED_BOTS lists it."]
+    lines += ["", "| Verb | Counts while | Who | Leads to |", "|---|---|---|---|"]
     for verb, crule in COMMANDS.items():
         when = ", ".join(crule.when)
-        bots = "yes" if crule.bots else "no"
-        lines.append(f"| `{verb}` | {when} | {crule.who} | {bots} | {', '.join(crule.to)} |")
+        lines.append(f"| `{verb}` | {when} | {crule.who} | {', '.join(crule.to)} |")
     return "\n".join(lines) + "\n"
 
 

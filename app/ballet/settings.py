@@ -172,6 +172,10 @@ class Settings(BaseSettings):
     worker_pools: Annotated[tuple[str, ...], NoDecode] = (DEFAULT_POOL,)
     worker_id: str = Field(default_factory=lambda: _generated_worker_id())
     session_affinity_seconds: float = Field(default=2.0, ge=0, le=60)
+    # BALLET_TRUSTED_BOTS: the bot logins (`renovate[bot]`, compared case-insensitively)
+    # whose labels, commands, reviews and answers count as a person's of their permission;
+    # any other bot's are refused with a reply (docs/security.md, Text from GitHub).
+    trusted_bots: Annotated[frozenset[str], NoDecode] = frozenset()
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"
@@ -210,6 +214,21 @@ class Settings(BaseSettings):
         if not value:
             raise ValueError("a worker serves at least one pool, e.g. `default`")
         return tuple(dict.fromkeys(check_pool_name(p) for p in value))
+
+    @field_validator("trusted_bots", mode="before")
+    @classmethod
+    def _parse_bots(cls, value: object) -> object:
+        parts = value.split(",") if isinstance(value, str) else value
+        if not isinstance(parts, list | tuple | set | frozenset):
+            return value
+        logins = frozenset(str(part).strip().casefold() for part in parts if str(part).strip())
+        for login in logins:
+            if not login.endswith("[bot]") or len(login) == len("[bot]"):
+                raise ValueError(
+                    f"`{login}` is no bot's login: GitHub's bots end in [bot], e.g."
+                    " `renovate[bot]` (a machine user is heard as a person already)"
+                )
+        return logins
 
     @field_validator("worker_id")
     @classmethod

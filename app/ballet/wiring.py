@@ -225,6 +225,7 @@ async def build_edge(
         branches=branches,
         write_grace=timedelta(seconds=settings.write_grace_seconds),
         later=later,
+        trusted_bots=settings.trusted_bots,
     )
     return GitHubEdge(github=github, store=store, service=service, identity=identity)
 

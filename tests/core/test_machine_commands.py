@@ -7,7 +7,7 @@ from ballet.core.commands import HELP_TEXT, parse_commands
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession, MergePR, PostReply, React, StartSession
 from ballet.core.events import CommandIssued, PullRequestClosed, ReconcileTick
-from ballet.core.machine import IllegalEvent
+from ballet.core.machine import COMMANDS, IllegalEvent
 from core_kit import Ticket, at, human, make_pipeline
 
 
@@ -51,8 +51,37 @@ def test_help_and_status_for_anyone_in_any_status() -> None:
     t.command("/ballet cancel")
     t.command("/ballet help", permission="none")
     assert HELP_TEXT in t.one(PostReply).body
-    t.command("/ballet status", permission="read", bot=True)
+    t.command("/ballet status", permission="read")
     assert "Status: 🚫 cancelled" in t.one(PostReply).body
+
+
+# A line for each verb that takes words; any other verb is `/ballet <verb>`.
+BOT_LINES = {
+    "reject": "/ballet reject not like this",
+    "answer": "/ballet answer round half up",
+    "signoff_require": "/ballet signoff require security",
+    "signoff_waive": "/ballet signoff waive security",
+    "policy": "/ballet policy merge=manual",
+}
+
+
+def test_a_bot_gives_no_command_of_any_verb_and_is_told_why() -> None:
+    t = Ticket()
+    t.finish("weird")  # no route for it: a question, which `answer` would settle
+    before = t.rec
+    assert before.status == "waiting" and before.waiting and before.waiting.kind == "question"
+    for verb in COMMANDS:
+        line = BOT_LINES.get(verb, f"/ballet {verb}")
+        t.command(line, author="acme-ci[bot]", permission="admin", bot=True)
+        reply = t.one(PostReply)
+        assert f"@acme-ci[bot] `/ballet {verb.replace('_', ' ')}` refused:" in reply.body
+        assert "`acme-ci[bot]` is a bot" in reply.body and "BALLET_TRUSTED_BOTS" in reply.body
+        assert not t.of(React) and not t.of(StartSession)
+    unchanged = {"version": before.version, "updated_at": before.updated_at}
+    assert t.rec.model_copy(update=unchanged) == before
+    # The same login read as a person (the operator trusts it): its answer counts.
+    t.command(BOT_LINES["answer"], author="acme-ci[bot]", permission="write")
+    assert t.of(React) and "round half up" in t.session().answers[-1]
 
 
 def test_retry_cancels_the_running_session_and_runs_a_new_attempt() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from ballet.core.config import Policy
-from ballet.core.effects import ReplyToReview, StartSession
+from ballet.core.effects import PostComment, ReplyToReview, StartSession
 from ballet.core.events import (
     ChecksCompleted,
     ChecksStarted,
@@ -92,8 +92,7 @@ def test_a_review_gate_counts_only_a_writer_among_approvers_on_the_head() -> Non
         review(t, "approved", author="frank", permission="admin")
     with pytest.raises(IllegalEvent, match="must review the head"):
         review(t, "approved", author="erin", commit_id="h0")
-    with pytest.raises(IllegalEvent, match="never counts"):
-        review(t, "approved", author="erin", author_is_bot=True)
+    review(t, "approved", author="erin", author_is_bot=True)  # a bot (BALLET_TRUSTED_BOTS)
     assert t.rec.status == "waiting" and t.rec.waiting and t.rec.waiting.kind == "review"
     review(t, "approved", author="Erin")
     assert t.rec.status == "done"
@@ -215,13 +214,33 @@ def test_reviews_that_do_not_count_change_nothing() -> None:
     for kw in (
         {"author": "passerby", "permission": "none"},
         {"author": "reader", "permission": "read"},
-        {"author": "dependabot[bot]", "author_is_bot": True},
     ):
         with pytest.raises(IllegalEvent):
             review(t, **kw)
     with pytest.raises(IllegalEvent, match="not a verdict"):
         review(t, "commented")
     assert t.rec == before
+
+
+def test_a_bots_verdict_changes_nothing_and_the_bot_is_told_once_per_bot() -> None:
+    t = gate_ticket()
+    before = t.rec
+    review(t, "approved", author="acme-ci[bot]", author_is_bot=True, permission="admin")
+    told = t.one(PostComment)
+    assert told.number == before.pr_number and told.marker.kind == "notice"
+    assert "The review by `acme-ci[bot]` (approved) does not count" in told.body
+    assert "BALLET_TRUSTED_BOTS" in told.body
+    review(t, "changes_requested", author="acme-ci[bot]", author_is_bot=True)
+    again = t.one(PostComment)
+    assert again.marker == told.marker  # the same comment, edited: not one per review
+    assert "(changes requested) does not count" in again.body
+    review(t, "approved", author="renovate[bot]", author_is_bot=True)
+    assert t.one(PostComment).marker != told.marker
+    unchanged = {"version": before.version, "updated_at": before.updated_at}
+    assert t.rec.model_copy(update=unchanged) == before
+    assert not t.of(StartSession)
+    with pytest.raises(IllegalEvent, match="not a verdict"):
+        review(t, "commented", author="acme-ci[bot]", author_is_bot=True)
 
 
 def test_reviews_ignore_leaves_steering_to_review_stages() -> None:

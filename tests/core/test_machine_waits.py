@@ -42,7 +42,7 @@ def test_an_approver_approves_the_head_and_the_ticket_merges() -> None:
     t.command("/ballet approve", author="carol")
     assert "only the pipeline's approvers may (Bob)" in t.one(PostReply).body
     t.command("/ballet approve", author="bob", bot=True)
-    assert "bots cannot give this command" in t.one(PostReply).body
+    assert "`bob` is a bot, and only people steer Ballet" in t.one(PostReply).body
     t.command("/ballet approve aaa1111 ship it", author="bob")
     assert t.rec.approval and (t.rec.approval.by, t.rec.approval.sha) == ("bob", "aaa1111")
     assert t.one(React).content == "eyes" and t.one(MergePR).sha == "aaa1111"
@@ -281,8 +281,9 @@ def test_reviews_decide_a_review_wait() -> None:
 
     with pytest.raises(IllegalEvent, match="not a verdict"):
         review("commented")
-    with pytest.raises(IllegalEvent, match="never counts"):
-        review("approved", author="bot", author_is_bot=True)
+    review("approved", author="ci[bot]", author_is_bot=True)
+    assert "`ci[bot]` (approved) does not count" in t.one(PostComment).body
+    assert t.rec.waiting and t.rec.waiting.kind == "review"
     review("changes_requested", review_id=5, body="rename it")
     assert t.session().stage == "a"
     (why,) = t.session().returned

@@ -29,7 +29,10 @@ def test_a_person_without_the_right_points_at_who_has_it() -> None:
     t.command("/ballet approve", author="carol")
     assert "only the pipeline's approvers may (Bob); ask one of them." in t.one(PostReply).body
     t.command("/ballet approve", author="bob", bot=True)
-    assert "bots cannot give this command; a person has to." in t.one(PostReply).body
+    assert (
+        "`bob` is a bot, and only people steer Ballet; ask a person to give it,"
+        " or Ballet's operator to list this bot in BALLET_TRUSTED_BOTS."
+    ) in t.one(PostReply).body
 
 
 def test_missing_write_permission_points_at_someone_with_write_access() -> None:

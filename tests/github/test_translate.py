@@ -131,6 +131,39 @@ def test_comment_commands_are_parsed_and_ballets_own_comments_ignored(webhooks_d
     assert isinstance(other, IssueCommands) and other.author_is_bot
 
 
+def test_a_bot_is_read_as_a_bot_unless_the_operator_trusts_it(webhooks_dir: Path) -> None:
+    """Whatever it does (label, command, review), a Bot account or a `[bot]` login is
+    a bot, unless BALLET_TRUSTED_BOTS lists it (casefolded, as settings keep it)."""
+    label = _load(webhooks_dir, "issues/labeled.payload.json", label={"name": "ballet"})
+    base = _load(webhooks_dir, "issue_comment/created.payload.json")
+    comment = {**base["comment"], "body": "/ballet answer 42"}
+    review = _load(webhooks_dir, "pull_request_review/submitted.payload.json")
+    review["review"] = {**review["review"], "state": "APPROVED"}
+
+    def bot_flags(account: dict[str, str], trusted: frozenset[str]) -> list[bool]:
+        (start,) = translate(
+            "issues", {**label, "sender": account}, app=APP, now=NOW, trusted_bots=trusted
+        )
+        by = {**base, "comment": {**comment, "user": account}}
+        (said,) = translate("issue_comment", by, app=APP, now=NOW, trusted_bots=trusted)
+        reviewed = {**review, "review": {**review["review"], "user": account}}
+        (judged,) = translate(
+            "pull_request_review", reviewed, app=APP, now=NOW, trusted_bots=trusted
+        )
+        assert isinstance(start, StartTicket) and isinstance(said, IssueCommands)
+        assert isinstance(judged, ForTicket) and isinstance(judged.event, ReviewSubmitted)
+        return [start.requested_by_is_bot, said.author_is_bot, judged.event.author_is_bot]
+
+    renovate = {"login": "Renovate[bot]", "type": "Bot"}
+    assert bot_flags(renovate, frozenset()) == [True, True, True]
+    assert bot_flags(renovate, frozenset({"acme-ci[bot]"})) == [True, True, True]
+    assert bot_flags(renovate, frozenset({"renovate[bot]"})) == [False, False, False]
+    # A Bot account whatever its login, and a `[bot]` login whatever its type.
+    assert bot_flags({"login": "sneaky", "type": "Bot"}, frozenset()) == [True, True, True]
+    assert bot_flags({"login": "x[bot]", "type": "User"}, frozenset()) == [True, True, True]
+    assert bot_flags({"login": "octocat", "type": "User"}, frozenset()) == [False, False, False]
+
+
 def test_comment_on_a_pull_request_targets_the_pr(webhooks_dir: Path) -> None:
     base = _load(webhooks_dir, "issue_comment/created.payload.json")
     issue = {**base["issue"], "pull_request": {"url": "x"}}

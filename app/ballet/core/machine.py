@@ -119,25 +119,24 @@ Who = Literal["anyone", "write", "approver"]
 class CommandRule:
     verb: Callable[[Tx, CommandIssued, Command], str | None]
     when: tuple[Status, ...]  # statuses in which the verb counts
-    who: Who  # approver: the pipeline's approvers, else anyone with write
-    bots: bool  # bots can never approve, reject or waive
+    who: Who  # approver: the pipeline's approvers, else anyone with write; never a bot
     to: tuple[Status, ...]  # besides staying put, which a refusal always does
 
 
 COMMANDS: dict[Verb, CommandRule] = {
-    "approve": CommandRule(verbs.approve, ("waiting",), "approver", False, ONWARD),
-    "reject": CommandRule(verbs.reject, ("waiting",), "approver", False, ONWARD),
-    "answer": CommandRule(verbs.answer, ("waiting",), "write", True, ONWARD),
-    "retry": CommandRule(verbs.retry, ("running", "waiting", "failed"), "write", True, ONWARD),
+    "approve": CommandRule(verbs.approve, ("waiting",), "approver", ONWARD),
+    "reject": CommandRule(verbs.reject, ("waiting",), "approver", ONWARD),
+    "answer": CommandRule(verbs.answer, ("waiting",), "write", ONWARD),
+    "retry": CommandRule(verbs.retry, ("running", "waiting", "failed"), "write", ONWARD),
     # Cancelling is never gated by sign-offs or anything else but permission.
-    "cancel": CommandRule(verbs.cancel, LIVE, "write", True, ("cancelled",)),
-    "pause": CommandRule(verbs.pause, ("running", "waiting"), "write", True, ("paused",)),
-    "resume": CommandRule(verbs.resume, ("paused",), "write", True, ONWARD),
-    "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", True, ()),
-    "signoff_waive": CommandRule(verbs.signoff_waive, LIVE, "write", False, ONWARD),
-    "policy": CommandRule(verbs.policy, LIVE, "write", True, ONWARD),
-    "status": CommandRule(verbs.status, ANY, "anyone", True, ()),
-    "help": CommandRule(verbs.help_, ANY, "anyone", True, ()),
+    "cancel": CommandRule(verbs.cancel, LIVE, "write", ("cancelled",)),
+    "pause": CommandRule(verbs.pause, ("running", "waiting"), "write", ("paused",)),
+    "resume": CommandRule(verbs.resume, ("paused",), "write", ONWARD),
+    "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", ()),
+    "signoff_waive": CommandRule(verbs.signoff_waive, LIVE, "write", ONWARD),
+    "policy": CommandRule(verbs.policy, LIVE, "write", ONWARD),
+    "status": CommandRule(verbs.status, ANY, "anyone", ()),
+    "help": CommandRule(verbs.help_, ANY, "anyone", ()),
 }
 # fmt: on
 
@@ -219,13 +218,17 @@ def command(tx: Tx, ev: CommandIssued) -> None:
 
 def may_give(rec: Record, ev: CommandIssued, rule: CommandRule) -> str | None:
     """Why this person may not give this command now, or None."""
+    if ev.author_is_bot:
+        # Every verb, `status` and `answer` too: a bot's words never steer, nor reach a session.
+        return (
+            f"`{ev.author}` is a bot, and only people steer Ballet; ask a person to give it,"
+            " or Ballet's operator to list this bot in BALLET_TRUSTED_BOTS."
+        )
     if rec.status not in rule.when:
         return (
             f"it does nothing while the ticket is {rec.status};"
             " `/ballet status` shows where it stands and which command acts on it."
         )
-    if ev.author_is_bot and not rule.bots:
-        return "bots cannot give this command; a person has to."
     if rule.who == "anyone":
         return None
     approvers = rec.pipeline.approvers

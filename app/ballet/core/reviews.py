@@ -7,11 +7,15 @@ the way slash commands read it; at a review gate only from the pipeline's
 (`commit_id`): an approval of an older head does not pass, and a new head lapses
 an approval given earlier (`handlers.head_pushed`). A review that does not
 count raises `IllegalEvent` with why, which the edge logs; nothing changes.
+A bot's verdict is the exception (unless BALLET_TRUSTED_BOTS lists it, and then
+it is read as a person's): it changes nothing either, but the bot is told so on
+the pull request, in one comment per bot that each later review edits.
 """
 
 from __future__ import annotations
 
-from ballet.core import rework, steps
+from ballet.core import render, rework, steps
+from ballet.core.effects import MarkerKey, PostComment
 from ballet.core.events import WRITE_PERMISSIONS, ReviewSubmitted
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Approval, Record
@@ -23,6 +27,9 @@ VERDICTS = ("approved", "changes_requested")
 
 def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     rec = tx.rec
+    if ev.author_is_bot and ev.state in VERDICTS:
+        _refuse_the_bot(tx, ev)
+        return
     refusal = _who_may_not(rec, ev)
     if refusal:
         raise IllegalEvent(refusal)
@@ -48,14 +55,30 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
 def _who_may_not(rec: Record, ev: ReviewSubmitted) -> str | None:
     if ev.state not in VERDICTS:
         return f"a {ev.state} review by @{ev.author} is not a verdict"
-    if ev.author_is_bot:
-        return f"a review by the bot {ev.author} never counts; a person has to review"
     if ev.permission not in WRITE_PERMISSIONS:
         return (
             f"a review by @{ev.author} counts only with write permission "
             f"(they have {ev.permission})"
         )
     return None
+
+
+def _refuse_the_bot(tx: Tx, ev: ReviewSubmitted) -> None:
+    marker = MarkerKey(ticket=tx.rec.key, kind="notice", extra=f"review-by:{ev.author}")
+    body = (
+        f"⚠️ The review by `{ev.author}` ({ev.state.replace('_', ' ')}) does not count: it "
+        "is a bot's, and only people's reviews steer this ticket. Ask a person with write "
+        "permission to review; or, if this bot's reviews should count, Ballet's operator "
+        "lists it in BALLET_TRUSTED_BOTS."
+    )
+    tx.emit(
+        PostComment(
+            repo=tx.rec.ticket.repo,
+            number=tx.number,
+            marker=marker,
+            body=render.with_marker(body, marker.render()),
+        )
+    )
 
 
 def _at_the_gate(tx: Tx, ev: ReviewSubmitted) -> None:

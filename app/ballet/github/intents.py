@@ -48,7 +48,7 @@ class StartTicket:
     labels: tuple[str, ...]
     label: str  # the label just added; a ticket starts if it is the trigger label
     requested_by: str  # who added the label
-    requested_by_is_bot: bool
+    requested_by_is_bot: bool  # a bot BALLET_TRUSTED_BOTS does not list (readers._is_bot)
     default_branch: str | None  # as the delivery says; None: ask the API
     now: datetime
 
@@ -60,7 +60,7 @@ class IssueCommands:
     on_pr: bool
     comment_id: int
     author: str
-    author_is_bot: bool
+    author_is_bot: bool  # a bot BALLET_TRUSTED_BOTS does not list (readers._is_bot)
     commands: tuple[ParsedCommand, ...]
     now: datetime
 

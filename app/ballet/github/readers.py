@@ -54,15 +54,23 @@ class Context:
     repo: str
     app: AppIdentity
     now: datetime
+    trusted_bots: frozenset[str] = frozenset()  # BALLET_TRUSTED_BOTS, casefolded
 
 
 Translator = Callable[[Context], tuple[Intent, ...]]
 
 
-def _is_bot(account: Account | None) -> bool:
+def _is_bot(c: Context, account: Account | None) -> bool:
+    """A bot (a Bot account, or a login ending in `[bot]`) that BALLET_TRUSTED_BOTS does not
+    list: the core refuses its label, commands and reviews with a reply. A listed bot is read
+    as a person, of whatever permission it has. Trust is decided here, at the edge, rather
+    than in the core: the list is the deployment's, not the ticket's, so it stays out of
+    events and records, and every core rule reads the one fact it needs."""
     if account is None:
         return False
-    return account.type == "Bot" or (account.login or "").endswith("[bot]")
+    login = account.login or ""
+    bot = account.type == "Bot" or login.endswith("[bot]")
+    return bot and login.casefold() not in c.trusted_bots
 
 
 def _login(account: Account | None) -> str:
@@ -92,7 +100,7 @@ def issue_labeled(c: Context) -> tuple[Intent, ...]:
             labels=tuple(lbl.name for lbl in issue.labels or () if lbl and lbl.name),
             label=label.name,
             requested_by=_login(c.env.sender),
-            requested_by_is_bot=_is_bot(c.env.sender),
+            requested_by_is_bot=_is_bot(c, c.env.sender),
             default_branch=c.env.repository.default_branch if c.env.repository else None,
             now=c.now,
         ),
@@ -124,7 +132,7 @@ def comment_created(c: Context) -> tuple[Intent, ...]:
             on_pr=on_pr,
             comment_id=comment.id,
             author=_login(comment.user),
-            author_is_bot=_is_bot(comment.user),
+            author_is_bot=_is_bot(c, comment.user),
             commands=commands,
             now=c.now,
         ),
@@ -190,7 +198,7 @@ def review_submitted(c: Context) -> tuple[Intent, ...]:
         now=c.now,
         state=cast(Literal["approved", "changes_requested", "commented", "dismissed"], state),
         author=_login(review.user),
-        author_is_bot=_is_bot(review.user),
+        author_is_bot=_is_bot(c, review.user),
         commit_id=review.commit_id,
         review_id=review.id,
         body=review.body or "",

@@ -62,9 +62,15 @@ ALWAYS_DELIVERED: frozenset[str] = frozenset(
 
 
 def translate(
-    event: str, payload: Mapping[str, Any], *, app: AppIdentity, now: datetime
+    event: str,
+    payload: Mapping[str, Any],
+    *,
+    app: AppIdentity,
+    now: datetime,
+    trusted_bots: frozenset[str] = frozenset(),
 ) -> tuple[Intent, ...]:
-    """The intents of one delivery; never raises for a payload's shape."""
+    """The intents of one delivery; never raises for a payload's shape. `trusted_bots`
+    (BALLET_TRUSTED_BOTS, casefolded): the bots whose actions are read as a person's."""
     data = dict(payload)
     env = parse_delivery(event, data)
     name = f"{event}.{env.action or '-'}"
@@ -77,6 +83,6 @@ def translate(
     if route.repo and not repo:
         return (Ignored(f"{name} names no repository"),)
     context = r.Context(
-        env, Payload.model_validate(data), env.installation_id, repo or "", app, now
+        env, Payload.model_validate(data), env.installation_id, repo or "", app, now, trusted_bots
     )
     return route.reader(context)

@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Protocol
 
 import structlog
@@ -105,7 +106,9 @@ class TicketService:
         branches: BranchWriter | None = None,  # branch writes by git (tickets/branch_writes.py)
         write_grace: timedelta = timedelta(0),  # BALLET_WRITE_GRACE_SECONDS (core/outbox.py)
         later: Later | None = None,  # drains a ticket again when a deferred write is due
+        trusted_bots: frozenset[str] = frozenset(),  # BALLET_TRUSTED_BOTS: read as people
     ) -> None:
+        self._translate = partial(translate, app=app, trusted_bots=trusted_bots)
         self._pools = pools
         self._branches = branches
         self._write_grace = write_grace
@@ -141,9 +144,7 @@ class TicketService:
     # -- deliveries ---------------------------------------------------------------
 
     async def on_delivery(self, delivery: DeliveryLike) -> None:
-        intents = translate(
-            delivery.event, delivery.payload, app=self._app, now=delivery.received_at
-        )
+        intents = self._translate(delivery.event, delivery.payload, now=delivery.received_at)
         for index, intent in enumerate(intents):
             await self.dispatch(intent, event_id=f"delivery:{delivery.id}:{index}")
 

@@ -1,11 +1,12 @@
 """Whether a labelled issue becomes a ticket, and the pinned pipeline it runs.
 
 A ticket starts when the label just added is the repository's trigger label
-(from `.ballet.yml` on the default branch, default `ballet`), the person who
-added it has write permission, and the file (with its skills) is valid and
-yields a pipeline for the issue's labels. Anything else is a refusal whose
-text the issue gets as a comment, saying what to do next; a label that is not
-the trigger label is simply not for Ballet.
+(from `.ballet.yml` on the default branch, default `ballet`), a person (not a
+bot, unless BALLET_TRUSTED_BOTS lists it) added it with write permission, and
+the file (with its skills) is valid and yields a pipeline for the issue's
+labels. Anything else is a refusal whose text the issue gets as a comment,
+saying what to do next; a label that is not the trigger label is simply not
+for Ballet.
 """
 
 from __future__ import annotations
@@ -42,6 +43,14 @@ async def request_ticket(
     label = repo_config.trigger_label_of(text)
     if intent.label.casefold() != label.casefold():
         return None
+    if intent.requested_by_is_bot:
+        bot = intent.requested_by
+        return Refusal(
+            "start",
+            f"@{bot} Ballet did not start this ticket: `{bot}` is a bot, and only a person "
+            f"may start one by adding the `{label}` label. Ask a maintainer to add it; or, if "
+            "this bot should start tickets, Ballet's operator lists it in BALLET_TRUSTED_BOTS.",
+        )
     permission = await forge.permission(repo, intent.requested_by)
     if permission not in WRITE_PERMISSIONS:
         return Refusal(
