@@ -14,7 +14,13 @@ import httpx
 from redis.asyncio import Redis
 
 from ballet.github import models as m
-from ballet.github.client import PER_PAGE, GitHubAppCredentials, GitHubClients, ServerErrorRetry
+from ballet.github.client import (
+    MAX_PAGES,
+    PER_PAGE,
+    GitHubAppCredentials,
+    GitHubClients,
+    ServerErrorRetry,
+)
 from ballet.github.forge import AppIdentity, NotFound
 from ballet.github.pacing import DEFAULT_PER_HOUR, DEFAULT_SPACING_SECONDS
 from ballet.github.rest import GitHubForge
@@ -67,6 +73,36 @@ class GitHubApp:
         """Every installation of the App (asked with the App JWT)."""
         data = await self._clients.app().pages("/app/installations")
         return tuple(m.InstallationData.model_validate(item).id for item in data)
+
+    async def installations_by_account(self) -> dict[str, int] | None:
+        """Every installation of the App by its account's login, lower-cased (App JWT);
+        None when there are more than one listing reads (it would be incomplete)."""
+        data = await self._clients.app().pages("/app/installations")
+        if len(data) >= MAX_PAGES * PER_PAGE:
+            return None
+        found: dict[str, int] = {}
+        for item in data:
+            login = (item.get("account") or {}).get("login")
+            if isinstance(login, str) and isinstance(item.get("id"), int):
+                found[login.lower()] = item["id"]
+        return found
+
+    async def installation_repositories(self, installation_id: int, most: int) -> set[str] | None:
+        """The full names (lower-cased) of the repositories an installation reaches, or
+        None when it reaches more than `most` (asked with its token, a page of 100 each)."""
+        client = self._clients.installation(installation_id)
+        names: set[str] = set()
+        for page in range(1, most // PER_PAGE + 2):
+            data = await client.json(
+                "GET", "/installation/repositories", params={"per_page": PER_PAGE, "page": page}
+            )
+            if int(data.get("total_count", 0)) > most:
+                return None
+            batch = data.get("repositories") or []
+            names |= {str(r["full_name"]).lower() for r in batch if r.get("full_name")}
+            if len(batch) < PER_PAGE:
+                break
+        return names
 
     async def hook_deliveries(self, since: datetime) -> list[m.HookDelivery]:
         """The App's webhook delivery attempts since `since`, newest first (App JWT)."""

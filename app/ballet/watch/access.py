@@ -14,15 +14,18 @@ The answer is the viewer's permission (what the buttons need too) or None,
 which every page turns into the same 404 as a ticket that does not exist.
 Answers are kept in Redis for a minute per repository and per (repository,
 login): a person just removed from a repository may see it that much longer,
-never act (a command asks afresh).
+never act (a command asks afresh). "No such repository here" is kept five
+minutes, and costs no request at all for an owner or a name the App's
+installations do not list (`directory.py`); a "not installed" kept is set aside
+as soon as the worker learns of an installation there. Concurrent askers of
+one repository share one request (`single_flight.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, Protocol
 
 import httpx
 from redis.asyncio import Redis
@@ -31,14 +34,27 @@ from ballet.core.events import WRITE_PERMISSIONS, Permission
 from ballet.github.forge import Forge, ForgeError, RateLimited
 from ballet.watch.cookies import Viewer
 from ballet.watch.oauth import GITHUB_JSON
+from ballet.watch.single_flight import SingleFlight
 
 CACHE_SECONDS = 60
+NEGATIVE_SECONDS = 300  # no installation, no such repository, not visible to it
 PREFIX = "ballet:watch"
 READ_PERMISSIONS: frozenset[Permission] = frozenset({"read", "triage", *WRITE_PERMISSIONS})
 # GitHub's own rules for owner and repository names: anything else is no repository.
 REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
-Visibility = Literal["public", "private", "hidden"]  # hidden: the installation cannot see it
+# hidden: the installation cannot see it; uninstalled: no installation of the App there.
+Visibility = Literal["public", "private", "hidden", "uninstalled"]
+
+
+class Installations(Protocol):
+    async def of(self, repo: str) -> int | None:
+        """The App's installation on `repo` (may ask GitHub), or None."""
+
+    async def known(self, repo: str) -> int | None:
+        """The installation the worker learnt of (installation events), asking nobody."""
+
+    def forge(self, installation_id: int) -> Forge: ...
 
 
 class AccessUnknown(Exception):
@@ -49,19 +65,21 @@ class Access:
     def __init__(
         self,
         redis: Redis,
-        installation_of: Callable[[str], Awaitable[int | None]],
-        forges: Callable[[int], Forge],
+        installations: Installations,
         http: httpx.AsyncClient,
         api_url: str,
         *,
         cache_seconds: int = CACHE_SECONDS,
+        negative_seconds: int = NEGATIVE_SECONDS,
     ) -> None:
         self._redis = redis
-        self._installation_of = installation_of
-        self._forges = forges
+        self._installations = installations
         self._http = http
         self._api_url = api_url
         self._ttl = cache_seconds
+        self._negative_ttl = negative_seconds
+        self._visibilities: SingleFlight[Visibility] = SingleFlight()
+        self._permissions: SingleFlight[Permission] = SingleFlight()
 
     async def permission(
         self, repo: str, viewer: Viewer | None, *, fresh: bool = False
@@ -71,7 +89,7 @@ class Access:
         if not REPO.match(repo) or repo.endswith(("/.", "/..")):
             return None
         visibility = await self._visibility(repo, fresh)
-        if visibility == "hidden":
+        if visibility in ("hidden", "uninstalled"):
             return None
         public = visibility == "public"
         if viewer is None:
@@ -107,18 +125,24 @@ class Access:
         key = f"{PREFIX}:visibility:{repo.lower()}"
         cached = None if fresh else await self._redis.get(key)
         if cached is not None:
-            return _visibility_of(cached)
+            found = _visibility_of(cached)
+            if found != "uninstalled" or await self._installations.known(repo) is None:
+                return found
+        return await self._visibilities.run(key, lambda: self._look_up(repo, key))
+
+    async def _look_up(self, repo: str, key: str) -> Visibility:
         found = await self._ask_visibility(repo)
-        await self._redis.set(key, found, ex=self._ttl)
+        seen = found in ("public", "private")
+        await self._redis.set(key, found, ex=self._ttl if seen else self._negative_ttl)
         return found
 
     async def _ask_visibility(self, repo: str) -> Visibility:
         try:
-            installation = await self._installation_of(repo)
+            installation = await self._installations.of(repo)
             if installation is None:
-                return "hidden"
+                return "uninstalled"
             # The installation's own token, as the worker's forge holds it.
-            remote = await self._forges(installation).git_remote(repo)
+            remote = await self._installations.forge(installation).git_remote(repo)
             response = await self._http.get(
                 f"{self._api_url}/repos/{repo}",
                 headers={"Authorization": f"token {remote.token}", "Accept": GITHUB_JSON},
@@ -140,11 +164,14 @@ class Access:
         cached = None if fresh else await self._redis.get(key)
         if cached is not None:
             return _permission_of(cached)
+        return await self._permissions.run(key, lambda: self._ask_permission(repo, login, key))
+
+    async def _ask_permission(self, repo: str, login: str, key: str) -> Permission:
         try:
-            installation = await self._installation_of(repo)
+            installation = await self._installations.of(repo)
             if installation is None:
                 return "none"
-            permission = await self._forges(installation).permission(repo, login)
+            permission = await self._installations.forge(installation).permission(repo, login)
         except (ForgeError, RateLimited) as exc:
             raise AccessUnknown(f"GitHub did not say what {login} may do on {repo}") from exc
         await self._redis.set(key, permission, ex=self._ttl)
@@ -161,7 +188,8 @@ def _text(raw: bytes | str) -> str:
 
 def _visibility_of(raw: bytes | str) -> Visibility:
     value = _text(raw)
-    return "public" if value == "public" else "private" if value == "private" else "hidden"
+    known: tuple[Visibility, ...] = ("public", "private", "uninstalled")
+    return next((v for v in known if v == value), "hidden")
 
 
 def _permission_of(raw: bytes | str) -> Permission:

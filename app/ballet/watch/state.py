@@ -18,6 +18,7 @@ from ballet.tickets.store import RecordStore
 from ballet.watch.access import Access
 from ballet.watch.config import WatchConfig
 from ballet.watch.cookies import SESSION_COOKIE, Cookies, Viewer
+from ballet.watch.directory import Directory
 from ballet.watch.render import environment
 from ballet.watch.signed_in import SignedIn
 
@@ -47,32 +48,17 @@ class WatchState:
         return self.config.public_url or str(request.base_url).rstrip("/")
 
 
-@dataclass(frozen=True)
-class _Installations:
-    store: RecordStore
-    github: GitHubApp
+class _Nowhere:
+    """No App configured: it is installed nowhere."""
 
     async def of(self, repo: str) -> int | None:
-        """The App's installation on `repo`: as the worker remembered it, else GitHub's
-        (remembered then, as the ticket service does, so the next page asks Redis)."""
-        known = await self.store.installation_of(repo)
-        if known is not None:
-            return known
-        found = await self.github.installation_of(repo)
-        if found is not None:
-            await self.store.remember_installation(repo, found)
-        return found
+        return None
+
+    async def known(self, repo: str) -> int | None:
+        return None
 
     def forge(self, installation_id: int) -> Forge:
-        return self.github.for_installation(installation_id)
-
-
-async def _nowhere(repo: str) -> int | None:
-    return None  # no App: it is installed nowhere
-
-
-def _no_forge(installation_id: int) -> Forge:
-    raise AssertionError("no App is configured, so no installation is ever found")
+        raise AssertionError("no App is configured, so no installation is ever found")
 
 
 def open_watch(
@@ -82,7 +68,7 @@ def open_watch(
     http = httpx.AsyncClient(timeout=GITHUB_TIMEOUT, follow_redirects=False)
     store = RecordStore(redis)
     github = None
-    access = Access(redis, _nowhere, _no_forge, http, config.github_api_url)
+    access = Access(redis, _Nowhere(), http, config.github_api_url)
     if config.app is not None:
         credentials = GitHubAppCredentials(
             config.app.app_id, config.app.private_key, config.github_api_url
@@ -93,8 +79,7 @@ def open_watch(
             write_spacing_seconds=write_spacing_seconds,
             writes_per_hour=writes_per_hour,
         )
-        found = _Installations(store, github)
-        access = Access(redis, found.of, found.forge, http, config.github_api_url)
+        access = Access(redis, Directory(redis, store, github), http, config.github_api_url)
     return WatchState(
         config=config,
         redis=redis,
