@@ -22,6 +22,13 @@ def test_no_line_of_the_log_closes_its_fence() -> None:
     assert text.endswith("\n" + fence) and log in text
 
 
+def test_terminal_controls_in_the_log_are_shown_not_sent_to_github() -> None:
+    text = fenced("ok\x1b]52;c;eA==\x07 \x1b[2J\u009b1m\r\nhidden\rshown")
+    lines = text.replace("\r\n", "\n")  # a CRLF line end is kept
+    assert not any(c in lines for c in "\x1b\x07\u009b\r")
+    assert "ok\\x1b]52;c;eA==\\x07 \\x1b[2J\\x9b1m\nhidden\\x0dshown" in lines
+
+
 def test_the_tracking_comment_links_the_tickets_page_under_its_heading() -> None:
     body = with_ticket_link("### Ballet · octo/app#7\n\n**Status:** running", "http://b/t/7")
     assert body.splitlines()[:3] == [

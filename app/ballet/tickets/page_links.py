@@ -11,6 +11,7 @@ import re
 
 import structlog
 
+from ballet.core.terminal_text import visible_controls
 from ballet.sessionlog.store import SessionLogs
 
 log = structlog.get_logger("ballet.tickets.pages")
@@ -41,12 +42,14 @@ class PageLinks:
             return ""
         if finished is None or not finished.log:
             return ""
-        return fenced(finished.log.decode("utf-8", errors="replace"))
+        return fenced(finished.log.decode("utf-8", errors="backslashreplace"))
 
 
 def fenced(text: str) -> str:
     """The last TEXT_MAX characters of `text`, from a line start, in a code fence
-    no line of the log can close."""
+    no line of the log can close; its terminal controls shown as `\\xNN`, since the
+    check run's text is read in terminals too (`gh`, the API)."""
+    text = visible_controls(text)
     cut = len(text) > TEXT_MAX
     if cut:
         text = text[-TEXT_MAX:]
