@@ -22,6 +22,7 @@ from ballet.github.forge import IssueDetails
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
 from ballet.sessions.returns import ReturnInfo, Signoffs
+from ballet.sessions.untrusted import without_hidden_text
 
 _T = TypeVar("_T")
 
@@ -82,7 +83,7 @@ async def build_runner_spec(
     )
     if record is None:  # the record went missing: keep the engine's answers, unattributed
         answers = tuple(Answer(question="", answer=a) for a in spec.answers)
-    return RunnerSpec(
+    built = RunnerSpec(
         ticket=TicketInfo(
             repo=spec.repo,
             number=spec.issue,
@@ -120,6 +121,7 @@ async def build_runner_spec(
             changes=spec.signoff_changes,
         ),
     )
+    return without_hidden_text(built)
 
 
 async def _issue(jobs: SessionJobs, spec: SessionSpec) -> IssueDetails:

@@ -65,4 +65,5 @@ def build_context(spec: RunnerSpec) -> dict[str, Any]:
         "lineage_left_out": links.lineage_left_out,
         "returned": [r.model_dump(mode="json") for r in spec.returned],
         "signoffs": spec.signoffs.model_dump(mode="json"),
+        "hidden_text_removed": list(spec.hidden_text),
     }

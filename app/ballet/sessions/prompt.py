@@ -18,6 +18,7 @@ from ballet.sessions.context import ticket_links, visible_reports
 from ballet.sessions.links_prompt import links_section
 from ballet.sessions.returns import returned_section, signoffs_section
 from ballet.sessions.spec import EarlierReport, RunnerSpec
+from ballet.sessions.untrusted import hidden_text_section
 
 # Long texts are cut so the prompt stays well under a command line's limits
 # (Linux refuses a single argument over 128 KiB, and CLIs take the prompt as one).
@@ -69,6 +70,9 @@ def render_prompt(
         + (f", labels: {', '.join(ticket.labels)}" if ticket.labels else "")
         + f"\n\n{body}"
     )
+    hidden = hidden_text_section(spec.hidden_text)
+    if hidden:
+        parts.append(hidden)
     criteria = acceptance_criteria(ticket.body)
     if criteria:
         parts.append(f"## Acceptance criteria\n\n{criteria}")

@@ -108,6 +108,8 @@ class RunnerSpec(Frozen):
     links: TicketLinks = Field(default_factory=TicketLinks)  # the epic and the lineage
     returned: tuple[ReturnInfo, ...] = ()  # why the ticket came back for rework
     signoffs: Signoffs = Field(default_factory=Signoffs)
+    # What was removed from its texts from GitHub, and where (sessions/untrusted.py).
+    hidden_text: tuple[str, ...] = ()
 
 
 class SessionResult(Frozen):
