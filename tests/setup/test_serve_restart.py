@@ -15,10 +15,11 @@ from setup_kit import serving, wait_for
 from test_setup_flow import parse, start_setup
 
 
-def register(url: str) -> None:
+def register(url: str, data_dir: Path) -> None:
     """The manifest flow as a browser goes through it, quickly."""
     browser = httpx.Client(base_url=url, timeout=30)
-    form = {"form_token": start_setup(browser), "public_url": url, "name": "Ballet Restarts"}
+    token = start_setup(browser, data_dir)
+    form = {"form_token": token, "public_url": url, "name": "Ballet Restarts"}
     action, fields = parse(browser.post("/setup", data=form).text).forms[0]
     created = httpx.post(action, data={"manifest": fields["manifest"]}, timeout=30)
     assert browser.get(created.headers["location"]).status_code == 200
@@ -31,7 +32,7 @@ def test_serve_stops_whole_on_sigterm_after_an_app_is_registered(
     with serving(tmp_path, sandbox) as served:
         valkeys = children(served.process.pid)
         assert valkeys, "no embedded Valkey"
-        register(served.url)
+        register(served.url, served.data_dir)
         if when == "once restarted":
             wait_for(
                 lambda: httpx.get(f"{served.url}/setup").status_code == 404,

@@ -46,8 +46,20 @@ def parse(html: str) -> Forms:
     return forms
 
 
-def start_setup(browser: httpx.Client) -> str:
-    """Open /setup as a person does; the form token of the page."""
+def give_the_code(browser: httpx.Client, data_dir: Path) -> None:
+    """Open /setup as the operator does: asked for the setup code, type it in (loosely)."""
+    asked = browser.get("/setup")
+    assert asked.status_code == 403 and "Enter the setup code" in asked.text
+    action, fields = parse(asked.text).forms[0]
+    assert action == "/setup/code"
+    typed = (data_dir / "setup-code").read_text().strip().lower().replace("-", " ")
+    entered = browser.post(action, data={"form_token": fields["form_token"], "code": typed})
+    assert (entered.status_code, entered.headers["location"]) == (303, "/setup")
+
+
+def start_setup(browser: httpx.Client, data_dir: Path) -> str:
+    """Open /setup as the operator does, with the setup code; the form token of the page."""
+    give_the_code(browser, data_dir)
     page = browser.get("/setup")
     assert page.status_code == 200 and "Set up Ballet" in page.text
     action, fields = parse(page.text).forms[0]
@@ -61,7 +73,7 @@ def test_setup_registers_the_app_and_ballet_then_works_with_it(
     url, data_dir, log = serve
     browser = httpx.Client(base_url=url, timeout=30)
     assert browser.get("/").headers["location"] == "/setup"
-    token = start_setup(browser)
+    token = start_setup(browser, data_dir)
 
     # Another site cannot post the form: no cookie, or a token that is not the cookie's.
     stranger = httpx.Client(base_url=url, timeout=30)
@@ -121,6 +133,8 @@ def test_setup_registers_the_app_and_ballet_then_works_with_it(
     wait_for(lambda: ready(browser), "ready again", log)
     assert browser.get(callback).status_code == 404
     assert browser.get("/setup").status_code == 404
+    assert browser.post("/setup/code", data={"code": "x"}).status_code == 404
+    assert not (data_dir / "setup-code").exists()  # spent
 
     # Ballet now acts as the registered App, on the events it subscribed to alone.
     admin = httpx.Client(base_url=sandbox.api_url, timeout=30)

@@ -1,6 +1,7 @@
 """The setup flow in a real browser: headless Chromium clicks through /setup.
 
-The page's own JavaScript posts the manifest to (the sandbox's) GitHub, the
+It is asked for the setup code first, and types the one `ballet serve` keeps in
+its data dir. The page's own JavaScript posts the manifest to (the sandbox's) GitHub, the
 browser follows GitHub's redirect back to /setup/callback with its cookie,
 and the done page links to the App's installation. A screenshot of each page
 is kept in the test's temporary directory. Skipped where Debian's `chromium`
@@ -26,11 +27,19 @@ def test_a_person_registers_the_app_in_chromium(
     if binary is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
     url, data_dir, _ = serve
+    code = (data_dir / "setup-code").read_text().strip()
     with Browser(binary, tmp_path / "profile") as browser:
         browser.goto(f"{url}/")
         browser.wait_for(
+            "location.pathname === '/setup' && !!document.querySelector('#code')",
+            "the root page leads to /setup, which asks for the setup code",
+        )
+        assert browser.screenshot(tmp_path / "code.png").startswith(PNG)
+        browser.evaluate(f"document.querySelector('#code').value = {code!r}")
+        browser.evaluate("document.querySelector('form').submit()")
+        browser.wait_for(
             "location.pathname === '/setup' && !!document.querySelector('#public_url')",
-            "the root page leads to /setup",
+            "the code let the browser through to the setup form",
         )
         assert browser.evaluate("document.querySelector('#public_url').value") == url
         assert browser.screenshot(tmp_path / "setup.png").startswith(PNG)

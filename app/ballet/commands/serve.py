@@ -6,6 +6,8 @@ BALLET_DATA_DIR and stops with it; SIGINT or SIGTERM stops everything.
 Without BALLET_APP_ID it also serves `/setup`, which registers the GitHub App
 (ballet.setup) and writes its credentials to the env file: `--env-file`, or
 else BALLET_DATA_DIR/github-app.env, which later starts read by themselves.
+`/setup` answers only to the one-time setup code serve logs and keeps in
+BALLET_DATA_DIR/setup-code until an App is configured.
 Once the App is registered, serve restarts its web app and worker with them.
 """
 
@@ -38,6 +40,7 @@ from ballet.queue import QueueUnavailable, redis_settings
 from ballet.sessionlog.objects import check_log_store
 from ballet.sessions.confine import SandboxUnavailable
 from ballet.settings import Settings, SettingsError, load_settings
+from ballet.setup.code import CODE_FILE, forget_setup_code, setup_code
 from ballet.setup.flow import SetupFlow
 from ballet.web import create_app
 from ballet.web.server import ServerFailed, WebServer
@@ -146,7 +149,12 @@ async def _serve(
     until_registered = UntilRegistered()
     setup = None
     if settings.app_id is None:
-        setup = SetupFlow(settings.github_api_url, env_file, on_registered=until_registered.set)
+        code = setup_code(settings.data_dir)
+        setup = SetupFlow(
+            settings.github_api_url, env_file, code, on_registered=until_registered.set
+        )
+    else:
+        forget_setup_code(settings.data_dir)  # registered (or configured by hand): spent
     # The pages' sign-in comes back to the address served here unless one is set.
     app = create_app(settings.with_listening_address(args.host, args.port), url, setup=setup)
     components: list[Component] = [
@@ -156,7 +164,8 @@ async def _serve(
     if setup is not None:
         components.append(until_registered)
         log.warning(
-            f"no GitHub App configured: open http://{args.host}:{args.port}/setup to register"
+            f"no GitHub App configured: open http://{args.host}:{args.port}/setup and enter the"
+            f" setup code {setup.code} (kept in {settings.data_dir / CODE_FILE}) to register"
             f" one on {setup.web_url}; its credentials will be saved in {env_file}"
         )
     elif secret_file is not None:

@@ -1,10 +1,16 @@
 """First run, Probot-style: register the GitHub App through GitHub's manifest flow.
 
-`ballet serve` without App credentials serves these routes:
+`ballet serve` without App credentials serves these routes, only to a browser
+that gave the one-time setup code (`setup/code.py`) that serve printed in its
+log and keeps in its data dir; any other gets 403 and a page asking for it:
 
 - `GET /setup` — a form: Ballet's public address, the App's name, an optional
   organisation. It sets a cookie holding a random form token, repeated in
   the form (a double-submit token: another site cannot post the form).
+  A browser that has not given the code is asked for it instead (403).
+- `POST /setup/code` — the code, compared in constant time: right, the browser's
+  form token is let through the flow for an hour (kept in this process: a
+  restart asks again); wrong, 403 again.
 - `POST /setup` — builds the manifest and a one-time `state` bound to that
   browser's cookie, and posts the manifest to GitHub's "new App" page.
 - `GET /setup/callback?code=…&state=…` — GitHub's redirect once the person
@@ -39,6 +45,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from ballet.setup import pages
+from ballet.setup.code import is_the_code
 from ballet.setup.envfile import update_env_file
 from ballet.setup.manifest import (
     SetupInputError,
@@ -69,11 +76,14 @@ class RegisteredApp:
 class SetupFlow:
     api_url: str
     env_file: Path
+    code: str  # the one-time setup code (setup/code.py)
     on_registered: Callable[[], None] = lambda: None
     clock: Callable[[], float] = time.monotonic
     registered: RegisteredApp | None = None
     # state -> (form token of the browser that started it, expiry, public address)
     _pending: dict[str, tuple[str, float, str]] = field(default_factory=dict)
+    # form token of a browser that gave the code -> until when it may go on
+    _authorised: dict[str, float] = field(default_factory=dict)
 
     @property
     def web_url(self) -> str:
@@ -84,6 +94,7 @@ class SetupFlow:
             Route("/", self.home, methods=["GET"]),
             Route("/setup", self.start, methods=["GET"]),
             Route("/setup", self.submit, methods=["POST"]),
+            Route("/setup/code", self.enter_code, methods=["POST"]),
             Route("/setup/callback", self.callback, methods=["GET"]),
         ]
 
@@ -96,15 +107,41 @@ class SetupFlow:
         if self.registered is not None:
             return _gone()
         token = request.cookies.get(COOKIE) or secrets.token_urlsafe(32)
+        if not self._may_go_on(token):
+            return _ask_for_code(token, request)
         public_url = str(request.base_url).rstrip("/")
         page = pages.start_page(public_url, "Ballet", token, self.web_url)
         response = HTMLResponse(page)
         _set_cookie(response, token, request)
         return response
 
+    async def enter_code(self, request: Request) -> Response:
+        if self.registered is not None:
+            return _gone()
+        form = await _form(request)
+        token = request.cookies.get(COOKIE, "")
+        if not token or not hmac.compare_digest(token, form.get("form_token", "")):
+            return _refused(
+                403, "This form was not sent from this Ballet's setup page (cookies off?)."
+            )
+        if not is_the_code(self.code, form.get("code", "")):
+            log.warning("a wrong setup code was entered at /setup")
+            return _ask_for_code(token, request, wrong=True)
+        now = self.clock()
+        self._authorised = {t: until for t, until in self._authorised.items() if until > now}
+        self._authorised[token] = now + STATE_TTL_SECONDS
+        return RedirectResponse("/setup", status_code=303)
+
+    def _may_go_on(self, token: str) -> bool:
+        """Whether the browser holding form token `token` gave the setup code, within the hour."""
+        until = self._authorised.get(token) if token else None
+        return until is not None and self.clock() < until
+
     async def submit(self, request: Request) -> Response:
         if self.registered is not None:
             return _gone()
+        if not self._may_go_on(request.cookies.get(COOKIE, "")):
+            return _ask_for_code(request.cookies.get(COOKIE, ""), request)
         form = await _form(request)
         token = request.cookies.get(COOKIE, "")
         if not token or not hmac.compare_digest(token, form.get("form_token", "")):
@@ -124,6 +161,8 @@ class SetupFlow:
     async def callback(self, request: Request) -> Response:
         if self.registered is not None:
             return _gone()
+        if not self._may_go_on(request.cookies.get(COOKIE, "")):
+            return _ask_for_code(request.cookies.get(COOKIE, ""), request)
         code = request.query_params.get("code", "")
         state = request.query_params.get("state", "")
         public_url = self._take_state(state, request.cookies.get(COOKIE, "")) if code else None
@@ -147,6 +186,7 @@ class SetupFlow:
         self._save(app, data, public_url)
         self.registered = app
         self._pending.clear()
+        self._authorised.clear()
         log.info("GitHub App registered", app_id=app.app_id, slug=app.slug, env=str(self.env_file))
         page = pages.done_page(app.name, app.html_url, str(self.env_file))
         # Restart only once this page has been sent.
@@ -221,6 +261,14 @@ def _set_cookie(response: Response, token: str, request: Request) -> None:
         samesite="lax",
         secure=request.url.scheme == "https",
     )
+
+
+def _ask_for_code(token: str, request: Request, *, wrong: bool = False) -> Response:
+    """403: this browser has not given the setup code; the page asks for it."""
+    token = token or secrets.token_urlsafe(32)
+    response = HTMLResponse(pages.code_page(token, wrong=wrong), status_code=403)
+    _set_cookie(response, token, request)
+    return response
 
 
 def _why(exc: GitHubException) -> str:

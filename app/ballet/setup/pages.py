@@ -48,6 +48,26 @@ def start_page(public_url: str, name: str, form_token: str, github_web_url: str)
     )
 
 
+def code_page(form_token: str, *, wrong: bool = False) -> str:
+    """Asks for the one-time setup code, and says where the operator finds it."""
+    again = "<p><strong>That is not the setup code.</strong> Check it and try again.</p>"
+    return _page(
+        "Enter the setup code",
+        (again if wrong else "")
+        + "<p>Only the person running this Ballet may register its GitHub App. "
+        "<code>ballet serve</code> printed a one-time setup code in its log when it "
+        "started (<code>open …/setup and enter the setup code XXXX-XXXX-XXXX</code>), and "
+        "keeps it in the file <code>setup-code</code> of its data directory "
+        "(<code>BALLET_DATA_DIR</code>, <code>.ballet-data/</code> by default), readable "
+        "only by the account it runs as.</p>"
+        "<form method=post action='/setup/code'>"
+        f"<input type=hidden name=form_token value='{escape(form_token)}'>"
+        "<label for=code>Setup code</label>"
+        "<input type=text id=code name=code autocomplete=off spellcheck=false required>"
+        "<button type=submit>Continue</button></form>",
+    )
+
+
 def redirect_page(action: str, manifest: dict[str, Any]) -> str:
     """Posts the manifest to GitHub: at once with JavaScript, by a click without."""
     return _page(
