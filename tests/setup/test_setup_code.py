@@ -97,6 +97,8 @@ def test_without_the_code_every_setup_route_is_refused_and_nothing_registered(
 
         assert not (served.data_dir / "github-app.env").exists()
         assert "GitHub App registered" not in served.log.read_text()
+        # Four wrong codes, three lines (the 1st, 2nd and 4th): a flood writes few.
+        assert served.log.read_text().count("wrong setup codes entered") == 3
 
     # Until setup is done, every start offers the same code.
     with serving(tmp_path, sandbox) as again:

@@ -84,6 +84,7 @@ class SetupFlow:
     _pending: dict[str, tuple[str, float, str]] = field(default_factory=dict)
     # form token of a browser that gave the code -> until when it may go on
     _authorised: dict[str, float] = field(default_factory=dict)
+    _wrong_codes: int = 0
 
     @property
     def web_url(self) -> str:
@@ -125,7 +126,9 @@ class SetupFlow:
                 403, "This form was not sent from this Ballet's setup page (cookies off?)."
             )
         if not is_the_code(self.code, form.get("code", "")):
-            log.warning("a wrong setup code was entered at /setup")
+            self._wrong_codes += 1
+            if self._wrong_codes & (self._wrong_codes - 1) == 0:  # 1, 2, 4, 8…: a flood, few lines
+                log.warning("wrong setup codes entered at /setup", so_far=self._wrong_codes)
             return _ask_for_code(token, request, wrong=True)
         now = self.clock()
         self._authorised = {t: until for t, until in self._authorised.items() if until > now}
