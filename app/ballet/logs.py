@@ -6,8 +6,12 @@ Called once by each command after the settings are read.
 
 from __future__ import annotations
 
+import errno
 import logging
+import math
 import sys
+import time
+from collections.abc import Callable
 
 import structlog
 from structlog.typing import Processor
@@ -45,8 +49,55 @@ def configure_logging(level: str = "info", json: bool = False) -> None:
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
         )
     )
+    handler.addFilter(ExhaustionThrottle())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(numeric)
     # Request lines are noise at webhook rates; Ballet logs each delivery itself.
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+
+
+# Out of descriptors or socket memory: what "Too many open files" is made of.
+_EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_EXHAUSTED_TEXT = ("Too many open files", "out of system resource")
+
+
+class ExhaustionThrottle(logging.Filter):
+    """One record a while about the process running out of descriptors, the next
+    one saying how many were held back. When accept() fails so, asyncio logs it,
+    traceback and all, every second, and everything else that opens a file then
+    fails with lines of its own: a flood that can fill a disk and bury the cause."""
+
+    def __init__(
+        self, every_seconds: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self._every = every_seconds
+        self._clock = clock
+        self._last = -math.inf
+        self._held = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not _about_exhaustion(record):
+            return True
+        now = self._clock()
+        if now - self._last < self._every:
+            self._held += 1
+            return False
+        self._last = now
+        if self._held:
+            note = f"{self._held} more like it held back in the last {self._every:g} s"
+            if isinstance(record.msg, dict):  # structlog's event, rendered later
+                record.msg = {**record.msg, "held_back": note}
+            else:
+                record.msg, record.args = f"{record.getMessage()} ({note})", None
+            self._held = 0
+        return True
+
+
+def _about_exhaustion(record: logging.LogRecord) -> bool:
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, OSError) and exc.errno in _EXHAUSTED:
+        return True
+    text = str(record.msg)
+    return any(words in text for words in _EXHAUSTED_TEXT)

@@ -90,6 +90,14 @@ class Settings(BaseSettings):
     # once its attempt is this old (its first attempt may still be on its way).
     redelivery_settle_seconds: float = Field(default=30.0, ge=0)
     max_webhook_bytes: int = Field(default=MAX_WEBHOOK_BYTES, ge=1024)
+    # The web process's connections (web/guard.py, docs/security.md, Public endpoints):
+    # a request's head must arrive within `web_idle_seconds` of connecting or of the
+    # last response, its body within `web_body_seconds` of its head, or the connection
+    # is closed (408); past `web_max_connections` (lowered to fit the open-file limit)
+    # the oldest idle connection is closed, or a newcomer answered 503.
+    web_idle_seconds: float = Field(default=5.0, gt=0, le=300)
+    web_body_seconds: float = Field(default=10.0, gt=0, le=600)
+    web_max_connections: int = Field(default=4096, ge=16)
     # The runtime of repositories without a `.ballet.yml`, and the variables of
     # the worker's environment its sessions may see (their API keys).
     default_adapter: Adapter = "claude-code"

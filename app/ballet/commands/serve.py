@@ -43,6 +43,7 @@ from ballet.settings import Settings, SettingsError, load_settings
 from ballet.setup.code import CODE_FILE, forget_setup_code, setup_code
 from ballet.setup.flow import SetupFlow
 from ballet.web import create_app
+from ballet.web.limits import connection_limits
 from ballet.web.server import ServerFailed, WebServer
 from ballet.wiring import build_services
 
@@ -158,7 +159,7 @@ async def _serve(
     # The pages' sign-in comes back to the address served here unless one is set.
     app = create_app(settings.with_listening_address(args.host, args.port), url, setup=setup)
     components: list[Component] = [
-        WebServer(app, args.host, args.port),
+        WebServer(app, args.host, args.port, connection_limits(settings)),
         WorkerGroup(settings, url, build_services),
     ]
     if setup is not None:

@@ -16,6 +16,7 @@ from ballet.commands.lifecycle import (
 )
 from ballet.settings import SettingsError
 from ballet.web import create_app
+from ballet.web.limits import connection_limits
 from ballet.web.server import ServerFailed, WebServer, run_event_loop
 
 log = structlog.get_logger("ballet")
@@ -31,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
         # The pages' sign-in comes back to the address served here unless one is set.
         settings = prepare(args).with_listening_address(args.host, args.port)
         app = create_app(settings, settings.require_redis_url())
+        server = WebServer(app, args.host, args.port, connection_limits(settings))
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
     log.info("web app starting", url=f"http://{args.host}:{args.port}/webhooks")
@@ -38,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     # no longer walks it (tens of ms each time, felt in the p99 of deliveries).
     gc.freeze()
     try:
-        run_event_loop(run_until_signalled([WebServer(app, args.host, args.port)]))
+        run_event_loop(run_until_signalled([server]))
     except ServerFailed as exc:
         return fail(str(exc), code=1)
     return 0

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+import structlog
 import uvicorn
 from starlette.applications import Starlette
 
-from ballet.web.coalesce import CoalescingHttpToolsProtocol
+from ballet.settings import Settings
+from ballet.web.guard import guarded_protocol
+from ballet.web.limits import ConnectionLimits, connection_limits
+
+log = structlog.get_logger("ballet.web")
+
+# Requests still running this long after a stop began are cancelled: a delivery cut
+# short fails on GitHub and the redelivery sweep asks for it again.
+GRACEFUL_STOP_SECONDS = 10
 
 
 class _Server(uvicorn.Server):
@@ -27,9 +37,13 @@ class ServerFailed(Exception):
 
 
 class WebServer:
-    """The web app on uvicorn, as a component of `ballet serve` or `ballet web`."""
+    """The web app on uvicorn, as a component of `ballet serve` or `ballet web`, its
+    connections held to `limits` (web/guard.py; unset: the settings' defaults)."""
 
-    def __init__(self, app: Starlette, host: str, port: int) -> None:
+    def __init__(
+        self, app: Starlette, host: str, port: int, limits: ConnectionLimits | None = None
+    ) -> None:
+        limits = limits or connection_limits(Settings.model_construct())
         config = uvicorn.Config(
             app,
             host=host,
@@ -37,12 +51,24 @@ class WebServer:
             log_config=None,
             access_log=False,
             lifespan="on",
-            http=CoalescingHttpToolsProtocol,
+            http=guarded_protocol(limits),
+            backlog=limits.backlog,
+            # The guard closes idle connections itself; uvicorn's own timer agrees.
+            timeout_keep_alive=math.ceil(limits.idle_seconds),
+            timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
         )
         self._server = _Server(config)
+        self._limits = limits
         self._address = f"{host}:{port}"
 
     async def run(self) -> None:
+        log.info(
+            "web connections limited",
+            max_connections=self._limits.max_connections,
+            backlog=self._limits.backlog,
+            idle_seconds=self._limits.idle_seconds,
+            body_seconds=self._limits.body_seconds,
+        )
         try:
             await self._server.serve()
         except SystemExit:

@@ -1,9 +1,12 @@
 """`POST /webhooks`: verify, dedupe, enqueue, answer 202 — without calling GitHub.
 
 Checks run cheapest-refusal first: size, signature (nothing about the
-request is trusted before it), headers, JSON. Only a verified, well-formed
-delivery of an event Ballet handles reaches the queue, and it is answered
-only once its job is in Redis.
+request is trusted before it), headers, JSON. A request without a signature
+header of the right form, or declaring a body over the limit, is answered
+before a byte of its body is read, and its connection closed: a stranger's
+upload costs the web process nothing (docs/security.md, Public endpoints).
+Only a verified, well-formed delivery of an event Ballet handles reaches the
+queue, and it is answered only once its job is in Redis.
 
 This is the one hot path of the web app, so it is a plain ASGI endpoint: it
 reads the four headers it needs from the raw header list and answers with
@@ -45,6 +48,9 @@ _WANTED = frozenset(
     {b"content-length", b"x-hub-signature-256", b"x-github-event", b"x-github-delivery"}
 )
 _JSON = (b"content-type", b"application/json")
+_CLOSE = (b"connection", b"close")
+# `sha256=` and 64 hex digits: anything else cannot verify, so its body is not read.
+SIGNATURE_LENGTH = len("sha256=") + 64
 
 
 class _Refused(Exception):
@@ -55,14 +61,26 @@ class _Disconnected(Exception):
     """The client went away before its body was whole: nobody to answer."""
 
 
-async def answer(send: Send, status_code: int, content: Mapping[str, str]) -> None:
+async def answer(
+    send: Send, status_code: int, content: Mapping[str, str], *, close: bool = False
+) -> None:
+    """The JSON answer; `close` ends the connection, as after a body left unread."""
     body = orjson.dumps(content)
     headers = [(b"content-length", str(len(body)).encode()), _JSON]
+    if close:
+        headers.append(_CLOSE)
     await send({"type": "http.response.start", "status": status_code, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
 Answer = tuple[int, dict[str, str]]
+
+
+class _Unread(Exception):
+    """Refused before its body was read: answered, then the connection closed."""
+
+    def __init__(self, refused: Answer) -> None:
+        self.refused = refused
 
 
 def refusal(status_code: int, reason: str, message: str) -> Answer:
@@ -99,14 +117,26 @@ async def read_body(receive: Receive, limit: int) -> bytes:
 
 async def receive_webhook(state: WebState, scope: Scope, receive: Receive, send: Send) -> None:
     """Answer one delivery; any unexpected error is logged and answered 500."""
+    close = False
     try:
         status_code, content = await _decide(state, scope, receive)
     except _Disconnected:
         return
+    except _Unread as unread:
+        (status_code, content), close = unread.refused, True
     except Exception:
         log.exception("request failed", path=scope.get("path"))
         status_code, content = 500, {"error": "internal", "message": INTERNAL_ERROR}
-    await answer(send, status_code, content)
+    await answer(send, status_code, content, close=close)
+
+
+def _unsigned() -> Answer:
+    return refusal(
+        401,
+        "signature",
+        "missing or wrong X-Hub-Signature-256: check that the App's webhook secret"
+        " matches BALLET_WEBHOOK_SECRET",
+    )
 
 
 async def _decide(state: WebState, scope: Scope, receive: Receive) -> Answer:
@@ -120,27 +150,27 @@ async def _decide(state: WebState, scope: Scope, receive: Receive) -> Answer:
     declared = found.get(b"content-length")
     if declared is not None:
         if not declared.isdigit():
-            return refusal(
-                400,
-                "malformed",
-                "the Content-Length header is not a number:"
-                " send the body's length in bytes, or omit it",
+            raise _Unread(
+                refusal(
+                    400,
+                    "malformed",
+                    "the Content-Length header is not a number:"
+                    " send the body's length in bytes, or omit it",
+                )
             )
         # Refused before reading a byte of it.
         if int(declared) > limit:
-            return refusal(413, "too_large", too_large(limit))
+            raise _Unread(refusal(413, "too_large", too_large(limit)))
+    signature = found.get(b"x-hub-signature-256")
+    if signature is None or len(signature) != SIGNATURE_LENGTH:
+        raise _Unread(_unsigned())
     try:
         body = await read_body(receive, limit)
     except _Refused:
-        return refusal(413, "too_large", too_large(limit))
+        raise _Unread(refusal(413, "too_large", too_large(limit))) from None
 
-    if not signature_valid(state.secret_keys, body, found.get(b"x-hub-signature-256")):
-        return refusal(
-            401,
-            "signature",
-            "missing or wrong X-Hub-Signature-256: check that the App's webhook secret"
-            " matches BALLET_WEBHOOK_SECRET",
-        )
+    if not signature_valid(state.secret_keys, body, signature):
+        return _unsigned()
 
     event = found.get(b"x-github-event", b"").decode("latin-1")
     delivery_id = found.get(b"x-github-delivery", b"").decode("latin-1")
