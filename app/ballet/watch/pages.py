@@ -13,7 +13,7 @@ from ballet.watch.access import may_write
 from ballet.watch.lookup import Seen, visible_ticket
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
-from ballet.watch.views import diagram, row, runs
+from ballet.watch.views import diagram, row, runs, ticket_text
 
 # The commands a writer may give from a ticket's page, in the order shown.
 BUTTONS: tuple[Verb, ...] = ("retry", "pause", "resume", "cancel")
@@ -72,6 +72,7 @@ async def ticket(request: Request) -> Response:
         seen.viewer,
         sign_in=state.config.sign_in,
         record=record,
+        text=ticket_text(record.ticket.title, None),
         row=row(record),
         nodes=diagram(record),
         mermaid=flowchart(record),

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
+from ballet.core.github_text import Removed, clean, clean_line
 from ballet.core.pages import session_path, ticket_path
 from ballet.core.record import TERMINAL, Record, StageRun
 from ballet.core.render import flowchart
@@ -64,6 +66,26 @@ class RunView:
     url: str | None  # its session's page; None for a person's or the platform's step
 
 
+@dataclass(frozen=True)
+class TicketText:
+    """The ticket's title as a reader of GitHub sees it, and what Ballet's agents are
+    not given of its title and body, as they are not (sessions/untrusted.py)."""
+
+    title: str
+    hidden: tuple[str, ...]  # "2 HTML comments removed from the issue body", …
+
+
+def ticket_text(title: str, body: str | None) -> TicketText:
+    shown = clean_line(title)
+    notes = (shown.removed.note("the issue title"), _removed(body).note("the issue body"))
+    return TicketText(shown.text, tuple(note for note in notes if note))
+
+
+@lru_cache(maxsize=256)  # a page is seen again and again; a 64 KiB body costs ~50 ms
+def _removed(body: str | None) -> Removed:
+    return clean(body).removed if body else Removed()
+
+
 def find_run(
     rec: Record, stage: str, iteration: int, attempt: int, phase: str | None
 ) -> StageRun | None:
@@ -80,7 +102,7 @@ def row(rec: Record) -> TicketRow:
     return TicketRow(
         key=rec.key,
         url=ticket_path(rec.ticket.repo, rec.ticket.number),
-        title=rec.ticket.title,
+        title=clean_line(rec.ticket.title).text,
         status=rec.status,
         stage=stage,
         waiting="paused" if rec.status == "paused" else waiting,
