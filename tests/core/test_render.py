@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ballet.core import render
 from ballet.core.effects import PostReportComment
-from ballet.core.record import StageRun, decode_record
+from ballet.core.record import StageRun, as_on_github, decode_record
 from ballet.core.report import Handoff, Question, Report, Usage
 from core_kit import Ticket, agent, at, make_pipeline
 from hypothesis import given, settings
@@ -38,7 +38,7 @@ def test_tracking_comment_with_a_hostile_title() -> None:
     outside_graph = body.split("```mermaid")[0] + body.split("```")[-1]
     assert outside_graph.count("-->") == 2  # the marker's end and the state block's end
     assert outside_graph.count("<!--") == 2
-    assert decode_record(body) == t.rec
+    assert decode_record(body) == as_on_github(t.rec)
     table_rows = [line for line in body.splitlines() if line.startswith("| implement")]
     assert len(table_rows) == 1 and table_rows[0].count(" | ") == 5
     assert "class s0 current" in body
@@ -140,7 +140,7 @@ def test_no_user_text_escapes_its_place(title: str, summary: str, outcome: str) 
     body = t.one_tracking().body
     outside_graph = body.split("```mermaid")[0] + body.split("```")[-1]
     assert outside_graph.count("<!--") == 2 and outside_graph.count("-->") == 2
-    assert decode_record(body) == t.rec
+    assert decode_record(body) == as_on_github(t.rec)
     rows = [line for line in body.splitlines() if line.startswith("| implement")]
     assert len(rows) == 1 and rows[0].count(" | ") == 5
     graph = body.split("```mermaid")[1].split("```")[0]

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import zlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
 from ballet.core.effects import React, SetLabels
-from ballet.core.record import Record, encode_record
-from ballet.github.forge import Comment, IssueBrief
+from ballet.core.pinned_text import pin
+from ballet.core.record import Record, as_on_github, encode_record
+from ballet.github.forge import Comment, IssueBrief, IssueDetails
 from ballet.github.intents import TicketTarget
 from ballet.tickets.store import RecordStore, tracking_marker
 from github_edge_kit import stored_record
@@ -189,3 +192,34 @@ async def test_the_record_is_found_on_the_apps_pr_that_names_the_issue(
         assert github.read == [7, 12]  # the issue, then the App's PR only
     finally:
         await client.aclose()
+
+
+class _IssueNow(_Comments):
+    """GitHub after Redis was lost: the tracking comment, and the issue as it is now."""
+
+    def __init__(self, comment: Comment, title: str, body: str) -> None:
+        super().__init__(comment)
+        self.issue = IssueDetails(body=body, labels=(), url="", title=title)
+
+    async def get_issue(self, repo: str, number: int) -> IssueDetails:
+        return self.issue
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "known"),
+    [("Add a flag", "as labelled", True), ("Add a flag", "edited since", False)],
+    ids=["unchanged", "edited"],
+)
+async def test_a_rebuilt_record_gets_its_pinned_words_back_only_from_the_pinned_issue(
+    store: RecordStore, title: str, body: str, known: bool
+) -> None:
+    pinned = pin("Add a flag", "as labelled", "carol", "labelled", NOW)
+    real = record(version=3, stage="implement", text=pinned)
+    block = encode_record(real)
+    assert "as labelled" not in zlib.decompress(base64.b64decode(block.split()[3])).decode()
+    comment = Comment(id=1, body=f"{tracking_marker(real.key)}\n{block}", author="b", html_url="")
+    rebuilt = await store.load(real.key, _IssueNow(comment, title, body))  # type: ignore[arg-type]
+    assert rebuilt is not None and rebuilt.text is not None
+    assert rebuilt.text.known is known and rebuilt.text.digest == pinned.digest
+    assert rebuilt == (real if known else as_on_github(real))
+    assert await store.cached(real.key) == rebuilt  # what Redis keeps from now on

@@ -14,6 +14,7 @@ from ballet.core.events import (
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
+    IssueEdited,
     PullRequestClosed,
     ReviewSubmitted,
 )
@@ -252,3 +253,28 @@ def test_installation_bookkeeping(webhooks_dir: Path, event: str, name: str) -> 
     (intent,) = translate(event, payload, app=APP, now=NOW)
     assert isinstance(intent, InstallationChanged) and intent.installation_id == 957387
     assert intent.added
+
+
+def test_an_issue_edit_is_for_the_ticket_of_its_issue(webhooks_dir: Path) -> None:
+    edit = _load(webhooks_dir, "issues/edited.payload.json", changes={"body": {"from": "old"}})
+    (intent,) = translate("issues", edit, app=APP, now=NOW)
+    assert isinstance(intent, ForTicket) and isinstance(intent.event, IssueEdited)
+    assert intent.target == TicketTarget(repo="Codertocat/Hello-World", issue=1)
+    event = intent.event
+    assert (event.title, event.editor, event.editor_is_bot) == (
+        "Spelling error in the README file",
+        "Codertocat",
+        False,
+    )
+    assert event.body == edit["issue"]["body"] and event.permission == "none"  # asked later
+    bot = {**edit, "sender": {"login": "helper[bot]", "type": "Bot"}}
+    (by_bot,) = translate("issues", bot, app=APP, now=NOW)
+    assert isinstance(by_bot, ForTicket) and isinstance(by_bot.event, IssueEdited)
+    assert by_bot.event.editor_is_bot
+    # What cannot be a ticket's text changing is not looked up at all.
+    unlabelled = {**edit, "issue": {**edit["issue"], "labels": []}}
+    on_a_pr = {**edit, "issue": {**edit["issue"], "pull_request": {"url": "x"}}}
+    state_only = {**edit, "changes": {"state": {"from": "open"}}}
+    for payload in (unlabelled, on_a_pr, state_only):
+        (ignored,) = translate("issues", payload, app=APP, now=NOW)
+        assert isinstance(ignored, Ignored), payload

@@ -1,7 +1,8 @@
 """The issue read as a session is launched (jobs/prefetch.py): its job takes that
 read instead of making its own, when the job starts moments later; a session
 that waited longer, or whose early read failed, reads the issue as it is when it
-runs. Proven on what the agent's context holds, and on GitHub's request count."""
+runs (its labels and URL: the body is the ticket's pinned text). Proven on what
+the agent's context holds, and on GitHub's request count."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from arq.connections import ArqRedis
@@ -61,10 +63,15 @@ async def issue_read(github: FakeGitHub, times: int) -> None:
 
 
 async def seen_body(redis: ArqRedis, job_key: str) -> str:
+    body: str = await seen(redis, job_key, "body")
+    return body
+
+
+async def seen(redis: ArqRedis, job_key: str, field: str) -> Any:
+    """What the session's agent saw of the ticket's `field` in its context."""
     event = await queued_finish(redis, job_key)
     assert event is not None, f"no SessionFinished was queued for {job_key}"
-    body: str = json.loads(event.report.details)["body"]
-    return body
+    return json.loads(event.report.details)[field]
 
 
 async def test_the_issue_read_at_the_launch_is_the_sessions(
@@ -97,10 +104,14 @@ async def test_a_session_that_waited_past_the_reads_freshness_reads_the_issue_ag
     start = await tickets.request(agent_runtime(agent_script))
     await launcher.launch(start)
     await issue_read(github, 1)
-    github.issues[(REPO, ISSUE)].body = EDITED  # a person edits it while the session waits
+    # A person labels and edits it while the session waits: the labels are read again,
+    # the body is the ticket's pinned one (an edit is heard only as core/edits.py says).
+    github.issues[(REPO, ISSUE)].body = EDITED
+    github.labels[(REPO, ISSUE)] = ["ballet", "ballet:running", "urgent"]
     clock.now += ISSUE_FRESH_SECONDS
     await run_sessions(settings, services)
-    assert await seen_body(redis, start.spec.job_key) == EDITED
+    assert await seen_body(redis, start.spec.job_key) == ISSUE_BODY
+    assert "urgent" in await seen(redis, start.spec.job_key, "labels")
     assert github.requests_to("GET", ISSUE_PATH) == 2
 
 

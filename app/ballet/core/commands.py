@@ -27,6 +27,7 @@ Verb = Literal[
     "signoff_require",
     "signoff_waive",
     "policy",
+    "refresh",
     "status",
     "help",
 ]
@@ -41,6 +42,7 @@ Ballet commands (at the start of a line; several per comment are fine):
 - `/ballet pause` / `/ballet resume` — hold the ticket / carry on
 - `/ballet signoff require <role>` / `/ballet signoff waive <role>` — change required sign-offs
 - `/ballet policy review=agent|agent+human merge=auto|manual` — change the execution policy
+- `/ballet refresh` — adopt the issue's current title and body as the ticket's text
 - `/ballet status` — show where the ticket is
 - `/ballet help` — this text"""
 
@@ -108,6 +110,7 @@ def parse_line(line: str, verb: str, rest: str) -> ParsedCommand:
         "cancel": "cancel",
         "pause": "pause",
         "resume": "resume",
+        "refresh": "refresh",
         "status": "status",
         "help": "help",
     }

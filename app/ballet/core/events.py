@@ -45,6 +45,7 @@ class TicketRequested(Event):
     labels: tuple[str, ...] = ()
     pipeline: ResolvedPipeline
     default_branch: str
+    requested_by: str = ""  # who added the label, whose reading of the text is pinned
 
 
 class SessionFinished(Event):
@@ -93,6 +94,28 @@ class SessionStarted(Event):
     worker: str = ""
 
 
+class IssueText(BaseModel):
+    """An issue's title and body as GitHub has them now."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str
+    body: str
+
+
+class IssueEdited(Event):
+    """The ticket's issue had its title or body edited. Heard only from a person
+    with write permission (the edge asks, as for slash commands); anyone else's
+    edit leaves the pinned text as it is (core/edits.py)."""
+
+    kind: Literal["issue_edited"] = "issue_edited"
+    title: str
+    body: str
+    editor: str
+    editor_is_bot: bool = False
+    permission: Permission = "none"
+
+
 class CommandIssued(Event):
     kind: Literal["command_issued"] = "command_issued"
     command: ParsedCommand  # a CommandError gets the help text as a reply
@@ -103,6 +126,8 @@ class CommandIssued(Event):
     # has no comment to react to or reply on (the page shows the outcome instead).
     comment_id: int | None
     head_sha: str | None = None  # the PR's head SHA when the comment was made
+    # The issue's text as the edge read it for `/ballet refresh`; None for other verbs.
+    issue_text: IssueText | None = None
 
 
 class ReviewSubmitted(Event):
@@ -181,6 +206,7 @@ AnyEvent = Annotated[
     | WorkerAwaited
     | SessionStarted
     | CommandIssued
+    | IssueEdited
     | ReviewSubmitted
     | ChecksStarted
     | ChecksCompleted

@@ -25,6 +25,7 @@ from ballet.core.events import (
     WorkerAwaited,
 )
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
+from ballet.core.pinned_text import pin
 from ballet.core.record import Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report
 from ballet.core.returns import cause
@@ -54,6 +55,8 @@ def start(tx: Tx, ev: TicketRequested) -> None:
         base=p.base or ev.default_branch,
         policy=p.policy,
         signoffs_required=known,
+        # What the person who labelled the issue read is what the ticket runs on.
+        text=pin(ev.title, ev.body, ev.requested_by or ev.author, "labelled", ev.now),
         version=0,
         created_at=ev.now,
         updated_at=ev.now,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from ballet.core import check_runs, outbox, render, reviews, steps, verbs
+from ballet.core import check_runs, edits, outbox, render, reviews, steps, verbs
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
@@ -106,6 +106,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("running", "head_pushed"): Rule(h.head_pushed, ("running",), "new head"),
     ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),
     ("paused", "head_pushed"): Rule(h.head_pushed, ("paused",), "new head"),
+    # The issue's title or body edited: a writer's edit is the ticket's text from now
+    # on; anyone else's is not heard, and the issue is told so once (core/edits.py).
+    **{(s, "issue_edited"): Rule(edits.issue_edited, (), "a writer's edit adopted; others' not")
+       for s in LIVE},
     # Slash commands: `COMMANDS` below says which verb counts when.
     # (A refused command leaves the status as it is.)
     **{(s, "command_issued"): Rule(lambda tx, ev: command(tx, ev), (), "a slash command")
@@ -135,6 +139,8 @@ COMMANDS: dict[Verb, CommandRule] = {
     "signoff_require": CommandRule(verbs.signoff_require, LIVE, "write", ()),
     "signoff_waive": CommandRule(verbs.signoff_waive, LIVE, "write", ONWARD),
     "policy": CommandRule(verbs.policy, LIVE, "write", ONWARD),
+    # Adopts the issue's current text; answers the question a lost text raised.
+    "refresh": CommandRule(edits.refresh, LIVE, "write", ONWARD),
     "status": CommandRule(verbs.status, ANY, "anyone", ()),
     "help": CommandRule(verbs.help_, ANY, "anyone", ()),
 }
@@ -187,7 +193,13 @@ def shows_change(before: Record | None, after: Record) -> bool:
     """
     if before is None or before.pr_number != after.pr_number:
         return True
+    if _digest(before) != _digest(after):
+        return True  # an adopted text: a rebuild must know the issue's new text as pinned
     return render.tracking_text(before) != render.tracking_text(after)
+
+
+def _digest(rec: Record) -> str | None:
+    return rec.text.digest if rec.text is not None else None
 
 
 def destinations(rule: Rule, event: AnyEvent) -> tuple[Status, ...]:

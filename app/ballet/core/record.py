@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ballet.core.config import Policy, ResolvedPipeline
+from ballet.core.pinned_text import WORDS, PinnedText
 from ballet.core.report import Handoff, Usage
 from ballet.core.returns import ReturnCause, SignoffChange
 
@@ -157,6 +158,9 @@ class Record(Frozen):
     # Reviews asking for changes while a session or a merge ran: they act when it ends.
     pending_reviews: tuple[ReturnCause, ...] = ()
     ended_by: str | None = None  # a person who merged or closed the PR themselves
+    # The issue's title and body as the ticket runs on them (core/pinned_text.py);
+    # None for a ticket started before tickets pinned their text.
+    text: PinnedText | None = None
     version: int = 1
     created_at: datetime
     updated_at: datetime
@@ -187,10 +191,21 @@ class RecordFormatError(ValueError):
 
 
 def encode_record(record: Record) -> str:
-    """The hidden block for a tracking comment; `decode_record` reverses it."""
-    raw = record.model_dump_json(exclude_defaults=True).encode()
+    """The hidden block for a tracking comment; `decode_record` reverses it. The
+    pinned text's words stay in Redis: an issue body alone can fill a comment, and
+    its digest is enough to know the issue's text again (core/pinned_text.py)."""
+    raw = record.model_dump_json(exclude_defaults=True, exclude={"text": set(WORDS)}).encode()
     data = base64.b64encode(zlib.compress(raw, 9)).decode("ascii")
     return f"<!-- ballet:state {STATE_FORMAT} {data} -->"
+
+
+def as_on_github(record: Record) -> Record:
+    """The record as its tracking comment's state block keeps it: without the pinned
+    text's words (`decode_record(encode_record(r)) == as_on_github(r)`)."""
+    if record.text is None or not record.text.known:
+        return record
+    words = dict.fromkeys(WORDS)
+    return record.model_copy(update={"text": record.text.model_copy(update=words)})
 
 
 def decode_record(text: str) -> Record:

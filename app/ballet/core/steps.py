@@ -20,6 +20,7 @@ from ballet.core.effects import (
     StartSession,
 )
 from ballet.core.limits import RUN_SUMMARY_MAX, clip
+from ballet.core.pinned_text import TEXT_LOST
 from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
 from ballet.core.report import Handoff, Report
 from ballet.core.returns import ReturnCause, ReturnKind, cause
@@ -346,6 +347,10 @@ def start_session(
     tx.set(stage=stage_id, phase=phase, signoff_role=role)
     if role is not None:
         tx.set(attempt=next_attempt(rec, stage_id, role))
+    if rec.text is not None and not rec.text.known:
+        # No session runs on words no writer is known to stand behind (core/edits.py).
+        ask(tx, TEXT_LOST)
+        return
     spent = over_budget(rec)
     if spent and not bypass_budget:
         ask(tx, f"{spent}; answer to allow one more session")

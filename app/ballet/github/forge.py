@@ -159,6 +159,7 @@ class IssueDetails:
     url: str
     # Whether the issue is a sub-issue (GitHub's `parent_issue_url`); None: not said.
     has_parent: bool | None = None
+    title: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ from ballet.core.events import (
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
+    IssueEdited,
     PullRequestClosed,
     ReviewSubmitted,
 )
 
 TicketBoundEvent = (
-    ChecksStarted | ChecksCompleted | HeadPushed | PullRequestClosed | ReviewSubmitted
+    ChecksStarted | ChecksCompleted | HeadPushed | IssueEdited | PullRequestClosed | ReviewSubmitted
 )
 
 

@@ -142,6 +142,7 @@ class IssueLabel(Lenient):
 
 
 class IssueData(Lenient):
+    title: str = ""
     body: str | None = None
     html_url: str
     # GitHub documents a label as an object or a bare name.

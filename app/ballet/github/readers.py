@@ -19,6 +19,7 @@ from ballet.core.events import (
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
+    IssueEdited,
     PullRequestClosed,
     ReviewSubmitted,
 )
@@ -105,6 +106,30 @@ def issue_labeled(c: Context) -> tuple[Intent, ...]:
             now=c.now,
         ),
     )
+
+
+def issue_edited(c: Context) -> tuple[Intent, ...]:
+    """An issue's title or body edited: its ticket, if it has one, hears it only from
+    a writer (the service asks the editor's permission; core/edits.py decides)."""
+    issue, changes = c.payload.issue, c.payload.changes
+    if issue is None or issue.number is None:
+        return (Ignored("issues.edited without an issue number"),)
+    if issue.pull_request is not None:
+        return (Ignored("a pull request was edited; a ticket's text is its issue's"),)
+    if changes is not None and changes.title is None and changes.body is None:
+        return (Ignored("issues.edited changed neither the title nor the body"),)
+    if not any(lbl and lbl.name for lbl in issue.labels or ()):
+        # A ticket's issue carries its trigger label: an unlabelled issue's edit is
+        # no ticket's, and costs no look-up.
+        return (Ignored("an unlabelled issue was edited; it is no ticket"),)
+    edited = IssueEdited(
+        now=c.now,
+        title=issue.title or "",
+        body=issue.body or "",
+        editor=_login(c.env.sender),
+        editor_is_bot=_is_bot(c, c.env.sender),
+    )
+    return (ForTicket(c.installation_id, TicketTarget(repo=c.repo, issue=issue.number), edited),)
 
 
 def comment_created(c: Context) -> tuple[Intent, ...]:

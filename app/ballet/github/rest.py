@@ -138,6 +138,7 @@ class GitHubForge(BranchCalls, ChecksCalls, IssueGraphCalls, MergeStrategyCalls,
             labels=data.label_names,
             url=data.html_url,
             has_parent=data.has_parent,
+            title=data.title,
         )
 
     async def repositories(self) -> tuple[str, ...]:

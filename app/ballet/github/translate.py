@@ -34,6 +34,7 @@ ANY = "*"
 # fmt: off
 TABLE: dict[tuple[str, str], Route] = {
     ("issues", "labeled"):                       Route(r.issue_labeled),
+    ("issues", "edited"):                        Route(r.issue_edited),
     ("issue_comment", "created"):                Route(r.comment_created),
     ("pull_request", "closed"):                  Route(r.pr_closed),
     ("pull_request", "synchronize"):             Route(r.pr_pushed),

@@ -38,6 +38,13 @@ class IssueData(_Model):
     pull_request: Lenient[dict[str, object]] = None
 
 
+class EditChanges(_Model):
+    """An `edited` delivery's `changes`: each changed field's old value, under `from`."""
+
+    title: Lenient[dict[str, object]] = None
+    body: Lenient[dict[str, object]] = None
+
+
 class CommentData(_Model):
     id: Lenient[int] = None
     body: Lenient[str] = None
@@ -115,6 +122,7 @@ class Payload(_Model):
     action: Lenient[str] = None
     label: Lenient[LabelData] = None
     issue: Lenient[IssueData] = None
+    changes: Lenient[EditChanges] = None  # issues.edited
     comment: Lenient[CommentData] = None
     number: Lenient[int] = None
     pull_request: Lenient[PullRequestData] = None

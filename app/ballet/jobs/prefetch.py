@@ -12,7 +12,8 @@ begins both at once, in the background:
   (and finished moments ago, see `Workspaces.refresh`) as its own, and so does
   the prefetch: a ticket's first session takes the fetch its start made to
   write the branch, after the decision, in the same drain.
-- the issue's read (its body, labels and URL, for the runner's spec), which
+- the issue's read (its labels and URL, for the runner's spec; the title and
+  body a session works from are the ticket's pinned text), which
   the session job takes if it starts less than `ISSUE_FRESH_SECONDS` after the
   read began; a session queued behind busy slots reads the issue as it is
   when it runs, and so does one whose early read failed.
@@ -45,7 +46,7 @@ log = structlog.get_logger("ballet.jobs.prefetch")
 KEEP_LAUNCHES = 1024
 # How long an issue read begun at the launch stands for the issue as it is: the
 # usual pick-up is tens of milliseconds; a session that waited longer for a slot
-# reads it again, as a person may have edited the issue meanwhile.
+# reads it again, as a person may have relabelled the issue meanwhile.
 ISSUE_FRESH_SECONDS = 5.0
 
 

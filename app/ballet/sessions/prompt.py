@@ -70,6 +70,11 @@ def render_prompt(
         + (f", labels: {', '.join(ticket.labels)}" if ticket.labels else "")
         + f"\n\n{body}"
     )
+    if ticket.text_change:
+        parts.append(
+            f"## The ticket's text changed\n\n{ticket.text_change} The title and body above "
+            "are the new text; earlier reports were written against the old one."
+        )
     hidden = hidden_text_section(spec.hidden_text)
     if hidden:
         parts.append(hidden)

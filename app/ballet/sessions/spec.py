@@ -52,6 +52,8 @@ class TicketInfo(Frozen):
     labels: tuple[str, ...] = ()
     author: str
     url: str
+    # The ticket's text changed since its previous session, and by whom (core/edits.py).
+    text_change: str = ""
 
     @property
     def ref(self) -> str:

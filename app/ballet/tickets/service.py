@@ -30,13 +30,11 @@ from ballet.core.events import (
     AnyEvent,
     ChecksCompleted,
     CommandIssued,
-    ReviewSubmitted,
     TicketRequested,
 )
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.pools import PoolAccess
 from ballet.core.record import split_key, ticket_key
-from ballet.core.reviews import VERDICTS
 from ballet.github.forge import (
     AppIdentity,
     Forge,
@@ -56,7 +54,7 @@ from ballet.github.intents import (
     ValidateConfigInPR,
 )
 from ballet.github.translate import translate
-from ballet.tickets import repo_config
+from ballet.tickets import heard, repo_config
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.decided import carrying_out, committed, deciding
 from ballet.tickets.drain import Drain, Later
@@ -183,16 +181,10 @@ class TicketService:
         if key is None:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
-        event: AnyEvent = intent.event
-        if (
-            isinstance(event, ReviewSubmitted)
-            and event.state in VERDICTS
-            and not event.author_is_bot
-        ):
-            # A review counts only with write permission, read as for slash commands.
-            forge = self._forges(intent.installation_id)
-            permission = await forge.permission(intent.target.repo, event.author)
-            event = event.model_copy(update={"permission": permission})
+        forge = self._forges(intent.installation_id)
+        event = await heard.with_permission(forge, self._store, key, intent.event)
+        if event is None:
+            return
         await self.handle(
             key,
             event,
@@ -360,6 +352,7 @@ class TicketService:
             return
         permission = await ctx.forge.permission(intent.target.repo, intent.author)
         for index, command in enumerate(intent.commands):
+            text = await heard.text_to_refresh(ctx.forge, key, command)
             event = CommandIssued(
                 now=intent.now,
                 command=command,
@@ -367,6 +360,7 @@ class TicketService:
                 permission=permission,
                 author_is_bot=intent.author_is_bot,
                 comment_id=intent.comment_id,
+                issue_text=text,
             )
             await self.handle(
                 key,

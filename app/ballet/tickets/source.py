@@ -1,9 +1,9 @@
 """What a session job reads about its ticket besides the StartSession effect.
 
-The engine's effect carries the ticket's title and author, not its body,
+The engine's effect carries the ticket's title and author, not the issue's
 labels or URL (they change on GitHub and the record need not copy them), so
-the job reads the issue once; the record gives the pinned custom skills and
-the answered questions; the forge gives the clone URL and a short-lived
+the job reads the issue once; the record gives the pinned title and body, the
+pinned custom skills and the answered questions; the forge gives the clone URL and a short-lived
 installation token, which reaches git per command and never a file.
 """
 

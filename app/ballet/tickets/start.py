@@ -74,6 +74,7 @@ async def request_ticket(
         title=intent.title,
         body=intent.body,
         labels=intent.labels,
+        requested_by=intent.requested_by,
         pipeline=pipeline,
         default_branch=branch,
     )

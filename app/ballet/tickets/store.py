@@ -12,7 +12,9 @@ Per ticket, Redis holds:
 Indexes find a ticket from a pull request number or a branch, and remember
 which installation serves a repository. A record missing from Redis is rebuilt
 from the hidden state block of its tracking comment (docs/architecture.md): the
-comment is written through on every transition, so GitHub is the backup.
+comment is written through on every transition, so GitHub is the backup. The
+block keeps only the digest of the ticket's pinned text; its words are read back
+from the issue while the issue still has them (core/pinned_text.py).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from pydantic import TypeAdapter
 from redis.asyncio import Redis
 
 from ballet.core.effects import AnyEffect, MarkerKey
+from ballet.core.pinned_text import restored
 from ballet.core.record import Record, RecordFormatError, decode_record, split_key, ticket_key
 from ballet.core.render import marker_for
+from ballet.github.errors import NotFound
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
 from ballet.tickets.lock import TicketLock
@@ -148,7 +152,10 @@ class RecordStore:
             record, _ = await _record_on(forge, repo, number, marker, self._own_login)
             if record is not None:
                 found.append(record)
-        return max(found, key=lambda r: r.version, default=None)
+        record = max(found, key=lambda r: r.version, default=None)
+        if record is not None and record.text is not None and not record.text.known:
+            record = await _with_words(forge, record)
+        return record
 
     async def _prs_naming(self, forge: Forge, repo: str, issue: int) -> tuple[int, ...]:
         """The App's pull requests in `repo` whose text names `issue`, newest first
@@ -283,6 +290,19 @@ async def _sync_or_async(value: Awaitable[T] | T) -> T:
     if inspect.isawaitable(value):
         return cast(T, await value)
     return value
+
+
+async def _with_words(forge: Forge, record: Record) -> Record:
+    """The rebuilt record with its pinned text's words, read back from the issue when
+    the issue still has the pinned digest. Otherwise they stay unknown, and the ticket
+    starts no session until a writer adopts the issue's text (core/pinned_text.py)."""
+    assert record.text is not None
+    try:
+        issue = await forge.get_issue(record.ticket.repo, record.ticket.number)
+    except NotFound:
+        return record  # deleted or transferred: its text is nobody's to adopt now
+    text = restored(record.text, issue.title, issue.body)
+    return record.model_copy(update={"text": text})
 
 
 async def _record_on(
