@@ -1,6 +1,7 @@
 """The runner's spec of a stage session: the engine's `SessionSpec` plus what only
-GitHub, the record store and Redis know (the issue's body, labels and URL, skill
-texts, answered questions, earlier reports, the clone URL).
+GitHub, the record store and Redis know (the ticket's pinned title and body, the
+issue's labels and URL, skill texts, answered questions, earlier reports, the
+clone URL).
 
 Built when the session job starts, not when the engine launches it, so a
 session queued behind busy slots sees the ticket as it is when it runs; the
@@ -15,10 +16,11 @@ from typing import TypeVar
 
 import structlog
 
+from ballet.core.edits import change_note
 from ballet.core.effects import SessionSpec
 from ballet.core.lineage import TicketLinks
-from ballet.core.record import ticket_key
-from ballet.github.forge import IssueDetails
+from ballet.core.record import Record, ticket_key
+from ballet.github.forge import ForgeError, IssueDetails
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
 from ballet.sessions.returns import ReturnInfo, Signoffs
@@ -62,6 +64,7 @@ async def build_runner_spec(
     if record is not None and (run is None or run.job_key != spec.job_key):
         raise StaleSession(f"{ticket} has moved on ({record.status}, stage {record.stage})")
     issue, stored, url = _value(reads[1]), _value(reads[2]), _value(reads[3])
+    title, body = pinned_text(spec, record, issue)
     # What Redis lost of the finished sessions' reports is read back from their comments.
     earlier_reports = await jobs.artifacts.earlier_reports(ticket, record, stored)
     # A first session was asked for before its PR opened; the record knows it now.
@@ -69,7 +72,7 @@ async def build_runner_spec(
     causes = spec.returned
     # The epic and lineage, and what GitHub holds of the return's cause, together.
     links, returned = await asyncio.gather(
-        _links(jobs, spec, issue, pr_number),
+        _links(jobs, spec, issue, body, pr_number),
         jobs.returns.read(spec.repo, pr_number, causes)
         if jobs.returns is not None and causes
         else _known(tuple(ReturnInfo.of(c) for c in causes)),
@@ -87,11 +90,12 @@ async def build_runner_spec(
         ticket=TicketInfo(
             repo=spec.repo,
             number=spec.issue,
-            title=spec.title,
-            body=issue.body,
+            title=title,
+            body=body,
             labels=issue.labels,
             author=spec.author,
             url=issue.url,
+            text_change=change_note(record) if record is not None else "",
         ),
         stage=StageInfo(
             id=runner_stage_id(spec), skills=spec.skills, instructions=spec.instructions
@@ -125,6 +129,28 @@ async def build_runner_spec(
     return await asyncio.to_thread(without_hidden_text, built)
 
 
+class PinnedTextUnknown(ForgeError):
+    """The ticket's record came back from GitHub without its pinned text's words, and
+    the issue's text is another: no session runs on it (core/pinned_text.py). A
+    ForgeError, so the session ends failed with this message rather than raising."""
+
+
+def pinned_text(spec: SessionSpec, record: Record | None, issue: IssueDetails) -> tuple[str, str]:
+    """The title and body the session works from: the ticket's pinned text, not the
+    issue as it is now (an edit only a writer's adoption makes the ticket's). A ticket
+    started before tickets pinned their text, or whose record is gone, reads the issue."""
+    text = record.text if record is not None else None
+    if text is None:
+        return spec.title, issue.body
+    if text.title is None or text.body is None:
+        raise PinnedTextUnknown(
+            "the issue's text is no longer the one the ticket pinned, and Ballet lost its "
+            "copy of the pinned text with its Redis data; someone with write permission: "
+            "read the issue, then `/ballet refresh` to adopt its current text"
+        )
+    return text.title, text.body
+
+
 async def _issue(jobs: SessionJobs, spec: SessionSpec) -> IssueDetails:
     """The issue as read at the session's launch when that read is fresh, else now."""
     begun = jobs.prefetch.issue_read(spec.job_key) if jobs.prefetch is not None else None
@@ -137,14 +163,15 @@ async def _issue(jobs: SessionJobs, spec: SessionSpec) -> IssueDetails:
 
 
 async def _links(
-    jobs: SessionJobs, spec: SessionSpec, issue: IssueDetails, pr_number: int | None
+    jobs: SessionJobs, spec: SessionSpec, issue: IssueDetails, body: str, pr_number: int | None
 ) -> TicketLinks | None:
+    """The epic and lineage; the references are the pinned body's, not an edit's."""
     if jobs.links is None:
         return None
     return await jobs.links.read(
         spec.repo,
         spec.issue,
-        issue.body,
+        body,
         has_parent=issue.has_parent,
         branch=spec.branch,
         own_pr=pr_number,
