@@ -72,7 +72,7 @@ async def ticket(request: Request) -> Response:
         seen.viewer,
         sign_in=state.config.sign_in,
         record=record,
-        text=ticket_text(record.ticket.title, None),
+        text=ticket_text(record.ticket.title, record.text.body if record.text else None),
         row=row(record),
         nodes=diagram(record),
         mermaid=flowchart(record),
