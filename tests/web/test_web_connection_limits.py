@@ -242,3 +242,31 @@ async def test_past_the_limit_with_every_connection_busy_only_probes_are_answere
         writer.close()
     for writer in (probe_writer, page_writer):
         writer.close()
+
+
+async def test_bodies_read_before_their_signature_is_checked_are_bounded(serve: Serve) -> None:
+    port = await serve(limits())
+    # A signature of the right form for another body: only the whole body can tell.
+    wrong = {
+        "Content-Length": str(MAX_WEBHOOK_BYTES),
+        "Expect": "100-continue",
+        **delivery_headers("issues", b"{}"),
+    }
+    continuing = b"HTTP/1.1 100 Continue\r\n\r\n"
+    reading = [await connect(port, head("POST", "/webhooks", wrong)) for _ in range(2)]
+    for reader, _ in reading:
+        assert await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG) == continuing
+    # Two 25 MiB bodies under way are all unchecked bodies may hold: a third is refused.
+    third, third_writer = await connect(port, head("POST", "/webhooks", wrong))
+    status, headers, content = await answer(third)
+    assert (status, content["error"], headers["connection"]) == (503, "busy", "close")
+    assert "redelivery" in content["message"]
+    # Once one is read (and found wrong), another may be.
+    reader, writer = reading[0]
+    writer.write(b"x" * MAX_WEBHOOK_BYTES)
+    await writer.drain()
+    assert (await answer(reader))[0] == 401
+    fourth, fourth_writer = await connect(port, head("POST", "/webhooks", wrong))
+    assert await asyncio.wait_for(fourth.readuntil(b"\r\n\r\n"), HANG) == continuing
+    for writer in (*(w for _, w in reading), third_writer, fourth_writer):
+        writer.close()

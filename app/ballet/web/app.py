@@ -27,7 +27,7 @@ from ballet.web.errors import http_error, internal_error
 from ballet.web.group_commit import GroupCommit
 from ballet.web.probes import healthz, metrics, readyz
 from ballet.web.responses import problem
-from ballet.web.state import WebState
+from ballet.web.state import BodyBudget, WebState
 from ballet.web.webhooks import receive_webhook
 
 WEBHOOKS_PATH = "/webhooks"
@@ -85,6 +85,7 @@ def create_app(
             deliveries=deliveries,
             secret_keys=tuple(secret.encode() for secret in secrets),
             max_body_bytes=settings.max_webhook_bytes,
+            bodies=BodyBudget(2 * settings.max_webhook_bytes),
         )
         # The pages' session logs (`request.app.state.logs: SessionLogs | None`), on
         # the same pool: nothing of theirs to close but the pool itself.

@@ -164,10 +164,24 @@ async def _decide(state: WebState, scope: Scope, receive: Receive) -> Answer:
     signature = found.get(b"x-hub-signature-256")
     if signature is None or len(signature) != SIGNATURE_LENGTH:
         raise _Unread(_unsigned())
+    # Held whole before it can be checked: what unchecked bodies hold together is bounded.
+    reserved = int(declared) if declared is not None else limit
+    if not state.bodies.take(reserved):
+        raise _Unread(
+            refusal(
+                503,
+                "busy",
+                "Ballet is reading as many webhook bodies as it holds at once (twice"
+                " BALLET_MAX_WEBHOOK_BYTES): GitHub shows this delivery as failed and"
+                " Ballet's redelivery sweep asks for it again",
+            )
+        )
     try:
         body = await read_body(receive, limit)
     except _Refused:
         raise _Unread(refusal(413, "too_large", too_large(limit))) from None
+    finally:
+        state.bodies.give_back(reserved)
 
     if not signature_valid(state.secret_keys, body, signature):
         return _unsigned()
