@@ -1,4 +1,6 @@
-"""Out of file descriptors, for real: `ballet serve` under a low RLIMIT_NOFILE against
+"""Out of file descriptors, for real: `ballet serve` (asyncio's loop, the worker beside
+the web app) and `ballet web` (uvloop, whose listening socket closes for good when
+accept() fails so) under a low RLIMIT_NOFILE against
 more connections than it has descriptors, and asyncio's accept loop out of them
 with Ballet's logging. The server must keep serving and the log must not flood."""
 
@@ -15,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import httpx
+import pytest
 from ballet.logs import ExhaustionThrottle
 from test_web_serve import (
     SECRET,
@@ -53,20 +56,23 @@ def exhaustion_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if any(words in line for words in EXHAUSTED)]
 
 
-def test_serve_with_few_descriptors_outlives_more_connections_than_it_has(
-    tmp_path: Path,
+@pytest.mark.parametrize("command", ["serve", "web"])
+def test_few_descriptors_outlive_more_connections_than_there_are(
+    command: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env = env_without_settings(BALLET_WEBHOOK_SECRET=SECRET, BALLET_DATA_DIR=str(tmp_path))
-    log = tmp_path / "serve.log"
+    if command == "web":
+        env["REDIS_URL"] = request.getfixturevalue("web_redis_url")
+    log = tmp_path / f"{command}.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "ballet", "serve", "--port", str(port)],
+            [sys.executable, "-m", "ballet", command, "--port", str(port)],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
-            preexec_fn=few_open_files,  # soft and hard: serve cannot raise it
+            preexec_fn=few_open_files,  # soft and hard: Ballet cannot raise it
         )
     held: list[socket.socket] = []
     try:
@@ -76,7 +82,7 @@ def test_serve_with_few_descriptors_outlives_more_connections_than_it_has(
         assert process.poll() is None, log.read_text()
         assert httpx.get(f"{base}/healthz", timeout=30).status_code == 200
         body = b'{"action": "opened"}'
-        headers = delivery_headers("issues", body, "while-flooded", secret=SECRET)
+        headers = delivery_headers("issues", body, f"flooded-{command}", secret=SECRET)
         answer = httpx.post(f"{base}/webhooks", content=body, headers=headers, timeout=30)
         assert answer.status_code == 202, answer.text
 
