@@ -160,3 +160,18 @@ def test_an_adopted_text_is_written_through_to_the_tracking_comment() -> None:
     edited(t, "carol", "write")
     block = decode_record(t.one_tracking().body)
     assert block.text is not None and block.text.digest == text_digest(t.rec.ticket.title, EDIT)
+
+
+def test_a_writers_edit_of_a_lost_text_then_refresh_runs_the_stage_again() -> None:
+    t = labelled()
+    t.finish("done")
+    rebuilt = as_on_github(t.rec)
+    assert rebuilt.text is not None
+    t.record = rebuilt.model_copy(update={"text": restored(rebuilt.text, "x", EDIT)})
+    t.finish("approve")
+    assert t.rec.questions[-1].question == TEXT_LOST
+    edited(t, "carol", "write", body="Add a --quiet flag too.")
+    assert t.rec.status == "waiting" and not t.of(StartSession)  # adopted; the question stands
+    refresh(t, "dave", "admin", "Add a --quiet flag too.")
+    assert not t.of(PostReply)  # nothing to adopt and nothing to say: the stage runs
+    assert t.rec.questions[-1].answered_by == "dave" and t.one(StartSession).spec.stage == "verify"

@@ -92,3 +92,12 @@ def test_the_report_example_claims_no_usage_and_aider_reports_in_its_reply(
     assert f"Write this JSON to `{report}`" in to_file
     assert "Write this JSON to" not in in_reply
     assert "JSON on one single line" in in_reply
+
+
+def test_a_changed_ticket_text_is_said_once_in_its_own_section(make_spec: MakeSpec) -> None:
+    note = "The ticket's text changed since the last session: adopted from @carol's edit."
+    ticket = make_spec().ticket.model_copy(update={"text_change": note})
+    told = render_prompt(make_spec(ticket=ticket), report_path=Path("/r"), handoff_path=None)
+    assert told.count(note) == 1 and "## The ticket's text changed" in told
+    quiet = render_prompt(make_spec(), report_path=Path("/r"), handoff_path=None)
+    assert "text changed" not in quiet

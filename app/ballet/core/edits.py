@@ -56,33 +56,31 @@ def issue_edited(tx: Tx, ev: IssueEdited) -> None:
 
 
 def refresh(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
-    """Adopt the issue's current text, as the edge read it for this command."""
+    """Adopt the issue's current text, as the edge read it for this command; on a
+    ticket that asked for it (its pinned text lost with Redis), run the stage again."""
     rec = tx.rec
     current = ev.issue_text
     if rec.text is None:
         return "this ticket pinned no text: its sessions read the issue as it is."
     if current is None:
         return "Ballet could not read the issue's text; try again in a moment."
-    lost = _asks_for_text(rec)
-    if rec.text.known and is_pinned(rec.text, current.title, current.body):
-        if not lost:
-            tx.reply(ev.comment_id, "refresh", "The issue's text is the ticket's already.")
-            return None
-    else:
+    if not (rec.text.known and is_pinned(rec.text, current.title, current.body)):
         adopt(tx, current, ev.author, "refreshed")
-        tx.reply(
-            ev.comment_id,
-            "refresh",
+        said = (
             f"The ticket now runs on the issue's current title and body, adopted by "
-            f"@{ev.author}; the next session is told they changed.",
+            f"@{ev.author}; the next session is told they changed."
         )
-    if lost:
-        qa = tx.rec.open_question
-        assert qa is not None
+    elif not _asks_for_text(rec):
+        said = "The issue's text is the ticket's already."
+    else:
+        said = ""  # a writer's edit adopted it already: the stage runs again, as asked
+    if said:
+        tx.reply(ev.comment_id, "refresh", said)
+    qa = tx.rec.open_question
+    if _asks_for_text(rec) and qa is not None:
         answered = qa.model_copy(update={"answer": "(text adopted)", "answered_by": ev.author})
         tx.set(questions=(*tx.rec.questions[:-1], answered))
-        note = f"@{ev.author} adopted the issue's text"
-        verbs.rerun(tx, qa.stage, qa.role, qa.phase, note)
+        verbs.rerun(tx, qa.stage, qa.role, qa.phase, f"@{ev.author} adopted the issue's text")
     return None
 
 
