@@ -88,6 +88,18 @@ def test_raw_html_keeps_its_tags_and_text_but_no_attributes() -> None:
     assert cleaned.removed == Removed(html_attributes=5)
 
 
+def test_an_attribute_left_open_hides_the_rest_as_a_browser_reads_it() -> None:
+    cleaned = clean('Intro\n\n<div title="never closed\nread as the title\n\nand on')
+    assert cleaned.text == "Intro\n\n"
+    assert cleaned.removed == Removed(html_attributes=1)
+
+
+def test_a_table_cell_with_an_escaped_pipe_is_cleaned_where_it_is() -> None:
+    cleaned = clean("| a | b |\n|---|---|\n| <!-- x --> \\| y | z |\n")
+    assert cleaned.text == "| a | b |\n|---|---|\n|  \\| y | z |\n"
+    assert cleaned.removed == Removed(html_comments=1)
+
+
 def test_code_keeps_its_bytes() -> None:
     text = (
         f"Intro <!-- gone -->\n\n{CODE}\n    <!-- indented kept -->\n\nand `<!-- span kept -->`\n"

@@ -81,7 +81,7 @@ def ticket_text(title: str, body: str | None) -> TicketText:
     return TicketText(shown.text, tuple(note for note in notes if note))
 
 
-@lru_cache(maxsize=256)  # a page is seen again and again; a 64 KiB body costs ~50 ms
+@lru_cache(maxsize=64)  # a page is seen again and again; a 64 KiB body costs ~50 ms
 def _removed(body: str | None) -> Removed:
     return clean(body).removed if body else Removed()
 
