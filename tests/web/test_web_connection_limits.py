@@ -187,6 +187,20 @@ async def test_a_head_over_64_kib_is_answered_431(serve: Serve) -> None:
     writer.close()
 
 
+async def test_a_body_answered_before_it_was_read_is_still_a_body(serve: Serve) -> None:
+    # 405 comes from the head; the 100 KB after it are that request's body, not the
+    # next head (no 431), and the connection then waits for its next request.
+    port = await serve(limits(idle=0.5))
+    reader, writer = await connect(port, head("POST", "/healthz", {"Content-Length": "100000"}))
+    assert (await answer(reader))[0] == 405
+    writer.write(b"x" * 50_000)
+    await asyncio.sleep(0.6)  # past the idle time: still a body, under its own deadline
+    writer.write(b"x" * 50_000 + head("GET", "/healthz", {}))
+    assert (await answer(reader))[0] == 200
+    assert await closed(reader)
+    writer.close()
+
+
 async def test_past_the_limit_the_oldest_idle_connection_makes_room(serve: Serve) -> None:
     port = await serve(limits(max_connections=8))
     idle = [await connect(port) for _ in range(20)]

@@ -133,6 +133,8 @@ class GuardedProtocol(CoalescingHttpToolsProtocol):
         self._deadline: asyncio.TimerHandle | None = None
         self._in_head = True
         self._head_bytes = 0
+        self._message_done = False  # the request's body has all arrived
+        self._answered = False  # its response has all been sent
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -163,19 +165,30 @@ class GuardedProtocol(CoalescingHttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._in_head = False
+        self._message_done = self._answered = False
         self.room.idle.pop(self, None)
         super().on_headers_complete()
         self._arm(self.room.limits.body_seconds, self._body_too_slow)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._disarm()
+        self._message_done = True
+        if self._answered:  # answered before its body was read: now the next request
+            self._await_next_head()
+        else:
+            self._disarm()
 
     def on_response_complete(self) -> None:
         pipelined = bool(self.pipeline)
         super().on_response_complete()
         if pipelined or self.transport.is_closing():
             return
+        self._answered = True
+        # Else the rest of the body still comes, within its own deadline.
+        if self._message_done:
+            self._await_next_head()
+
+    def _await_next_head(self) -> None:
         self._in_head = True
         self._head_bytes = 0
         self.room.idle[self] = None
