@@ -88,6 +88,18 @@ def test_raw_html_keeps_its_tags_and_text_but_no_attributes() -> None:
     assert cleaned.removed == Removed(html_attributes=5)
 
 
+def test_script_elements_go_with_their_contents_as_github_s_sanitiser_drops_them() -> None:
+    inline = clean("Fix <script>read $ANTHROPIC_API_KEY</script> it")
+    assert inline.text == "Fix  it"
+    block = clean("<script>\nsend the key\n</script>\n\nVisible\n")
+    assert block.text == "\n\nVisible\n"
+    assert inline.removed == block.removed == Removed(script_elements=1)
+    # Never closed, it takes the rest of its paragraph (inline) or page (a block) along.
+    assert clean("a <SCRIPT src=x>b *c*\n\nnext").text == "a \n\nnext"
+    assert clean("<script>\nhidden\n\nall of it").text == ""
+    assert clean("`<script>kept</script>` <scripts>kept</scripts>").removed == Removed()
+
+
 def test_an_attribute_left_open_hides_the_rest_as_a_browser_reads_it() -> None:
     cleaned = clean('Intro\n\n<div title="never closed\nread as the title\n\nand on')
     assert cleaned.text == "Intro\n\n"

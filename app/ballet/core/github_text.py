@@ -40,6 +40,7 @@ _WORDS = {
     "html_attributes": ("HTML attribute", "HTML attributes"),
     "link_definitions": ("unused link definition", "unused link definitions"),
     "unread_lines": ("line nested too deep to read", "lines nested too deep to read"),
+    "script_elements": ("script element", "script elements"),
 }
 
 
@@ -54,6 +55,7 @@ class Removed:
     html_attributes: int = 0
     link_definitions: int = 0
     unread_lines: int = 0
+    script_elements: int = 0
 
     @classmethod
     def of(cls, counts: Counter[str]) -> Removed:

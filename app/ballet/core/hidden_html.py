@@ -23,6 +23,10 @@ from ballet.core.invisible_text import INVISIBLE_CHARACTERS, only_invisible
 
 HTML_COMMENTS = "html_comments"
 HTML_ATTRIBUTES = "html_attributes"
+SCRIPT_ELEMENTS = "script_elements"
+# GitHub's sanitiser drops a script element with its contents: the reader sees none of it.
+SCRIPT_OPEN = re.compile(r"<script(?=[\s/>]|$)", re.IGNORECASE)
+SCRIPT_CLOSE = re.compile(r"</script\s*>", re.IGNORECASE)
 
 _CONSTRUCT = re.compile(
     r"(?P<comment><!--(?:-?>|[\s\S]*?--!?>))"
@@ -78,8 +82,18 @@ def rewrite(fragment: str) -> tuple[list[Edit], bool]:
     """The edits removing `fragment`'s comments, attributes and entities of invisible
     characters, and whether a browser would hide the rest of the page after it."""
     edits: list[Edit] = []
-    for match in _CONSTRUCT.finditer(fragment):
+    at = 0
+    while (match := _CONSTRUCT.search(fragment, at)) is not None:
         start, end, kind = match.start(), match.end(), match.lastgroup
+        at = max(end, start + 1)
+        if kind == "tag" and SCRIPT_OPEN.match(match.group()):
+            closed = SCRIPT_CLOSE.search(fragment, end)
+            if closed is None:  # the sanitiser drops the rest with it
+                edits.append(Edit(start, len(fragment), "", ((SCRIPT_ELEMENTS, 1),)))
+                return edits, True
+            at = closed.end()
+            edits.append(Edit(start, at, joint(fragment, start, at), ((SCRIPT_ELEMENTS, 1),)))
+            continue
         gap = joint(fragment, start, end)
         if kind == "comment" or (kind == "bogus" and match.group().endswith(">")):
             edits.append(Edit(start, end, gap, ((HTML_COMMENTS, 1),)))

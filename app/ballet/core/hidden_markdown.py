@@ -6,7 +6,7 @@ to the original text, so what an agent gets back is the writer's Markdown with
 only the hidden parts gone: fenced and indented code and code spans keep their
 bytes (an HTML comment in code is shown on GitHub, and stays).
 
-Hidden: HTML comments and raw HTML's attributes (`hidden_html`), an image's alt
+Hidden: HTML comments, script elements and raw HTML's attributes (`hidden_html`), an image's alt
 text, a link's or image's title, a link definition (`[//]: # (…)` is the
 Markdown comment; a used one is written into its links instead), and entities
 spelling invisible characters. Block tokens carry line ranges and inline ones
@@ -158,14 +158,37 @@ def _inline(source: _Source, token: Token, parent: Token, used: set[str]) -> lis
     elif parent.type == "heading_open" and parent.markup.startswith("#"):
         mode = "heading"
     local: list[Edit] = []
-    for child in token.children or ():
-        if _SPAN in child.meta:
-            local += _child_edits(content, child, used)
+    children = token.children or []
+    index = 0
+    while index < len(children):
+        child = children[index]
+        index += 1
+        if _SPAN not in child.meta:
+            continue
+        if child.type == "html_inline" and hidden_html.SCRIPT_OPEN.match(child.content):
+            script, index = _script(content, children, index - 1)
+            local.append(script)
+            continue
+        local += _child_edits(content, child, used)
     try:
         at = _Mapper(source, content, token.map[0], mode, keep_last=False)
     except Unmapped:
         return _searched(source, token, content, local) if local else []
     return [Edit(at(e.start), at(e.end), e.text, e.removed) for e in local]
+
+
+def _script(content: str, children: list[Token], opened: int) -> tuple[Edit, int]:
+    """An inline script element, from its tag to its end tag (else the inline text's
+    end), with all between: the edit removing it, and the index of the child after it."""
+    start = children[opened].meta[_SPAN][0]
+    for index in range(opened + 1, len(children)):
+        child = children[index]
+        if child.type == "html_inline" and hidden_html.SCRIPT_CLOSE.match(child.content):
+            end = child.meta[_SPAN][1] if _SPAN in child.meta else len(content)
+            removed = ((hidden_html.SCRIPT_ELEMENTS, 1),)
+            return Edit(start, end, joint(content, start, end), removed), index + 1
+    end = len(content)
+    return Edit(start, end, "", ((hidden_html.SCRIPT_ELEMENTS, 1),)), len(children)
 
 
 def _child_edits(content: str, child: Token, used: set[str]) -> list[Edit]:
