@@ -18,6 +18,7 @@ from ballet.core.pools import DEFAULT_POOL
 from ballet.core.record import SignOff
 from ballet.core.report import Handoff
 from ballet.core.returns import ReturnCause, SignoffChange
+from ballet.core.spend import SessionBudget
 
 Label = Literal[
     "ballet:running", "ballet:waiting", "ballet:question", "ballet:done", "ballet:failed"
@@ -179,6 +180,8 @@ class SessionSpec(Frozen):
     signoffs_given: tuple[SignOff, ...] = ()
     # What people required or waived since the ticket's previous session began.
     signoff_changes: tuple[SignoffChange, ...] = ()
+    # The session's and the ticket's cost caps, which its model gateway enforces.
+    budget: SessionBudget = SessionBudget()
 
 
 class StartSession(Effect):

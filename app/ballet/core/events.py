@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ballet.core.commands import ParsedCommand
 from ballet.core.config import ResolvedPipeline
 from ballet.core.report import Handoff, Report, Usage
+from ballet.core.spend import Cap, Spend
 
 Permission = Literal["none", "read", "triage", "write", "maintain", "admin"]
 # The permissions that may drive a ticket (docs/commands.md).
@@ -58,6 +59,10 @@ class SessionFinished(Event):
     report: Report
     head_sha: str | None = None
     usage: Usage | None = None  # None: take it from the report
+    # What the session's model gateway metered (wins over `usage` and the report's),
+    # and the cap that refused a request of the session, if one did.
+    spend: Spend | None = None
+    cap_reached: Cap | None = None
     duration_seconds: float = 0.0
     handoff: Handoff | None = None
 
