@@ -184,6 +184,11 @@ class Settings(BaseSettings):
     # whose labels, commands, reviews and answers count as a person's of their permission;
     # any other bot's are refused with a reply (docs/security.md, Text from GitHub).
     trusted_bots: Annotated[frozenset[str], NoDecode] = frozenset()
+    # Cost caps per calendar month (UTC) in US dollars, the operator's: the model
+    # gateway refuses a session's request once a repository's, or an installation's,
+    # metered spend this month reached its cap (core/spend.py). Unset: no such cap.
+    budget_repository_monthly_usd: float | None = Field(default=None, gt=0)
+    budget_installation_monthly_usd: float | None = Field(default=None, gt=0)
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"

@@ -73,3 +73,17 @@ def test_private_key_comes_from_the_value_or_the_file(tmp_path: Path) -> None:
     assert Settings(private_key="PEM", private_key_path=pem).private_key_pem() == "PEM"
     with pytest.raises(SettingsError, match="BALLET_PRIVATE_KEY_PATH"):
         Settings(private_key_path=tmp_path / "missing.pem").private_key_pem()
+
+
+def test_monthly_cost_caps_are_read_and_must_be_above_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().budget_repository_monthly_usd is None
+    monkeypatch.setenv("BALLET_BUDGET_REPOSITORY_MONTHLY_USD", "250")
+    monkeypatch.setenv("BALLET_BUDGET_INSTALLATION_MONTHLY_USD", "1000.5")
+    settings = load_settings()
+    assert settings.budget_repository_monthly_usd == 250.0
+    assert settings.budget_installation_monthly_usd == 1000.5
+    monkeypatch.setenv("BALLET_BUDGET_INSTALLATION_MONTHLY_USD", "0")
+    with pytest.raises(SettingsError, match="BALLET_BUDGET_INSTALLATION_MONTHLY_USD"):
+        load_settings()
