@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 
 from ballet.core.egress import parse_rule
 from ballet.core.pools import POOL_PATTERN
+from ballet.core.provider_keys import Provider, gateway_keys, standard_provider
 from ballet.core.session_limits import Limits
 
 StageKind = Literal["agent", "human", "platform"]
@@ -53,6 +62,19 @@ def _public_destination(text: str) -> str:
 EgressHost = Annotated[str, AfterValidator(_public_destination)]
 
 
+def _standard_key(name: str) -> str:
+    standard_provider(name)  # raises saying how to name the provider
+    return name
+
+
+StandardKey = Annotated[str, Field(pattern=ENV_NAME_PATTERN), AfterValidator(_standard_key)]
+# One error per entry, of the form it was written in (a name or `{NAME: provider}`).
+KeyEntry = Annotated[
+    Annotated[StandardKey, Tag("name")] | Annotated[dict[EnvName, Provider], Tag("named")],
+    Discriminator(lambda value: "name" if isinstance(value, str) else "named"),
+]
+
+
 class Strict(BaseModel):
     # Unknown keys are refused: a typo must never silently change a pipeline.
     # Attribute docstrings become descriptions in `ballet schema`.
@@ -69,7 +91,15 @@ class Runtime(Strict):
     effort: str | None = None
     """Reasoning effort passed to the CLI where it has one."""
     env: tuple[EnvName, ...] = ()
-    """Names of the deployment's environment variables the session may see, e.g. API keys."""
+    """Names of the deployment's environment variables the session may see, e.g. a
+    package index's token. A CLI adapter's standard provider key names here (e.g.
+    ANTHROPIC_API_KEY) are provider keys, as if listed under `keys`."""
+    keys: tuple[KeyEntry, ...] = ()
+    """The deployment's variables holding model provider keys: the key stays with
+    Ballet's model gateway, and the session gets under the same name a token valid only
+    for itself (docs/security.md, Model gateway). A standard name (ANTHROPIC_API_KEY,
+    ANTHROPIC_AUTH_TOKEN, OPENAI_API_KEY, CODEX_API_KEY, GEMINI_API_KEY, GOOGLE_API_KEY,
+    GOOGLE_GENERATIVE_AI_API_KEY) or `{NAME: provider}` (anthropic, openai, gemini)."""
     command: tuple[str, ...] | None = None
     """For `adapter: command`: the argv to run in the session's clone. For the other
     adapters: the CLI's executable and leading arguments, instead of its usual name."""
@@ -86,6 +116,14 @@ class Runtime(Strict):
     limits: Limits | None = None
     """Lower the deployment's limits on memory, disk, processes and CPU for this
     runtime's sessions (docs/security.md, Resource limits); never above them."""
+
+    @property
+    def provider_keys(self) -> dict[str, Provider]:
+        """Each variable the model gateway holds for this runtime, with its provider."""
+        named: dict[str, Provider] = {}
+        for entry in self.keys:
+            named.update({entry: standard_provider(entry)} if isinstance(entry, str) else entry)
+        return gateway_keys(self.adapter, named, self.env)
 
     @model_validator(mode="after")
     def _base_url_needs_an_llm_cli(self) -> Runtime:

@@ -1,0 +1,25 @@
+"""The model gateway: sessions reach their model provider through Ballet, which holds
+the keys, meters every answer and enforces the spend caps (server.py)."""
+
+from ballet.sessions.gateway.metering import AnswerMeter, Metering
+from ballet.sessions.gateway.server import (
+    GatewaySession,
+    Ledger,
+    ModelGateway,
+    MonthlyCaps,
+    SessionTerms,
+)
+from ballet.sessions.gateway.upstream import PUBLIC_APIS, UpstreamsError, parse_upstreams
+
+__all__ = [
+    "PUBLIC_APIS",
+    "AnswerMeter",
+    "GatewaySession",
+    "Ledger",
+    "Metering",
+    "ModelGateway",
+    "MonthlyCaps",
+    "SessionTerms",
+    "UpstreamsError",
+    "parse_upstreams",
+]

@@ -1,0 +1,337 @@
+"""The model gateway: a session's only way to its model provider, holding its keys.
+
+One `ModelGateway` per worker (its upstream connections, the spend ledger, the
+operator's monthly caps); each session gets a `GatewaySession` of its own: a
+listener on a unix socket bound into its sandbox (the relay makes it
+`127.0.0.1:GATEWAY_PORT` inside) or, unconfined, on a loopback port, and a
+token per provider key. Per request, in order:
+1. the path's first segment names the provider (`/anthropic/…`, `/openai/…`,
+   `/gemini/…`); the request must carry one of the session's tokens for it,
+   else 401 in the provider's error shape;
+2. every cap is checked (`core/spend.first_reached`): the session's and ticket's
+   with what the session spent so far, the repository's and installation's
+   with this month's spend; one reached refuses the request (400, the cap's
+   words as the message) and is remembered as the session's `cap_reached`;
+3. the request goes upstream with the real key in the provider's header form,
+   its body streamed as it comes; the answer comes back the same way, each chunk
+   written down as soon as it is read (SSE and chunked answers unbuffered) and
+   fed to the answer's meter on the way; its spend is added to the session's,
+   the ledger's and the metrics once the answer has ended.
+A stream already under way is never cut: a cap is overrun by at most the
+answers in flight when it is reached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import h11
+import httpx
+import structlog
+
+from ballet.core.provider_keys import PROVIDERS, Provider
+from ballet.core.spend import Cap, SessionBudget, Spend, first_reached
+from ballet.sessions.gateway.forms import (
+    HOP_BY_HOP,
+    error_body,
+    presented,
+    upstream_headers,
+    without_key,
+)
+from ballet.sessions.gateway.grants import Grant, SessionGrants
+from ballet.sessions.gateway.metering import Metering
+from ballet.sessions.gateway.upstream import UpstreamClients, upstream_of
+
+log = structlog.get_logger("ballet.gateway")
+
+READ_BYTES = 1 << 16
+MAX_HEAD_BYTES = 64 * 1024
+
+
+class Ledger(Protocol):
+    """The spend ledger's part the gateway uses (spend_ledger.SpendLedger)."""
+
+    async def add(
+        self, *, repo: str, installation_id: int | None, provider: str, model: str | None,
+        spend: Spend, at: datetime,
+    ) -> None: ...  # fmt: skip
+
+    async def month(
+        self, *, repo: str, installation_id: int | None, at: datetime
+    ) -> tuple[Spend, Spend]: ...
+
+
+Observe = Callable[[str, str | None, Spend], None]  # metrics.model_spend_observed
+
+
+@dataclass(frozen=True)
+class MonthlyCaps:
+    repository_usd: float | None = None
+    installation_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class SessionTerms:
+    """Whose session it is and what it may spend."""
+
+    session: str  # its job key, for the log
+    repo: str
+    installation_id: int | None = None
+    budget: SessionBudget = field(default_factory=SessionBudget)
+    base_url: str | None = None  # the runtime's: its providers' upstream
+
+
+class ModelGateway:
+    """The worker's gateway: shared connections and books, a listener per session."""
+
+    def __init__(
+        self,
+        metering: Metering,
+        *,
+        ledger: Ledger | None = None,
+        monthly: MonthlyCaps = MonthlyCaps(),
+        upstreams: Mapping[Provider, str] | None = None,
+        observe: Observe | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.metering = metering
+        self.ledger = ledger
+        self.monthly = monthly
+        self.upstreams = dict(upstreams or {})
+        self.observe = observe
+        self.clock = clock
+        self.clients = UpstreamClients()
+
+    @contextlib.asynccontextmanager
+    async def session(
+        self, terms: SessionTerms, keys: Mapping[str, tuple[Provider, str]], socket: Path | None
+    ) -> AsyncIterator[GatewaySession]:
+        """A session's gateway for the block: on `socket` (None: a loopback port)."""
+        served = GatewaySession(self, terms, SessionGrants.issue(keys))
+        await served.start(socket)
+        try:
+            yield served
+        finally:
+            await served.aclose()
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+
+
+class GatewaySession:
+    def __init__(self, gateway: ModelGateway, terms: SessionTerms, grants: SessionGrants) -> None:
+        self.gateway = gateway
+        self.terms = terms
+        self.grants = grants
+        self.spend = Spend()
+        self.cap_reached: Cap | None = None
+        self.refused = 0  # requests refused: no valid token, or a cap reached
+        self.port: int | None = None
+        self._server: asyncio.Server | None = None
+        self._socket: Path | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        return self.grants.tokens
+
+    async def start(self, socket: Path | None) -> None:
+        if socket is not None:
+            self._server = await asyncio.start_unix_server(self._connected, path=str(socket))
+            os.chmod(socket, 0o600)
+            self._socket = socket
+        else:
+            self._server = await asyncio.start_server(self._connected, "127.0.0.1", 0)
+            self.port = self._server.sockets[0].getsockname()[1]
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._socket is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._socket.unlink()  # the token is worth nothing once this is gone
+
+    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await _Connection(self, reader, writer).serve()
+        except (ConnectionError, h11.ProtocolError, httpx.HTTPError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def reached(self) -> Cap | None:
+        caps = list(self.terms.budget.caps(self.spend.cost_usd))
+        monthly, ledger = self.gateway.monthly, self.gateway.ledger
+        if ledger is not None and (monthly.repository_usd or monthly.installation_usd):
+            repo, installation = await ledger.month(
+                repo=self.terms.repo,
+                installation_id=self.terms.installation_id,
+                at=self.gateway.clock(),
+            )
+            if monthly.repository_usd:
+                caps.append(Cap(scope="repository", limit_usd=monthly.repository_usd,
+                                spent_usd=repo.cost_usd))  # fmt: skip
+            if monthly.installation_usd and self.terms.installation_id is not None:
+                caps.append(Cap(scope="installation", limit_usd=monthly.installation_usd,
+                                spent_usd=installation.cost_usd))  # fmt: skip
+        return first_reached(caps)
+
+    async def spent(self, provider: Provider, model: str | None, spend: Spend) -> None:
+        self.spend += spend
+        gateway = self.gateway
+        if gateway.observe is not None:
+            gateway.observe(provider, model, spend)
+        if gateway.ledger is not None:
+            try:
+                await gateway.ledger.add(
+                    repo=self.terms.repo, installation_id=self.terms.installation_id,
+                    provider=provider, model=model, spend=spend, at=gateway.clock(),
+                )  # fmt: skip
+            except Exception as error:  # the session's own books still hold it
+                log.warning("spend not added to the ledger", session=self.terms.session,
+                            error=repr(error))  # fmt: skip
+
+    def upstream(self, provider: Provider) -> str:
+        return upstream_of(provider, self.terms.base_url, self.gateway.upstreams)
+
+
+class _Connection:
+    """One HTTP/1.1 connection from the session, its requests one after another."""
+
+    def __init__(
+        self, session: GatewaySession, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.session = session
+        self.reader = reader
+        self.writer = writer
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+
+    async def serve(self) -> None:
+        while True:
+            event = await self._next()
+            if not isinstance(event, h11.Request):
+                return
+            await self._exchange(event)
+            if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                return
+            self.h11.start_next_cycle()
+
+    async def _next(self) -> h11.Event | type[h11.PAUSED] | type[h11.NEED_DATA]:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self.reader.read(READ_BYTES))
+
+    async def _exchange(self, request: h11.Request) -> None:
+        target = request.target.decode("latin-1")
+        path, _, query = target.partition("?")
+        first, _, rest = path.lstrip("/").partition("/")
+        provider = next((p for p in PROVIDERS if p == first), None)
+        if provider is None:
+            message = f"no provider at {path!r}: the gateway serves /anthropic/, /openai/, /gemini/"
+            return await self._refuse("openai", 404, message)
+        grant = self.session.grants.check(provider, presented(request.headers, query))
+        if grant is None:
+            self.session.refused += 1
+            log.warning("gateway request without the session's token", provider=provider,
+                        session=self.session.terms.session)  # fmt: skip
+            message = (
+                f"Ballet's model gateway refused this request: it carries no token of this "
+                f"session for {provider} (the session's key variable holds it)"
+            )
+            return await self._refuse(provider, 401, message)
+        cap = await self.session.reached()
+        if cap is not None:
+            self.session.refused += 1
+            self.session.cap_reached = self.session.cap_reached or cap
+            message = f"Ballet stopped this session: {cap.says()}. A writer may raise it."
+            return await self._refuse(provider, 400, message)
+        await self._forward(request, provider, grant, "/" + rest, query)
+
+    async def _forward(
+        self, request: h11.Request, provider: Provider, grant: Grant, path: str, query: str
+    ) -> None:
+        session = self.session
+        query = without_key(query) if provider == "gemini" else query
+        url = session.upstream(provider) + path + (f"?{query}" if query else "")
+        client = session.gateway.clients.client(url)
+        method = request.method.decode("ascii")
+        upstream = client.build_request(
+            method,
+            url,
+            headers=upstream_headers(request.headers, grant.form, grant.key),
+            content=self._body() if _has_body(request) else None,
+        )
+        try:
+            answer = await client.send(upstream, stream=True)
+        except httpx.HTTPError as error:
+            return await self._refuse(
+                provider, 502, f"Ballet's model gateway could not reach {provider}: {error!r}"
+            )
+        try:
+            content_type = answer.headers.get("content-type", "")
+            meter = session.gateway.metering.meter(
+                provider, method, path, content_type, _path_model(path)
+            )
+            headers = [(k, v) for k, v in answer.headers.raw if k.lower() not in HOP_BY_HOP]
+            await self._send(h11.Response(status_code=answer.status_code, headers=headers))
+            async for chunk in answer.aiter_raw():
+                if meter is not None:
+                    meter.feed(chunk)
+                await self._send(h11.Data(data=chunk))
+            await self._send(h11.EndOfMessage())
+        finally:
+            await answer.aclose()
+        found = meter.spent(session.gateway.clock()) if meter is not None else None
+        if found is not None:
+            await session.spent(provider, *found)
+
+    async def _body(self) -> AsyncIterator[bytes]:
+        while True:
+            event = await self._next()
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return
+            else:
+                raise h11.RemoteProtocolError("the request's body ended early")
+
+    async def _refuse(self, provider: Provider, status: int, message: str) -> None:
+        body = error_body(provider, status, message)
+        # Its body is not read: the connection closes after the answer.
+        headers = [("content-type", "application/json"), ("content-length", str(len(body))),
+                   ("connection", "close")]  # fmt: skip
+        await self._send(h11.Response(status_code=status, headers=headers))
+        await self._send(h11.Data(data=body))
+        await self._send(h11.EndOfMessage())
+
+    async def _send(self, event: h11.Event) -> None:
+        data = self.h11.send(event)
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+
+def _has_body(request: h11.Request) -> bool:
+    return any(name in (b"content-length", b"transfer-encoding") for name, _ in request.headers)
+
+
+def _path_model(path: str) -> str | None:
+    """Gemini names its model in the path: `/v1beta/models/gemini-2.5-pro:generateContent`."""
+    _, found, rest = path.partition("/models/")
+    return rest.split(":", 1)[0] or None if found else None
