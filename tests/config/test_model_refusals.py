@@ -127,6 +127,16 @@ def test_budget_bounds_name_the_bound() -> None:
     )
 
 
+def test_a_session_cost_cap_must_be_above_zero() -> None:
+    text = "pipelines:\n  default:\n    budget: {session_cost_usd: 0}\n    stages: []\n"
+    result = parse_config(text)
+    assert isinstance(result, list)
+    assert result[0].message == (
+        "pipelines.default.budget.session_cost_usd: Input should be greater than 0; "
+        "write a number above 0"
+    )
+
+
 def test_unknown_key_under_a_non_text_runtime_name() -> None:
     result = parse_config("runtimes: {1: {adapter: codex, foo: 1}}\n")
     assert isinstance(result, list)

@@ -62,6 +62,7 @@ BOT_LINES = {
     "signoff_require": "/ballet signoff require security",
     "signoff_waive": "/ballet signoff waive security",
     "policy": "/ballet policy merge=manual",
+    "budget": "/ballet budget +5",
 }
 
 

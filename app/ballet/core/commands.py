@@ -28,6 +28,7 @@ Verb = Literal[
     "signoff_waive",
     "policy",
     "refresh",
+    "budget",
     "status",
     "help",
 ]
@@ -43,6 +44,7 @@ Ballet commands (at the start of a line; several per comment are fine):
 - `/ballet signoff require <role>` / `/ballet signoff waive <role>` — change required sign-offs
 - `/ballet policy review=agent|agent+human merge=auto|manual` — change the execution policy
 - `/ballet refresh` — adopt the issue's current title and body as the ticket's text
+- `/ballet budget +<dollars>` — raise this ticket's cost cap, e.g. `/ballet budget +5`
 - `/ballet status` — show where the ticket is
 - `/ballet help` — this text"""
 
@@ -63,6 +65,7 @@ class Command(Frozen):
     role: str | None = None  # signoff's role
     review: ReviewPolicy | None = None
     merge: MergePolicy | None = None
+    usd: float | None = None  # budget's dollars added to the ticket's cost cap
 
 
 class CommandError(Frozen):
@@ -132,6 +135,8 @@ def parse_line(line: str, verb: str, rest: str) -> ParsedCommand:
         return _signoff(line, rest.split())
     if verb == "policy":
         return _policy(line, rest.split())
+    if verb == "budget":
+        return _budget(line, rest)
     if not verb:
         return CommandError(line=line, message="`/ballet` needs a verb, e.g. `/ballet status`.")
     return CommandError(line=line, message=f"unknown command `{verb}`.")
@@ -162,3 +167,30 @@ def _policy(line: str, words: list[str]) -> ParsedCommand:
     if review is None and merge is None:
         return CommandError(line=line, message=f"`/ballet policy` needs a setting: {usage}")
     return Command(verb="policy", review=review, merge=merge)
+
+
+_DOLLARS = re.compile(r"^\+\s*\$?(?P<n>\d{1,6}(?:\.\d{1,2})?)$")
+MAX_BUDGET_RAISE_USD = 10_000
+
+
+def _budget(line: str, rest: str) -> ParsedCommand:
+    usage = "write `/ballet budget +5` to raise this ticket's cost cap by $5."
+    if not rest:
+        return CommandError(line=line, message=f"`/ballet budget` needs an amount: {usage}")
+    match = _DOLLARS.match(rest)
+    if match is None:
+        if rest.startswith("-"):
+            why = "a cap can only be raised"
+        elif re.match(r"^\$?\d", rest):
+            why = "the `+` says the amount is added to the cap, not the cap itself"
+        else:
+            why = f"`{rest}` is not an amount in dollars"
+        return CommandError(line=line, message=f"{why}: {usage}")
+    usd = float(match["n"])
+    if usd <= 0 or usd > MAX_BUDGET_RAISE_USD:
+        return CommandError(
+            line=line,
+            message=f"raise the cap by more than $0 and at most ${MAX_BUDGET_RAISE_USD:,} "
+            f"at a time: {usage}",
+        )
+    return Command(verb="budget", usd=usd)

@@ -178,12 +178,16 @@ class TicketType(Strict):
 
 
 class Budget(Strict):
-    """Limits per ticket; reaching one raises a question."""
+    """Limits per ticket and per session; reaching one raises a question."""
 
     sessions: int | None = Field(default=None, ge=1)
     """Agent sessions the ticket may start."""
     cost_usd: float | None = Field(default=None, gt=0)
-    """Cost the ticket's sessions may report, in US dollars."""
+    """What the ticket's sessions may spend on models, in US dollars, as Ballet's model
+    gateway meters it; a writer's `/ballet budget +N` raises it for one ticket."""
+    session_cost_usd: float | None = Field(default=None, gt=0)
+    """What one session may spend on models, in US dollars; the gateway refuses its
+    next model request once it is reached."""
 
 
 class Stage(Strict):

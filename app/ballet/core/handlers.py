@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ballet.core import render, rework, routing, steps
+from ballet.core import budgets, render, rework, routing, steps
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
@@ -27,7 +27,7 @@ from ballet.core.events import (
 from ballet.core.limits import TITLE_MAX, clip, clip_handoff
 from ballet.core.pinned_text import pin
 from ballet.core.record import Record, SignOff, TicketRef
-from ballet.core.report import Handoff, Report
+from ballet.core.report import Handoff, Report, Usage
 from ballet.core.returns import cause
 from ballet.core.session_spec import SIGNOFF_TIMEOUT_MINUTES
 from ballet.core.slug import branch_name
@@ -86,21 +86,37 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
     if run is None or run.job_key != ev.job_key:
         raise IllegalEvent(f"stale session result {ev.job_key}: the ticket has moved on")
     rep = ev.report
-    usage = ev.usage or rep.usage
+    usage = metered_usage(ev)
     key = tx.marker("report", extra=run.phase or run.role or "")
     head = ev.head_sha or rec.head_sha
     tx.set(cost_used=rec.cost_used + usage.cost_usd, head_sha=head)
     if rec.approval is not None and rec.approval.sha != head:
         tx.set(approval=None)  # an approval holds only for the commit it was given for
-    done = steps.close_run(tx, rep.outcome, rep.summary, usage=usage, report_ref=key.render())
+    done = steps.close_run(
+        tx, rep.outcome, rep.summary, usage=usage, spend=ev.spend, report_ref=key.render()
+    )
     assert done is not None
     add_required_roles(tx, rep)
     told = rework.tell_reviews(tx, run)
-    # A review that asked for changes meanwhile comes before the outcome's next stage.
-    next_step = rework.apply_pending_reviews(tx) or route_session(
-        tx, rep, ev.handoff, run.role, run.phase
-    )
+    if budgets.stopped_at_a_cap(rep.outcome, ev.cap_reached):
+        # A cap stopped the session: a writer decides whether the ticket spends more.
+        steps.ask(tx, budgets.cap_question(run.stage, ev.cap_reached, ev.spend))
+        next_step = "a question: a cost cap stopped the session"
+    else:
+        # A review that asked for changes meanwhile comes before the outcome's next stage.
+        next_step = rework.apply_pending_reviews(tx) or route_session(
+            tx, rep, ev.handoff, run.role, run.phase
+        )
     steps.post_report(tx, key, done, rep, ev.handoff, next_step + told)
+
+
+def metered_usage(ev: SessionFinished) -> Usage:
+    """The gateway's meter wins over the CLI's count (`usage`) and the agent's claim."""
+    s = ev.spend
+    if s is None:
+        return ev.usage or ev.report.usage
+    tokens_in, tokens_out = s.all_input_tokens, s.output_tokens
+    return Usage(input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=s.cost_usd)
 
 
 CRASHED = "crashed"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from ballet.core import check_runs, edits, outbox, render, reviews, steps, verbs
+from ballet.core import budgets, check_runs, edits, outbox, render, reviews, steps, verbs
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
@@ -58,7 +58,9 @@ class TableViolation(RuntimeError):
 TABLE: dict[tuple[Status | None, str], Rule] = {
     # A labelled issue becomes a ticket: branch and draft PR, then the first stage.
     (None, "ticket_requested"): Rule(h.start, ONWARD, "open branch + draft PR, enter first stage"),
-    # A session's report picks the next stage (next phase, sign-off, question...).
+    # A session's report picks the next stage (next phase, sign-off, question...);
+    # a session a cost cap stopped (outcome `budget`) raises a question naming the cap
+    # and what was spent, whatever its stage's `next` says (core/budgets.py).
     ("running", "session_finished"): Rule(h.session_finished, ONWARD, "route the report's outcome"),
     # A session whose worker died runs again as a new attempt; past the retries, a question.
     ("running", "session_crashed"): Rule(h.session_crashed, ("running", "waiting"),
@@ -141,6 +143,8 @@ COMMANDS: dict[Verb, CommandRule] = {
     "policy": CommandRule(verbs.policy, LIVE, "write", ONWARD),
     # Adopts the issue's current text; answers the question a lost text raised.
     "refresh": CommandRule(edits.refresh, LIVE, "write", ONWARD),
+    # Raises the ticket's cost cap; `/ballet retry` then runs the stage a cap stopped.
+    "budget": CommandRule(budgets.raise_ticket_cap, LIVE, "write", ()),
     "status": CommandRule(verbs.status, ANY, "anyone", ()),
     "help": CommandRule(verbs.help_, ANY, "anyone", ()),
 }

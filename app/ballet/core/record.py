@@ -23,6 +23,7 @@ from ballet.core.config import Policy, ResolvedPipeline
 from ballet.core.pinned_text import WORDS, PinnedText
 from ballet.core.report import Handoff, Usage
 from ballet.core.returns import ReturnCause, SignoffChange
+from ballet.core.spend import Spend
 
 Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
 TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
@@ -95,6 +96,8 @@ class StageRun(Frozen):
     report_ref: str | None = None  # marker key of the report comment
     job_key: str | None = None  # the session's job, for agent and sign-off runs
     usage: Usage = Usage()
+    # What the session's model gateway metered (None: no gateway, e.g. a run before it).
+    spend: Spend | None = None
     # Set while the run's session waits, queued, for a worker of this pool (none is up).
     awaits_pool: str | None = None
 
@@ -149,6 +152,8 @@ class Record(Frozen):
     policy: Policy
     sessions_used: int = 0
     cost_used: float = 0.0
+    # What writers added to the pipeline's cost cap (`/ballet budget +N`, core/budgets.py).
+    budget_added_usd: float = 0.0
     approval: Approval | None = None
     checks: ChecksSeen | None = None
     handoff: Handoff | None = None  # the previous phase's handoff, for the next phase
@@ -168,6 +173,17 @@ class Record(Frozen):
     @property
     def key(self) -> str:
         return self.ticket.key
+
+    @property
+    def cost_cap_usd(self) -> float | None:
+        """The ticket's cost cap: the pipeline's plus writers' additions; None: no cap."""
+        base = self.pipeline.budget.cost_usd
+        return None if base is None else round(base + self.budget_added_usd, 2)
+
+    @property
+    def unpriced_requests(self) -> int:
+        """Model requests of the ticket's sessions no price was known for (not in cost_used)."""
+        return sum(r.spend.unpriced_requests for r in self.history if r.spend is not None)
 
     @property
     def open_run(self) -> StageRun | None:

@@ -16,6 +16,7 @@ from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
 from ballet.core.report_block import ReportBlock, artifact_stage, encode_block
 from ballet.core.returns import describe
+from ballet.core.spend import Spend
 
 _STATUS_WORDS = {
     "running": "🏃 running",
@@ -196,17 +197,19 @@ def pointer(rec: Record) -> str:
     return f"Ballet tracks this ticket on #{rec.pr_number}."
 
 
-def report(run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) -> str:
+def report(
+    run: StageRun, rep: Report, handoff: Handoff | None, next_step: str, ticket_spend: str = ""
+) -> str:
     title = run.stage + (f" · {run.phase}" if run.phase else "")
     title += f" · sign-off {run.role}" if run.role else ""
-    u = rep.usage
     parts = [
         f"### {text(title)} — `{cell(rep.outcome)}` (iteration {run.iteration}, "
         f"attempt {run.attempt})",
         text(rep.summary),
         _bullets("Decisions", rep.decisions),
         _bullets("Open questions", rep.open_questions + tuple(q.text for q in rep.questions)),
-        f"Usage: {u.input_tokens} in / {u.output_tokens} out tokens, ${u.cost_usd:.2f}",
+        spend_line(run.spend) if run.spend is not None else usage_line(rep),
+        ticket_spend,
         _details("Details", text(rep.details)) if rep.details else "",
         _details("Handoff", _handoff(handoff)) if handoff else "",
         f"**Next:** {text(next_step)}",
@@ -227,6 +230,41 @@ def report(run: StageRun, rep: Report, handoff: Handoff | None, next_step: str) 
         )
     )
     return f"{clip(body, COMMENT_MAX - len(block) - 2)}\n\n{block}"
+
+
+def usage_line(rep: Report) -> str:
+    """What the CLI or the agent said it used: a session without the model gateway."""
+    u = rep.usage
+    return f"Usage: {u.input_tokens} in / {u.output_tokens} out tokens, ${u.cost_usd:.2f}"
+
+
+def spend_line(s: Spend) -> str:
+    """What the model gateway metered of one session."""
+    return (
+        f"Spend: {s.input_tokens} in, {s.cache_read_tokens} cache read, "
+        f"{s.cache_write_tokens} cache write, {s.output_tokens} out tokens in "
+        f"{s.requests} model request{'' if s.requests == 1 else 's'}, "
+        f"{spent_words(s.cost_usd, s)}"
+    )
+
+
+def ticket_spend_line(rec: Record) -> str:
+    """The ticket's spend so far, against its cap if it has one."""
+    cap = rec.cost_cap_usd
+    of = f" of its ${cap:.2f} cap" if cap is not None else ""
+    unknown = Spend(unpriced_requests=rec.unpriced_requests)
+    return f"Ticket so far: {spent_words(rec.cost_used, unknown)}{of}"
+
+
+def spent_words(cost_usd: float, spend: Spend) -> str:
+    """ "$0.42", "$0.42 + price unknown for 3 requests", or "price unknown" """
+    cost = f"${cost_usd:.2f}"
+    n = spend.unpriced_requests
+    if n == 0:
+        return cost
+    if n == spend.requests and cost_usd == 0:
+        return "price unknown"
+    return f"{cost} + price unknown for {n} request{'' if n == 1 else 's'}"
 
 
 def _bullets(title: str, items: tuple[str, ...]) -> str:

@@ -4,6 +4,7 @@ of the record (the edge reads the rest: the issue, skills, earlier reports)."""
 from __future__ import annotations
 
 from ballet.core import routing
+from ballet.core.budgets import session_budget
 from ballet.core.effects import SessionSpec
 from ballet.core.pools import DEFAULT_POOL
 from ballet.core.record import Record
@@ -63,6 +64,7 @@ def session_spec(
         signoffs_required=rec.signoffs_required,
         signoffs_given=rec.signoffs_given,
         signoff_changes=changes_since_last_session(rec),
+        budget=session_budget(rec),
     )
 
 

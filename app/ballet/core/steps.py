@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ballet.core import render, routing
+from ballet.core.budgets import over_budget
 from ballet.core.effects import (
     MarkerKey,
     MarkReadyForReview,
@@ -112,7 +113,9 @@ def post_report(
     next_step: str,
 ) -> None:
     """Post a closed run's report; call it after routing, so it shows where the ticket went."""
-    body = render.report(run, report, handoff, next_step)
+    # A session's report says what the ticket spent so far; a person's decision does not.
+    spent = render.ticket_spend_line(tx.rec) if run.job_key is not None else ""
+    body = render.report(run, report, handoff, next_step, spent)
     tx.emit(
         PostReportComment(
             repo=tx.rec.ticket.repo,
@@ -325,15 +328,6 @@ def wait(
     set_status(tx, "waiting", w)
 
 
-def over_budget(rec: Record) -> str:
-    budget = rec.pipeline.budget
-    if budget.sessions is not None and rec.sessions_used >= budget.sessions:
-        return f"the session budget ({budget.sessions} sessions) is used up"
-    if budget.cost_usd is not None and rec.cost_used >= budget.cost_usd:
-        return f"the cost budget (${budget.cost_usd:.2f}) is used up (${rec.cost_used:.2f})"
-    return ""
-
-
 def start_session(
     tx: Tx,
     stage_id: str,
@@ -353,7 +347,7 @@ def start_session(
         return
     spent = over_budget(rec)
     if spent and not bypass_budget:
-        ask(tx, f"{spent}; answer to allow one more session")
+        ask(tx, spent)
         return
     rec = tx.rec
     spec = session_spec(rec, stage_id, phase, role, note)
