@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, ge
 from ballet.core.check_runs import CANCELLED, FAILURE, SUCCESS
 from ballet.core.config import Adapter
 from ballet.core.record import TERMINAL, Record, StageRun, Status, WaitKind
+from ballet.core.spend import Spend
 
 # -- webhook ingress and deliveries ---------------------------------------------------
 
@@ -114,6 +115,63 @@ USAGE_COST = Counter(
     "ballet_usage_cost_usd_total",
     "Cost in US dollars of the agent sessions, as their runtimes metered it.",
 )
+
+# -- the model gateway: what providers' answers said (issue 32) ---------------------------
+
+# Providers are the gateway's closed set; model names come from the providers'
+# answers: the first MAX_MODEL_LABELS a process sees are labels of their own,
+# any later one is `other` (an answer naming no model is `unknown`).
+MAX_MODEL_LABELS = 40
+_model_labels: set[str] = set()
+ModelTokenKind = Literal["input", "cache_read", "cache_write", "output"]
+MODEL_TOKENS = Counter(
+    "ballet_model_tokens_total",
+    "Model tokens the gateway metered from providers' answers, by provider, model and kind"
+    " (input: fresh input; cache_read; cache_write; output, reasoning included).",
+    ["provider", "model", "kind"],
+)
+MODEL_COST = Counter(
+    "ballet_model_cost_usd_total",
+    "Cost in US dollars of the answers the gateway metered, by provider and model, from the"
+    " price table (an unpriced model's answers add nothing here: see priced=false requests).",
+    ["provider", "model"],
+)
+MODEL_REQUESTS = Counter(
+    "ballet_model_requests_total",
+    "Provider answers the gateway metered, by provider, model and whether the model's price"
+    " is known (priced: true, false).",
+    ["provider", "model", "priced"],
+)
+
+
+def model_label(model: str | None) -> str:
+    """`model` while fewer than MAX_MODEL_LABELS models were seen, else `other`."""
+    if model is None:
+        return "unknown"
+    if model in _model_labels:
+        return model
+    if len(_model_labels) < MAX_MODEL_LABELS:
+        _model_labels.add(model)
+        return model
+    return "other"
+
+
+def model_spend_observed(provider: str, model: str | None, spend: Spend) -> None:
+    """The gateway metered `spend` (one answer's, or several) of `provider`'s `model`."""
+    label = model_label(model)
+    tokens: dict[ModelTokenKind, int] = {
+        "input": spend.input_tokens,
+        "cache_read": spend.cache_read_tokens,
+        "cache_write": spend.cache_write_tokens,
+        "output": spend.output_tokens,
+    }
+    for kind, count in tokens.items():
+        MODEL_TOKENS.labels(provider, label, kind).inc(count)
+    MODEL_COST.labels(provider, label).inc(spend.cost_usd)
+    priced = spend.requests - spend.unpriced_requests
+    MODEL_REQUESTS.labels(provider, label, "true").inc(max(priced, 0))
+    MODEL_REQUESTS.labels(provider, label, "false").inc(spend.unpriced_requests)
+
 
 # -- agent sessions ----------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "skills",
         "sandbox",
         "sessionlog",  # a session's log: redaction, steps, the sink
+        "pricing",  # model prices (genai-prices)
+        "spend_ledger",  # model spend per month, in Redis
     ),
     ("sessions",),  # one agent session, confined; knows no ticket store
     ("github",),  # the GitHub App's client, REST adapter, translator and models
