@@ -1,7 +1,8 @@
 """`ballet validate [PATH]`: check a `.ballet.yml` and its `.ballet/skills` like Ballet will.
 
-Exit 0 with a one-line summary when valid; 1 with one `path:line:col: message`
-line per error when not; 2 when the file cannot be read at all.
+Exit 0 with a one-line summary when valid, after a `path:line:col: warning: …`
+line per warning (a cost budget over a model with no known price); 1 with one
+`path:line:col: message` line per error when not; 2 when the file cannot be read.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
 from ballet.core.resolve import ResolveError, pinned_skills
-from ballet.core.validate import ConfigError, parse_config
+from ballet.core.validate import ConfigError, config_warnings, parse_config
+from ballet.pricing import has_price
 from ballet.skills import SKILLS_DIR, SkillFileError, repository_skills
 
 
@@ -49,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if errors:
         return 1
     assert isinstance(result, BalletConfig)
+    for warning in config_warnings(text, result, has_price=has_price, file=str(path)):
+        print(warning)
     print(f"{path}: valid; {_summary(result)}")
     return 0
 

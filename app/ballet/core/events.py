@@ -47,6 +47,8 @@ class TicketRequested(Event):
     pipeline: ResolvedPipeline
     default_branch: str
     requested_by: str = ""  # who added the label, whose reading of the text is pinned
+    # What the pinned pipeline may not do as its writer expects (core/price_rules.py).
+    warnings: tuple[str, ...] = ()
 
 
 class SessionFinished(Event):

@@ -76,6 +76,9 @@ def start(tx: Tx, ev: TicketRequested) -> None:
             f"Sign-offs from {', '.join(dropped)} are not required: "
             "those roles are not in the configuration.",
         )
+    if ev.warnings:
+        said = "\n".join(f"- {render.text(w)}" for w in ev.warnings)
+        tx.comment("notice", f"⚠️ Pipeline `{p.name}`, for this ticket:\n\n{said}", extra="start")
     first, _ = routing.skip_off_stages(p, rec.policy, p.stages[0].id)
     steps.go(tx, first, note="")
 

@@ -27,6 +27,7 @@ from ballet.core.config import (
 from ballet.core.config_rules import Path, check_config
 from ballet.core.pool_rules import MayUse, pool_refusals
 from ballet.core.pools import POOL_PATTERN
+from ballet.core.price_rules import HasPrice, config_price_problems
 from ballet.core.yaml_positions import Document, YamlProblem, load
 
 MAX_FILE_BYTES = 256 * 1024
@@ -86,6 +87,20 @@ def parse_config(
         problems += pool_refusals(config, may_use_pool)
     if not problems:
         return config
+    return _sorted(
+        ConfigError(file, *document.position(p.path, key=p.at_key), p.message) for p in problems
+    )
+
+
+def config_warnings(
+    text: str, config: BalletConfig, *, has_price: HasPrice, file: str = ".ballet.yml"
+) -> list[ConfigError]:
+    """What a valid file (`parse_config` accepted `text` as `config`) may not do as its
+    writer expects: each message starts `warning: `; tickets still run."""
+    problems = config_price_problems(config, has_price)
+    if not problems:
+        return []
+    document = load(text)
     return _sorted(
         ConfigError(file, *document.position(p.path, key=p.at_key), p.message) for p in problems
     )

@@ -10,14 +10,16 @@ an unchanged file costs no rate limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import yaml
 
 from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
 from ballet.core.pool_rules import MayUse
 from ballet.core.pools import PoolAccess
-from ballet.core.validate import ConfigError, parse_config
+from ballet.core.validate import ConfigError, config_warnings, parse_config
 from ballet.github.forge import Annotation, CheckRunSpec, Forge
+from ballet.pricing import has_price
 from ballet.tickets.memo import Memo
 
 CONFIG_PATH = ".ballet.yml"
@@ -124,22 +126,37 @@ async def config_check(
         text, file=CONFIG_PATH, skills=skills, may_use_pool=pools_for(pools, repo)
     )
     if isinstance(parsed, BalletConfig):
-        return _check(head_sha, "success", ".ballet.yml is valid", "Tickets can run on it.")
-    noun = "error" if len(parsed) == 1 else "errors"
+        warnings = config_warnings(text, parsed, has_price=has_price, file=CONFIG_PATH)
+        if not warnings:
+            return _check(head_sha, "success", ".ballet.yml is valid", "Tickets can run on it.")
+        title = f".ballet.yml is valid, with {_count(warnings, 'warning')}"
+        summary = "Tickets can run on it.\n\n" + "\n".join(f"- `{w}`" for w in warnings)
+        notes = _annotations(warnings, "warning", "a warning on .ballet.yml")
+        return _check(head_sha, "success", title, summary, notes)
     summary = "\n".join(f"- `{e}`" for e in parsed)
-    annotations = tuple(
+    annotations = _annotations(parsed, "failure", "invalid .ballet.yml")
+    title = f".ballet.yml has {_count(parsed, 'error')}"
+    return _check(head_sha, "failure", title, summary, annotations)
+
+
+def _count(found: list[ConfigError], noun: str) -> str:
+    return f"{len(found)} {noun}{'' if len(found) == 1 else 's'}"
+
+
+def _annotations(
+    found: list[ConfigError], level: Literal["warning", "failure"], title: str
+) -> tuple[Annotation, ...]:
+    return tuple(
         Annotation(
             path=e.file,
             start_line=e.line,
             end_line=e.line,
             start_column=e.column,
             message=e.message,
-            title="invalid .ballet.yml",
+            level=level,
+            title=title,
         )
-        for e in parsed
-    )
-    return _check(
-        head_sha, "failure", f".ballet.yml has {len(parsed)} {noun}", summary, annotations
+        for e in found
     )
 
 

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from ballet.core.config import ResolvedPipeline, Runtime
 from ballet.core.events import WRITE_PERMISSIONS, TicketRequested
 from ballet.core.pools import PoolAccess
+from ballet.core.price_rules import pipeline_price_problems
 from ballet.core.resolve import ResolveError, default_config, resolve_pipeline
 from ballet.github.forge import Forge
 from ballet.github.intents import StartTicket
+from ballet.pricing import has_price
 from ballet.tickets import repo_config
 
 
@@ -77,6 +79,7 @@ async def request_ticket(
         requested_by=intent.requested_by,
         pipeline=pipeline,
         default_branch=branch,
+        warnings=pipeline_price_problems(pipeline, has_price),
     )
 
 
