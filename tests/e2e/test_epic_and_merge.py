@@ -21,6 +21,7 @@ from scenarios import (
     wait_until,
     waiting_for,
 )
+from witnessed import repo_request
 
 pytestmark = pytest.mark.anyio
 
@@ -77,11 +78,8 @@ async def test_a_sub_issue_sees_its_epic_and_lineage_and_lands_as_one_commit(
         "lineage": [[3, "referenced", "issue"], [5, "referencing", "issue"]],
         "prompt": ["## Epic: Calculator epic", "- #2 Add subtract (closed) — Ballet: done"],
     }
-    request = demo.new_repo_request("epic", ballet_yml=LINKS_YML)
-    files = request["files"]
-    assert isinstance(files, dict)
-    files[".ballet/links_agent.py"] = _agent(expected)
-    created = await stack.create_repo(request)
+    files = {".ballet/links_agent.py": _agent(expected)}
+    created = await stack.create_repo(repo_request("epic", LINKS_YML, files))
     repo, base = created["full_name"], created["head_sha"]
     async with stack.user(demo.AUTHOR) as user:
         issues = f"/repos/{repo}/issues"

@@ -11,9 +11,7 @@ code block is, byte for byte, and so is the note of what was removed.
 
 from __future__ import annotations
 
-import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,22 +19,10 @@ from ballet.demo import repo as demo
 from ballet.demo.run import file_ticket
 from ballet.demo.stack import Stack
 from scenarios import merged, outcomes, wait_until
+from witnessed import IMPLEMENT_THEN_MERGE, witnessed, witnessed_repo
 
 pytestmark = pytest.mark.anyio
 
-WITNESS = (Path(__file__).parent / "witness_agent.py").read_text()
-BALLET_YML = """\
-trigger_label: ballet
-runtimes:
-  script: {adapter: command, command: [python3, .ballet/agent.py]}
-  witness: {adapter: command, command: [python3, .ballet/witness_agent.py]}
-default_runtime: script
-pipelines:
-  default:
-    stages:
-      - {id: implement, kind: agent, runtime: witness, timeout_minutes: 5}
-      - {id: integrate, kind: platform, action: merge, next: {merged: $done}}
-"""
 INVISIBLE = ("\u200b", "\u202e", "\U000e0041")
 TITLE = "Add a multiply\u200b function\u202e\U000e0041"
 CODE = "```text\n<!-- kept: GitHub shows code -->\n```"
@@ -50,25 +36,13 @@ BODY = (
 )
 
 
-async def _witnessed(stack: Stack, repo: str) -> Any:
-    async with stack.user(demo.AUTHOR) as user:
-        path = f"/repos/{repo}/contents/.witness/implement-1.json"
-        response = await user.get(path, params={"ref": "main"})
-    assert response.status_code == 200, f"no witness of implement: {response.text}"
-    return json.loads(base64.b64decode(response.json()["content"]))
-
-
 async def test_hidden_text_in_the_issue_never_reaches_the_session(stack: Stack) -> None:
-    request = demo.new_repo_request("hidden-text", ballet_yml=BALLET_YML)
-    files = request["files"]
-    assert isinstance(files, dict)
-    files[".ballet/witness_agent.py"] = WITNESS
-    repo = (await stack.create_repo(request))["full_name"]
+    repo = await witnessed_repo(stack, "hidden-text", IMPLEMENT_THEN_MERGE)
     number = await file_ticket(stack, repo, TITLE, BODY, demo.AUTHOR)
 
     view = await wait_until(stack, repo, number, merged, timeout=90)
     assert ("implement", 1, "done") in outcomes(view)
-    seen = await _witnessed(stack, repo)
+    seen = await witnessed(stack, repo, "main", "implement", 1)
     prompt: str = seen["prompt"]
     context: dict[str, Any] = seen["context"]
     received = prompt + json.dumps(context, ensure_ascii=False)

@@ -11,9 +11,7 @@ approver's review of the head.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,25 +29,10 @@ from scenarios import (
     wait_until,
     waiting_for,
 )
+from witnessed import HUMAN, RUNTIMES, WITNESSED, witnessed, witnessed_repo
 
 pytestmark = pytest.mark.anyio
 
-WITNESS = (Path(__file__).parent / "witness_agent.py").read_text()
-
-RUNTIMES = (
-    "runtimes:\n"
-    "  script: {adapter: command, command: [python3, .ballet/agent.py]}\n"
-    "  witness: {adapter: command, command: [python3, .ballet/witness_agent.py]}\n"
-)
-IMPLEMENT = "- {id: implement, kind: agent, skills: [implementer], timeout_minutes: 5,"
-WITNESSED = demo.BALLET_YML.replace(
-    "runtimes:\n  script: {adapter: command, command: [python3, .ballet/agent.py]}\n", RUNTIMES
-).replace(IMPLEMENT, IMPLEMENT.replace("kind: agent,", "kind: agent, runtime: witness,"))
-HUMAN = WITNESSED.replace(
-    "next: {pass: integrate, fail: implement}}",
-    "next: {pass: approval, fail: implement}}\n"
-    "      - {id: approval, kind: human, next: {approve: integrate, reject: implement}}",
-)
 GATE = (
     "trigger_label: ballet\n" + RUNTIMES + "default_runtime: script\n"
     "approvers: [carol]\n"
@@ -60,27 +43,8 @@ GATE = (
     "      - {id: gate, kind: platform, wait_for: review, next: {approve: integrate}}\n"
     "      - {id: integrate, kind: platform, action: merge, next: {merged: $done}}\n"
 )
+COLLABORATORS = {demo.AUTHOR: "write", "bob": "read", "carol": "admin"}
 MULTIPLY_LINE = 8  # `def multiply` in calc.py once implement appended it
-
-
-async def new_repo(stack: Stack, name: str, ballet_yml: str) -> str:
-    request = demo.new_repo_request(name, ballet_yml=ballet_yml)
-    request["collaborators"] = {demo.AUTHOR: "write", "bob": "read", "carol": "admin"}
-    files = request["files"]
-    assert isinstance(files, dict)
-    files[".ballet/witness_agent.py"] = WITNESS
-    created = await stack.create_repo(request)
-    full_name: str = created["full_name"]
-    return full_name
-
-
-async def witnessed(stack: Stack, repo: str, ref: str, stage: str, iteration: int) -> Any:
-    """What the session of `stage` in `iteration` received: its prompt and context."""
-    async with stack.user(demo.AUTHOR) as user:
-        path = f"/repos/{repo}/contents/.witness/{stage}-{iteration}.json"
-        response = await user.get(path, params={"ref": ref})
-    assert response.status_code == 200, f"no witness of {stage} {iteration}: {response.text}"
-    return json.loads(base64.b64decode(response.json()["content"]))
 
 
 async def review(
@@ -130,7 +94,7 @@ async def until_refused(stack: Stack, repo: str, number: int, count: float) -> V
 
 
 async def test_a_reject_reason_reaches_the_next_implement_session(stack: Stack) -> None:
-    repo = await new_repo(stack, "reject", HUMAN)
+    repo = await witnessed_repo(stack, "reject", HUMAN, COLLABORATORS)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -157,7 +121,7 @@ async def test_a_reject_reason_reaches_the_next_implement_session(stack: Stack) 
 
 
 async def test_red_ci_at_the_merge_names_the_failing_check(stack: Stack) -> None:
-    repo = await new_repo(stack, "red-ci", WITNESSED)
+    repo = await witnessed_repo(stack, "red-ci", WITNESSED, COLLABORATORS)
     number = await ticket(stack, repo, directives="demo:break-ci=yes@1")
     view = await wait_until(stack, repo, number, merged, timeout=120)
     assert ("integrate", 1, "returned") in outcomes(view)
@@ -174,7 +138,7 @@ async def test_red_ci_at_the_merge_names_the_failing_check(stack: Stack) -> None
 
 
 async def test_a_writers_inline_review_at_a_human_stage_returns_the_ticket(stack: Stack) -> None:
-    repo = await new_repo(stack, "inline", HUMAN)
+    repo = await witnessed_repo(stack, "inline", HUMAN, COLLABORATORS)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -224,7 +188,7 @@ async def test_a_writers_inline_review_at_a_human_stage_returns_the_ticket(stack
 async def test_a_review_gate_passes_only_on_the_approvers_review_of_the_head(
     stack: Stack,
 ) -> None:
-    repo = await new_repo(stack, "gate", GATE)
+    repo = await witnessed_repo(stack, "gate", GATE, COLLABORATORS)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_for("review"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -247,7 +211,7 @@ async def test_a_review_gate_passes_only_on_the_approvers_review_of_the_head(
 
 
 async def test_reviews_without_write_permission_move_nothing(stack: Stack) -> None:
-    repo = await new_repo(stack, "hostile", HUMAN)
+    repo = await witnessed_repo(stack, "hostile", HUMAN, COLLABORATORS)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -274,7 +238,7 @@ async def test_the_return_and_earlier_reports_outlive_a_redis_flush(stack: Stack
     both = HUMAN.replace(
         "- {id: review, kind: agent,", "- {id: review, kind: agent, runtime: witness,"
     )
-    repo = await new_repo(stack, "amnesia", both)
+    repo = await witnessed_repo(stack, "amnesia", both, COLLABORATORS)
     number = await ticket(stack, repo, directives="demo:sleep-implement=3")
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -303,7 +267,7 @@ async def test_the_return_and_earlier_reports_outlive_a_redis_flush(stack: Stack
 
 
 async def test_an_answer_and_its_question_reach_the_session_that_asked(stack: Stack) -> None:
-    repo = await new_repo(stack, "answer", WITNESSED)
+    repo = await witnessed_repo(stack, "answer", WITNESSED, COLLABORATORS)
     number = await ticket(stack, repo, directives="demo:implement=question@1")
     view = await wait_until(stack, repo, number, waiting_for("question"), timeout=90)
     assert view.record is not None
