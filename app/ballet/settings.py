@@ -324,7 +324,10 @@ class Settings(BaseSettings):
     def private_key_pem(self) -> str | None:
         """The App's private key: BALLET_PRIVATE_KEY, else the file BALLET_PRIVATE_KEY_PATH."""
         if self.private_key is not None:
-            return self.private_key.get_secret_value()
+            pem = self.private_key.get_secret_value()
+            # One line with `\n` escapes: the env file /setup writes, read by Ballet or
+            # by kubectl into a Secret (setup/envfile.py). A PEM never holds a backslash.
+            return pem.replace("\\n", "\n") if "\n" not in pem else pem
         if self.private_key_path is not None:
             try:
                 return self.private_key_path.read_text()
