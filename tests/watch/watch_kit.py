@@ -27,6 +27,7 @@ from ballet.core.machine import advance
 from ballet.core.record import Record
 from ballet.core.report import Report
 from ballet.core.resolve import default_config, resolve_pipeline
+from ballet.core.spend import Spend
 from ballet.demo.stack import free_port
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import connect
@@ -121,8 +122,11 @@ async def new_ticket(site: Site, repo: str, number: int, title: str) -> Record:
     return record
 
 
-async def finish_session(site: Site, record: Record, outcome: str, summary: str) -> Record:
-    """The running session ends with `outcome`: the next stage's session starts."""
+async def finish_session(
+    site: Site, record: Record, outcome: str, summary: str, spend: Spend | None = None
+) -> Record:
+    """The running session ends with `outcome` (and what the model gateway metered):
+    the next stage's session starts."""
     run = record.open_run
     assert run is not None and run.job_key is not None
     after, _ = advance(
@@ -134,6 +138,7 @@ async def finish_session(site: Site, record: Record, outcome: str, summary: str)
             iteration=run.iteration,
             attempt=run.attempt,
             report=Report(outcome=outcome, summary=summary),
+            spend=spend,
             duration_seconds=60,
         ),
     )

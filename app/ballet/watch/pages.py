@@ -13,7 +13,7 @@ from ballet.watch.access import may_write
 from ballet.watch.lookup import Seen, visible_ticket
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
-from ballet.watch.views import diagram, row, runs, ticket_text
+from ballet.watch.views import diagram, row, runs, ticket_spent, ticket_text
 
 # The commands a writer may give from a ticket's page, in the order shown.
 BUTTONS: tuple[Verb, ...] = ("retry", "pause", "resume", "cancel")
@@ -77,6 +77,7 @@ async def ticket(request: Request) -> Response:
         nodes=diagram(record),
         mermaid=flowchart(record),
         runs=runs(record),
+        spent=ticket_spent(record),
         buttons=buttons(record) if seen.viewer and may_write(seen.permission) else [],
         sent=_sent(request) if seen.viewer else "",
         github=_github_links(state.config.github_web_url, record),

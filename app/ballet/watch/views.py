@@ -16,7 +16,7 @@ from functools import lru_cache
 from ballet.core.github_text import Removed, clean, clean_line
 from ballet.core.pages import session_path, ticket_path
 from ballet.core.record import TERMINAL, Record, StageRun
-from ballet.core.render import flowchart
+from ballet.core.render import flowchart, spent_words, ticket_spend_line
 from ballet.core.report import Usage
 from ballet.core.routing import job_key
 
@@ -62,6 +62,7 @@ class RunView:
     end: datetime | None
     outcome: str
     usage: Usage
+    spent: str  # tokens and cost, as the model gateway metered them where it did
     summary: str
     url: str | None  # its session's page; None for a person's or the platform's step
 
@@ -121,11 +122,30 @@ def runs(rec: Record) -> list[RunView]:
             end=run.end,
             outcome=run.outcome or ("running" if run.end is None else "—"),
             usage=run.usage,
+            spent=run_spent(run),
             summary=run.summary,
             url=session_path(rec, run),
         )
         for run in rec.history
     ]
+
+
+def run_spent(run: StageRun) -> str:
+    """One run's tokens and cost: the gateway's meter, else what the CLI or agent said."""
+    s = run.spend
+    if s is None:
+        u = run.usage
+        return f"{u.input_tokens} in / {u.output_tokens} out, ${u.cost_usd:.2f}"
+    return (
+        f"{s.input_tokens} in · {s.cache_read_tokens} cache read · {s.cache_write_tokens} "
+        f"cache write · {s.output_tokens} out, {spent_words(s.cost_usd, s)}"
+    )
+
+
+def ticket_spent(rec: Record) -> str:
+    """The ticket's sessions and spend so far, against its cost cap if it has one."""
+    sessions = f"{rec.sessions_used} session{'' if rec.sessions_used == 1 else 's'}"
+    return f"{sessions}, {ticket_spend_line(rec).removeprefix('Ticket so far: ')}"
 
 
 def run_name(run: StageRun) -> str:

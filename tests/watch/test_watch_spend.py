@@ -1,0 +1,57 @@
+"""The ticket page shows what each session spent, as the model gateway metered it
+(tokens in, cache read and write, out; cost, or "price unknown"), and the ticket's
+total against its cost cap."""
+
+from __future__ import annotations
+
+import pytest
+from ballet.core.config import Budget
+from ballet.core.events import TicketRequested
+from ballet.core.machine import advance
+from ballet.core.resolve import default_config, resolve_pipeline
+from ballet.core.spend import Spend
+from ballet.watch.views import ticket_spent
+from watch_kit import T0, Site, finish_session, new_ticket, pipeline_runtime
+
+pytestmark = pytest.mark.anyio
+
+PRICED = Spend(
+    requests=3,
+    input_tokens=1000,
+    cache_read_tokens=4000,
+    cache_write_tokens=500,
+    output_tokens=700,
+    cost_usd=0.3,
+)
+UNPRICED = Spend(requests=2, input_tokens=20, output_tokens=10, unpriced_requests=2)
+
+
+async def test_the_ticket_page_shows_each_session_spend_and_the_total(site: Site) -> None:
+    repo = await site.create_repo("acme", "spend", private=False, collaborators={})
+    record = await new_ticket(site, repo, 4, "Count the pennies")
+    record = await finish_session(site, record, "done", "implemented", spend=PRICED)
+    record = await finish_session(site, record, "approve", "reviewed", spend=UNPRICED)
+    async with site.browser() as browser:
+        page = await browser.get("/tickets/acme/spend/4")
+    assert page.status_code == 200, page.text
+    text = page.text
+    assert "<td>1000 in · 4000 cache read · 500 cache write · 700 out, $0.30</td>" in text
+    assert "<td>20 in · 0 cache read · 0 cache write · 10 out, price unknown</td>" in text
+    assert "<dd>3 sessions, $0.30 + price unknown for 2 requests</dd>" in text
+
+
+def test_the_total_names_the_ticket_cap_with_what_writers_added() -> None:
+    pipeline = resolve_pipeline(default_config(pipeline_runtime()), ())
+    capped = pipeline.model_copy(update={"budget": Budget(cost_usd=5)})
+    started = TicketRequested(
+        now=T0,
+        repo="acme/cap",
+        issue=1,
+        author="alice",
+        title="t",
+        pipeline=capped,
+        default_branch="main",
+    )
+    record, _ = advance(None, started)
+    record = record.model_copy(update={"budget_added_usd": 2.5, "cost_used": 1.25})
+    assert ticket_spent(record) == "1 session, $1.25 of its $7.50 cap"
