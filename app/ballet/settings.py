@@ -162,8 +162,7 @@ class Settings(BaseSettings):
     # s3://bucket/prefix, gs://bucket/prefix or az://container/prefix, which every web
     # and worker process must share. BALLET_LOG_STORE_OPTIONS, `key=value,…`, adds the
     # store's settings (endpoint, region, credentials, allow_http) to AWS_* and the like.
-    # Finished logs are deleted after `log_retention_days`; a session's log is cut at
-    # `log_max_bytes` by the capture side.
+    # Finished logs are deleted after `log_retention_days`; a log is cut at `log_max_bytes`.
     log_store: str | None = None
     log_store_options: SecretStr | None = None
     log_retention_days: int = Field(default=30, ge=1, le=3650)
@@ -189,6 +188,7 @@ class Settings(BaseSettings):
     # metered spend this month reached its cap (core/spend.py). Unset: no such cap.
     budget_repository_monthly_usd: float | None = Field(default=None, gt=0)
     budget_installation_monthly_usd: float | None = Field(default=None, gt=0)
+    provider_upstreams: str = ""  # `provider=URL,…` for the model gateway (its upstream.py)
     # The --env-file these settings were read from (it holds secrets: never shown to sessions).
     loaded_from: Path | None = None
     log_level: str = "info"

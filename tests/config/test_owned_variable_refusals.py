@@ -94,7 +94,7 @@ def test_an_endpoint_variable_is_refused_only_beside_base_url() -> None:
     # Without `base_url:` Ballet sets no ANTHROPIC_BASE_URL: the declared one is the endpoint.
     valid(runtime_file("claude-code", "ANTHROPIC_BASE_URL"))
     error = only_error(runtime_file("claude-code", "ANTHROPIC_BASE_URL", base_url=True))
-    assert "for `claude-code` runtimes with `base_url:`" in error.message
+    assert "for `claude-code` runtimes with provider keys or `base_url:`" in error.message
     assert "give the endpoint once: remove ANTHROPIC_BASE_URL from `env:`" in error.message
 
 

@@ -15,8 +15,13 @@ from typing import Any
 import httpx
 import pytest
 from ballet.core.spend import SessionBudget, Spend
-from ballet.sessions.gateway import ModelGateway, MonthlyCaps, SessionTerms, parse_upstreams
-from ballet.sessions.gateway.upstream import UpstreamsError
+from ballet.sessions.gateway import (
+    ModelGateway,
+    MonthlyCaps,
+    SessionTerms,
+    UpstreamsError,
+    parse_upstreams,
+)
 from model_server import ModelServer
 
 REAL = "sk-ant-the-real-key"

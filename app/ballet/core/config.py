@@ -125,6 +125,11 @@ class Runtime(Strict):
             named.update({entry: standard_provider(entry)} if isinstance(entry, str) else entry)
         return gateway_keys(self.adapter, named, self.env)
 
+    @property
+    def sets_endpoint(self) -> bool:
+        """Ballet points the CLI at an endpoint: the model gateway's, or `base_url`."""
+        return self.base_url is not None or bool(self.provider_keys)
+
     @model_validator(mode="after")
     def _base_url_needs_an_llm_cli(self) -> Runtime:
         if self.base_url is not None and self.adapter == "command":

@@ -85,9 +85,7 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
             )
         for i, variable in enumerate(runtime.env):
             # Ballet would replace it, in a format the two cannot merge (runtime_env.py).
-            refusal = declared_refusal(
-                runtime.adapter, variable, base_url=runtime.base_url is not None
-            )
+            refusal = declared_refusal(runtime.adapter, variable, base_url=runtime.sets_endpoint)
             if refusal:
                 yield Problem(("runtimes", name, "env", i), refusal)
     for name, role in config.roles.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal
+from urllib.parse import urlsplit
 
 Provider = Literal["anthropic", "openai", "gemini"]
 PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "gemini")
@@ -54,4 +55,26 @@ def gateway_keys(
         for name in env:
             if name in STANDARD_KEYS and name not in found:
                 found[name] = STANDARD_KEYS[name]
+    return found
+
+
+class UpstreamsError(ValueError):
+    """BALLET_PROVIDER_UPSTREAMS cannot be read; the message says what to write."""
+
+
+def parse_upstreams(text: str) -> dict[Provider, str]:
+    """`anthropic=https://llm-proxy.corp/anthropic,openai=http://127.0.0.1:8080/v1`."""
+    found: dict[Provider, str] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, _, url = entry.partition("=")
+        name, url = name.strip(), url.strip().rstrip("/")
+        parts = urlsplit(url)
+        provider = next((p for p in PROVIDERS if p == name), None)
+        if provider is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamsError(
+                f"BALLET_PROVIDER_UPSTREAMS entry {entry!r} is not `provider=URL`: write "
+                "e.g. `anthropic=https://llm-proxy.corp/anthropic,openai=http://127.0.0.1:8080/v1`"
+                f" (providers: {', '.join(PROVIDERS)}; URLs http:// or https://)"
+            )
+        found[provider] = url
     return found

@@ -30,7 +30,7 @@ class OwnedVariable:
     why: str  # what Ballet sets it for
     declared: Declared  # what becomes of the same variable declared in `env:`
     advice: str  # refused: what to do instead; merged or kept: how the two combine
-    with_base_url: bool = False  # set only for a runtime with `base_url:`
+    with_base_url: bool = False  # set only for a runtime with `base_url:` or provider keys
     by_confinement: bool = False  # set by sessions/confine, in a confined session
 
     def applies(self, *, base_url: bool) -> bool:
@@ -58,10 +58,11 @@ def _endpoint(name: str) -> OwnedVariable:
     return OwnedVariable(
         name,
         None,
-        f"the runtime's `base_url:` becomes {name}",
+        f"Ballet's model gateway (for a runtime with provider keys), or else the "
+        f"runtime's `base_url:`, becomes {name}",
         "refused",
-        f"give the endpoint once: remove {name} from `env:` (or drop `base_url:`, "
-        "and allow the endpoint's host under `egress:`)",
+        f"give the endpoint once: remove {name} from `env:` and write it as `base_url:` "
+        "(the gateway's upstream when the runtime holds provider keys)",
         with_base_url=True,
     )
 
@@ -81,7 +82,14 @@ SESSION: tuple[OwnedVariable, ...] = (
         "remove TMPDIR from `env:`; a program needing scratch space uses $TMPDIR as given",
     ),
     *(_proxy(name) for name in PROXY_NAMES),
-    *(_proxy(name, "it is empty, so that nothing bypasses the egress proxy") for name in NO_PROXY),
+    *(
+        _proxy(
+            name,
+            "it is empty (or 127.0.0.1, the model gateway's), so that nothing "
+            "else bypasses the egress proxy",
+        )
+        for name in NO_PROXY
+    ),
     _proxy("NODE_USE_ENV_PROXY", "it is 1, so that Node.js CLIs use the egress proxy"),
 )
 
@@ -198,7 +206,7 @@ def declared_refusal(adapter: Adapter, name: str, *, base_url: bool) -> str | No
     elif owned in SESSION:
         scope = "every session"
     elif owned.with_base_url:
-        scope = f"`{adapter}` runtimes with `base_url:`"
+        scope = f"`{adapter}` runtimes with provider keys or `base_url:`"
     else:
         scope = f"the `{adapter}` adapter"
     what = f"{name}={owned.value}" if owned.value is not None else name

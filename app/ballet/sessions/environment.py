@@ -39,14 +39,14 @@ def session_environment(
 ) -> dict[str, str]:
     """`adapter_env` is what the runtime's adapter sets, a declared variable it merges
     already merged into it."""
-    refused = [name for name in runtime.env if forbidden(name)]
+    refused = [name for name in (*runtime.env, *runtime.provider_keys) if forbidden(name)]
     if refused:
         raise RuntimeConfigError(
-            f"the runtime's `env:` names {', '.join(refused)}, which Ballet never passes "
-            "to a session (its own settings and GitHub/Redis credentials); remove them "
-            "from `env:` in .ballet.yml"
+            f"the runtime's `env:` or `keys:` names {', '.join(refused)}, which Ballet never "
+            "passes to a session nor a provider (its own settings and GitHub/Redis "
+            "credentials); remove them from .ballet.yml"
         )
-    base_url = runtime.base_url is not None
+    base_url = runtime.sets_endpoint
     refusals = [
         refusal
         for name in runtime.env

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ballet.core.routing import job_key
 from ballet.sessionlog.capture import SessionLog
@@ -36,8 +34,11 @@ from ballet.sessions.confine import Isolation, SessionPaths, confined
 from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
 from ballet.sessions.environment import session_environment
+from ballet.sessions.gateway import ModelGateway
 from ballet.sessions.git import GitError
 from ballet.sessions.git_auth import GitAuth
+from ballet.sessions.launch import exclude_from_git, findable
+from ballet.sessions.model_access import ModelAccess, model_access, with_spend
 from ballet.sessions.outcome import (
     SessionFailure,
     failed_result,
@@ -70,6 +71,7 @@ OUTPUT_TAIL_CHARS = 16_000  # of the redacted log, in SessionResult.output_tail
 class SessionOptions:
     grace_seconds: float = 5.0  # between SIGTERM and SIGKILL of the process group
     isolation: Isolation = field(default_factory=Isolation)  # confined by default
+    gateway: ModelGateway | None = None  # the worker's (None: one per session, unmetered)
 
 
 async def open_workspace(
@@ -152,13 +154,16 @@ async def run_session(
             return await _finished(ran, session_log)
         renderer.cwd = str(workspace.clone)
         try:
-            ran = await _run(
-                spec, key, workspace, workspaces, git_auth, env, options, started,
-                _Session(choice, redactor, session_log),
-            )  # fmt: skip
+            async with model_access(spec, key, env, options.isolation, options.gateway) as access:
+                held = redactor.adding(access.tokens) if access.tokens else redactor
+                ran = await _run(
+                    spec, key, workspace, workspaces, git_auth, {**env, **access.tokens},
+                    options, started, _Session(choice, held, session_log, access),
+                )  # fmt: skip
         finally:
             if owned:
                 await workspaces.remove(workspace)
+        ran = _Ran(with_spend(ran.result, access, key), ran.redactor, ran.exit_code)
         return await _finished(ran, session_log)
     finally:
         # Finished, this is a no-op; cancelled or failing, the log is left unfinished
@@ -173,6 +178,7 @@ class _Session:
     choice: ModelChoice
     redactor: Redactor
     log: SessionLog
+    access: ModelAccess  # its model gateway, when its runtime holds provider keys
 
 
 @dataclass(frozen=True)
@@ -231,7 +237,7 @@ async def _run(
     prompt_path, context_path = files / "prompt.md", files / "context.json"
     prompt_path.write_text(prompt)
     context_path.write_text(json.dumps(build_context(spec), indent=2, ensure_ascii=False))
-    _exclude(workspace.clone, adapter.git_excludes)
+    exclude_from_git(workspace.clone, adapter.git_excludes)
     invocation = Invocation(
         prompt,
         prompt_path,
@@ -242,7 +248,11 @@ async def _run(
         choice.effort,
         home=workspace.home,
         base_url=spec.runtime.base_url,
-        declared={name: parent_env[name] for name in spec.runtime.env if name in parent_env},
+        declared={
+            **{name: parent_env[name] for name in spec.runtime.env if name in parent_env},
+            **session.access.tokens,
+        },
+        gateway=session.access.urls,
     )
     ballet_env = {
         "BALLET_REPORT": str(report_path),
@@ -252,6 +262,7 @@ async def _run(
         "BALLET_STAGE": spec.stage.id,
         "BALLET_ITERATION": str(spec.iteration),
         "BALLET_PHASE": spec.phase or "",
+        **session.access.env,
     }
     if phased:
         ballet_env["BALLET_HANDOFF"] = str(handoff_path)
@@ -271,7 +282,7 @@ async def _run(
             redactor,
         )
     meter = adapter.meter(invocation)
-    if not _findable(argv[0], workspace.clone, env.get("PATH", "")):
+    if not findable(argv[0], workspace.clone, env.get("PATH", "")):
         message = f"could not start {argv[0]!r}: not found; install the CLI on the worker's PATH"
         return _Ran(
             failed_result(SessionFailure("runtime", message), None, None, None, started), redactor
@@ -292,7 +303,7 @@ async def _run(
     try:
         async with confined(
             options.isolation, paths, argv, env, runtime_rules=hosts, session=key,
-            limits=limits.values if limits else None,
+            limits=limits.values if limits else None, gateway_socket=session.access.socket,
         ) as sandbox:  # fmt: skip
             outcome = await run_process(
                 sandbox.argv,
@@ -370,25 +381,9 @@ async def _push(
     return head, redactor
 
 
-def _findable(program: str, clone: Path, path: str) -> bool:
-    """Whether the session's PATH (or the clone, for a relative path) has `program`;
-    asked before the sandbox starts, so a missing CLI is named as such."""
-    if "/" in program:
-        return os.access(clone / program, os.X_OK)
-    return shutil.which(program, path=path) is not None
-
-
 def _refusals(refused: list[str], count: int) -> str:
     """What the egress proxy refused the session, for its report's output tail."""
     if not count:
         return ""
     lines = "".join(f"{reason}\n" for reason in dict.fromkeys(refused))
     return f"--- egress refused by Ballet's proxy ({count}) ---\n{lines}"
-
-
-def _exclude(clone: Path, patterns: tuple[str, ...]) -> None:
-    if patterns:
-        exclude = clone / ".git" / "info" / "exclude"
-        exclude.parent.mkdir(exist_ok=True)
-        with exclude.open("a") as file:
-            file.write("".join(f"{pattern}\n" for pattern in patterns))

@@ -19,6 +19,7 @@ from ballet.core.config import Phase, Runtime, StageKind
 from ballet.core.lineage import TicketLinks
 from ballet.core.record import ticket_key
 from ballet.core.report import Handoff, Report, Usage
+from ballet.core.spend import Cap, SessionBudget, Spend
 from ballet.sessions.returns import ReturnInfo, Signoffs
 
 # Why a session ended `failed` without a report of its own (None: it reported).
@@ -112,6 +113,9 @@ class RunnerSpec(Frozen):
     signoffs: Signoffs = Field(default_factory=Signoffs)
     # What was removed from its texts from GitHub, and where (sessions/untrusted.py).
     hidden_text: tuple[str, ...] = ()
+    # The caps its model gateway enforces, and whose month it counts in (gateway/).
+    budget: SessionBudget = Field(default_factory=SessionBudget)
+    installation_id: int | None = None
 
 
 class SessionResult(Frozen):
@@ -125,3 +129,7 @@ class SessionResult(Frozen):
     # Connections the session's egress proxy let through and refused.
     egress_allowed: int = 0
     egress_refused: int = 0
+    # What its model gateway metered (None: the runtime holds no provider key), and the
+    # cap that refused a request, which makes the outcome `budget`.
+    spend: Spend | None = None
+    cap_reached: Cap | None = None

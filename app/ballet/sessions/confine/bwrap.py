@@ -10,7 +10,7 @@ The sandbox starts from an empty root (bwrap's own tmpfs) and gets, in order:
    own, on the session's size-limited disk, or a tmpfs of the disk's size);
 4. the session's own mirror objects read-only (its clone's alternates);
 5. read-write: its clone, HOME and BALLET_* directory; nothing else is writable;
-6. the egress proxy's socket and the relay that starts the agent.
+6. the egress proxy's socket, the model gateway's, and the relay that starts the agent.
 Every namespace is new (user, pid, ipc, uts, cgroup, network); the session may
 not make user namespaces of its own, nor trace any process (a seccomp filter);
 it dies with the worker, and the worker kills its init once its process ends
@@ -28,11 +28,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ballet.sessions.confine.bwrap_failure import why_bwrap_failed
+
 SYSTEM_PATHS = (
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
 )  # fmt: skip
 RELAY = Path(__file__).with_name("relay.py")
 INSIDE_SOCKET = "/run/ballet/egress.sock"
+INSIDE_GATEWAY = "/run/ballet/gateway.sock"
 INSIDE_RELAY = "/run/ballet/relay.py"
 HOSTNAME = "ballet-session"
 INIT_MEMORY = ("/proc/1/mem", "/proc/1/task/1/mem")
@@ -54,12 +57,14 @@ class SandboxLayout:
     writable: tuple[Path, ...] = ()  # besides the session's own (tests only)
     tmp: Path | None = None  # the workspace's own /tmp, on its size-limited disk
     tmp_size: int | None = None  # else: bytes of the sandbox's own /tmp (None: unbounded)
+    gateway_socket: Path | None = None  # the session's model gateway (sessions/gateway/)
 
 
 @dataclass(frozen=True)
 class RelaySpec:
     proxy_port: int
-    forwards: tuple[tuple[int, str], ...]  # (port inside, host:port through the proxy)
+    # (port inside, host:port through the proxy, or the path of a unix socket inside)
+    forwards: tuple[tuple[int, str], ...]
 
     def arguments(self) -> list[str]:
         forwards = [f"{port}={target}" for port, target in self.forwards]
@@ -106,6 +111,8 @@ def bwrap_argv(
     for writable in (layout.clone, layout.home, layout.files, *layout.writable):
         args += ["--bind", str(writable), str(writable)]
     args += ["--ro-bind", str(layout.egress_socket), INSIDE_SOCKET]
+    if layout.gateway_socket is not None:
+        args += ["--ro-bind", str(layout.gateway_socket), INSIDE_GATEWAY]
     args += ["--ro-bind", str(RELAY), INSIDE_RELAY, "--chdir", str(layout.clone)]
     python = str(Path(sys.executable).resolve())
     return [*args, "--", python, "-I", "-S", INSIDE_RELAY, *relay.arguments(), "--", *command]
@@ -207,11 +214,4 @@ def check_bwrap(bwrap: str = "bwrap") -> None:
     except (OSError, subprocess.TimeoutExpired) as error:
         raise SandboxUnavailable(f"bubblewrap could not be run: {error}") from error
     if result.returncode != 0:
-        why = result.stderr.strip() or f"exit code {result.returncode}"
-        raise SandboxUnavailable(
-            f"bubblewrap cannot create a sandbox here ({why})"
-            ": it needs unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1,"
-            " user.max_user_namespaces > 0; AppArmor: kernel.apparmor_restrict_unprivileged_userns"
-            "=0 or a bwrap profile; in Kubernetes see docs/security.md), or set"
-            " BALLET_SESSION_ISOLATION=none to run sessions unconfined (unsafe)"
-        )
+        raise SandboxUnavailable(why_bwrap_failed(result.stderr, result.returncode))

@@ -34,7 +34,11 @@ PROVIDER_HOSTS: Mapping[Adapter, tuple[str, ...]] = {
 def runtime_destinations(runtime: Runtime) -> tuple[EgressRule, ...]:
     """Where a session of `runtime` may go: its provider, its `egress:`, and its
     `base_url`'s host when that is public (a local one is the operator's to allow,
-    with BALLET_SESSION_EGRESS_ALLOW; the proxy then says so if it is not)."""
+    with BALLET_SESSION_EGRESS_ALLOW; the proxy then says so if it is not).
+    A runtime with provider keys reaches its providers only through Ballet's model
+    gateway (and `base_url` is the gateway's upstream): only its `egress:` then."""
+    if runtime.provider_keys:
+        return tuple(parse_rule(host) for host in runtime.egress)
     rules = [parse_rule(host) for host in (*PROVIDER_HOSTS[runtime.adapter], *runtime.egress)]
     url = urlsplit(runtime.base_url or "")
     if url.hostname:

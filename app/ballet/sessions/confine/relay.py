@@ -12,7 +12,9 @@ is the session's only way out:
   absolute-URI requests): HTTPS_PROXY/HTTP_PROXY point here;
 - each `PORT=HOST:PORT` listens on `127.0.0.1:PORT` and tunnels to HOST:PORT
   through a CONNECT, so a client that ignores proxy variables still reaches a
-  loopback service the operator allowed (a local model server) where it expects.
+  loopback service the operator allowed (a local model server) where it expects;
+- each `PORT=/PATH` listens on `127.0.0.1:PORT` and relays straight to the unix
+  socket PATH: the session's model gateway, which speaks plain HTTP itself.
 
 Every listener is bound before the agent starts (no race with its first
 request). The agent is our child; when it exits we exit with its status, and
@@ -74,8 +76,12 @@ def _serve(listener: "_socket.socket", proxy: str, target: str) -> None:
 def _connect(client: "_socket.socket", proxy: str, target: str) -> None:
     upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        upstream.connect(proxy)
-        early = _tunnel(upstream, target) if target else b""
+        early: bytes | None = b""
+        if target.startswith("/"):  # a socket of its own: no CONNECT
+            upstream.connect(target)
+        else:
+            upstream.connect(proxy)
+            early = _tunnel(upstream, target) if target else b""
         if early is None:
             return
         client.sendall(early)

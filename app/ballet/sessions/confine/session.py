@@ -31,6 +31,7 @@ import structlog
 from ballet.core.egress import EgressRule, is_loopback_host
 from ballet.core.session_limits import LIMIT_NAMES, LimitValues
 from ballet.sessions.confine.bwrap import (
+    INSIDE_GATEWAY,
     RelaySpec,
     SandboxLayout,
     ballet_python_paths,
@@ -53,6 +54,7 @@ log = structlog.get_logger("ballet.sessions.confine")
 
 IsolationMode = Literal["bwrap", "none"]
 PROXY_PORT = 3128  # inside the sandbox's own network namespace: never taken by anything else
+GATEWAY_PORT = 3130  # the model gateway's, inside: it wins over an operator's forward there
 PROXY_VARIABLES = (
     "HTTPS_PROXY",
     "HTTP_PROXY",
@@ -156,18 +158,22 @@ async def confined(
     runtime_rules: Sequence[EgressRule],
     session: str,
     limits: LimitValues | None = None,
+    gateway_socket: Path | None = None,
 ) -> AsyncIterator[SessionSandbox]:
     """The session's sandboxed argv and environment for the duration of the block.
     `runtime_rules` are the adapter's provider hosts and the runtime's `egress:`;
     `limits` the session's own (`core.session_limits.effective_limits`), enforced
-    where `isolation.limits` says this worker can."""
+    where `isolation.limits` says this worker can; `gateway_socket` the session's
+    model gateway (gateway/), served inside on 127.0.0.1:GATEWAY_PORT."""
     limiter = _limiter(isolation.limits, limits, paths)
     try:
         if isolation.mode == "none":
             log.warning(UNCONFINED_WARNING, session=session)
             yield SessionSandbox(_limited(list(argv), limiter), dict(env), limiter=limiter)
             return
-        async with _sandboxed(isolation, paths, argv, env, runtime_rules, session, limiter) as box:
+        async with _sandboxed(
+            isolation, paths, argv, env, runtime_rules, session, limiter, gateway_socket
+        ) as box:
             yield box
     finally:
         if limiter is not None:
@@ -198,6 +204,7 @@ async def _sandboxed(
     runtime_rules: Sequence[EgressRule],
     session: str,
     limiter: SessionLimiter | None,
+    gateway_socket: Path | None,
 ) -> AsyncIterator[SessionSandbox]:
     policy = policy_for(isolation.egress_allow, runtime_rules, isolation.blocked_hosts)
     # A short path of our own: unix socket paths are limited to 107 bytes.
@@ -212,13 +219,14 @@ async def _sandboxed(
     seccomp_fd = filter_fd(program) if program is not None else None
     try:
         await proxy.start()
-        relay = relay_spec(policy)
+        relay = relay_spec(policy, gateway=gateway_socket is not None)
         layout = SandboxLayout(
             clone=paths.clone,
             home=paths.home,
             files=paths.files,
             mirror_objects=paths.mirror_objects,
             egress_socket=proxy.path,
+            gateway_socket=gateway_socket,
             readonly=(
                 *ballet_python_paths(),
                 *tool_paths(env.get("PATH", "")),
@@ -239,7 +247,7 @@ async def _sandboxed(
         )
         yield SessionSandbox(
             _limited(sandbox, limiter),
-            {**env, **proxy_environment(relay.proxy_port)},
+            {**env, **proxy_environment(relay.proxy_port, gateway=gateway_socket is not None)},
             proxy,
             init,
             seccomp_fd,
@@ -253,22 +261,27 @@ async def _sandboxed(
         shutil.rmtree(socket_dir, ignore_errors=True)
 
 
-def relay_spec(policy: EgressPolicy) -> RelaySpec:
-    """Forward each loopback service the operator allowed to the same port inside."""
+def relay_spec(policy: EgressPolicy, *, gateway: bool = False) -> RelaySpec:
+    """Forward each loopback service the operator allowed to the same port inside, and
+    the model gateway's port straight to its socket."""
     forwards = {
         rule.port: str(rule)
         for rule in policy.rules
         if rule.trusted and not rule.host.startswith("*.") and is_loopback_host(rule.host)
     }
+    if gateway:
+        forwards[GATEWAY_PORT] = INSIDE_GATEWAY
     proxy_port = PROXY_PORT
     while proxy_port in forwards:
         proxy_port += 1
     return RelaySpec(proxy_port, tuple(sorted(forwards.items())))
 
 
-def proxy_environment(port: int) -> dict[str, str]:
+def proxy_environment(port: int, *, gateway: bool = False) -> dict[str, str]:
     url = f"http://127.0.0.1:{port}"
     env = dict.fromkeys(PROXY_VARIABLES, url)
-    # Nothing is direct: even loopback is the sandbox's own, where only the relay listens.
-    env.update(NO_PROXY="", no_proxy="", NODE_USE_ENV_PROXY="1")
+    # Nothing else is direct: loopback is the sandbox's own, where only the relay listens;
+    # the model gateway is reached there, not through the egress proxy (which refuses it).
+    direct = "127.0.0.1" if gateway else ""
+    env.update(NO_PROXY=direct, no_proxy=direct, NODE_USE_ENV_PROXY="1")
     return env

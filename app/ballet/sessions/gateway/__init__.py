@@ -1,6 +1,7 @@
 """The model gateway: sessions reach their model provider through Ballet, which holds
 the keys, meters every answer and enforces the spend caps (server.py)."""
 
+from ballet.core.provider_keys import UpstreamsError, parse_upstreams
 from ballet.sessions.gateway.metering import AnswerMeter, Metering
 from ballet.sessions.gateway.server import (
     GatewaySession,
@@ -9,7 +10,7 @@ from ballet.sessions.gateway.server import (
     MonthlyCaps,
     SessionTerms,
 )
-from ballet.sessions.gateway.upstream import PUBLIC_APIS, UpstreamsError, parse_upstreams
+from ballet.sessions.gateway.upstream import PUBLIC_APIS
 
 __all__ = [
     "PUBLIC_APIS",

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ballet.core.provider_keys import PROVIDERS, Provider
+from ballet.core.provider_keys import Provider
 
 PUBLIC_APIS: Mapping[Provider, str] = {
     "anthropic": "https://api.anthropic.com",
@@ -27,28 +27,6 @@ PUBLIC_APIS: Mapping[Provider, str] = {
 }
 CONNECT_TIMEOUT_SECONDS = 15.0
 POOL_CONNECTIONS = 64
-
-
-class UpstreamsError(ValueError):
-    """BALLET_PROVIDER_UPSTREAMS cannot be read; the message says what to write."""
-
-
-def parse_upstreams(text: str) -> dict[Provider, str]:
-    """`anthropic=https://llm-proxy.corp/anthropic,openai=http://127.0.0.1:8080/v1`."""
-    found: dict[Provider, str] = {}
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        name, _, url = entry.partition("=")
-        name, url = name.strip(), url.strip().rstrip("/")
-        parts = urlsplit(url)
-        provider = next((p for p in PROVIDERS if p == name), None)
-        if provider is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UpstreamsError(
-                f"BALLET_PROVIDER_UPSTREAMS entry {entry!r} is not `provider=URL`: write "
-                "e.g. `anthropic=https://llm-proxy.corp/anthropic,openai=http://127.0.0.1:8080/v1`"
-                f" (providers: {', '.join(PROVIDERS)}; URLs http:// or https://)"
-            )
-        found[provider] = url
-    return found
 
 
 def upstream_of(provider: Provider, base_url: str | None, operator: Mapping[Provider, str]) -> str:

@@ -16,9 +16,10 @@ fetch it from GitHub. A PYTHONPATH the runtime declares follows Ballet's
 directory, and a `sitecustomize` of its own, hidden behind Ballet's, is run by it.
 
 No URL scraping (`--no-detect-urls`, which would also offer to install
-Playwright), no update checks, no shell-command suggestions. `base_url` is given
-to litellm for OpenAI, Anthropic and Gemini models alike (OPENAI_API_BASE,
-ANTHROPIC_API_BASE, GEMINI_API_BASE); the model's provider picks its own.
+Playwright), no update checks, no shell-command suggestions. litellm is pointed
+at Ballet's model gateway for each provider (OPENAI_API_BASE, ANTHROPIC_API_BASE,
+GEMINI_API_BASE) when the runtime holds provider keys, else at `base_url` for all
+three; the model's provider picks its own.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ from ballet.sessions.runtimes.base import (
 )
 
 USAGE_LOG = "aider-usage.jsonl"
+API_BASES = {
+    "OPENAI_API_BASE": "openai",
+    "ANTHROPIC_API_BASE": "anthropic",
+    "GEMINI_API_BASE": "gemini",
+}
 CHAT_HISTORY = "aider-chat.md"
 SITE_DIR = "aider-site"
 
@@ -152,9 +158,10 @@ class AiderAdapter(RuntimeAdapter):
             "PYTHONPATH": os.pathsep.join(search),
             "BALLET_AIDER_USAGE": str(invocation.files_dir / USAGE_LOG),
         }
-        if invocation.base_url:
-            for name in ("OPENAI_API_BASE", "ANTHROPIC_API_BASE", "GEMINI_API_BASE"):
-                env[name] = invocation.base_url
+        for name, provider in API_BASES.items():
+            endpoint = invocation.endpoint(provider)
+            if endpoint:
+                env[name] = endpoint
         return env
 
     def prepare(self, invocation: Invocation) -> None:

@@ -47,8 +47,16 @@ class Invocation:
     effort: str | None
     home: Path  # the session's fresh HOME
     base_url: str | None = None  # the runtime's `base_url:`
-    # The declared `env:` variables the worker has, by name: what the CLI may be given.
+    # The declared `env:` variables the worker has, by name: what the CLI may be given
+    # (a provider key's is the session's token for the model gateway).
     declared: Mapping[str, str] = field(default_factory=dict)
+    # The model gateway's address for each provider, when the runtime holds keys.
+    gateway: Mapping[str, str] = field(default_factory=dict)
+
+    def endpoint(self, provider: str) -> str | None:
+        """Where the CLI sends `provider`'s requests: the gateway, else `base_url`
+        (None: the CLI's own default)."""
+        return self.gateway.get(provider) or self.base_url
 
     @property
     def tmp_dir(self) -> Path:

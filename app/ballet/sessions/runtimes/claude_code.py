@@ -6,7 +6,8 @@ cache-write input tokens) and `total_cost_usd`. Its `usage` field is not
 used: it leaves out calls other than the main loop's.
 
 Running as root, bypass mode refuses to start unless IS_SANDBOX=1; the session
-is already confined by Ballet. `base_url` becomes ANTHROPIC_BASE_URL. Its
+is already confined by Ballet. ANTHROPIC_BASE_URL is Ballet's model gateway
+when the runtime holds the key (the gateway then goes to `base_url`), else `base_url`. Its
 non-essential traffic (update checks, telemetry, error reports) is turned off:
 a session's only network is the model API.
 """
@@ -52,8 +53,9 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     def environment(self, invocation: Invocation) -> dict[str, str]:
         # IS_SANDBOX, no non-essential traffic, no auto-update: core/runtime_env.py.
         env = super().environment(invocation)
-        if invocation.base_url:
-            env["ANTHROPIC_BASE_URL"] = invocation.base_url
+        endpoint = invocation.endpoint("anthropic")
+        if endpoint:
+            env["ANTHROPIC_BASE_URL"] = endpoint
         return env
 
     def meter(self, invocation: Invocation) -> UsageMeter:

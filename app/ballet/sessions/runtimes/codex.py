@@ -2,8 +2,9 @@
 
 Credentials: `codex exec` reads CODEX_API_KEY (with a fresh HOME it ignores
 OPENAI_API_KEY), so a declared CODEX_API_KEY, else a declared OPENAI_API_KEY,
-is passed as CODEX_API_KEY. Endpoint: Codex ignores OPENAI_BASE_URL in the
-environment; `base_url` becomes a model provider of its own in its config
+is passed as CODEX_API_KEY (Ballet's gateway token, when the runtime holds the
+key). Endpoint: Codex ignores OPENAI_BASE_URL in the environment; Ballet's model
+gateway (or `base_url`) becomes a model provider of its own in its config
 (`-c model_providers.ballet=…`, Responses API over HTTPS, no WebSocket, which
 an HTTP egress proxy or a plain gateway may not carry).
 
@@ -66,10 +67,11 @@ class CodexAdapter(RuntimeAdapter):
             "analytics.enabled=false",
             *(arg for feature in QUIET_FEATURES for arg in ("--disable", feature)),
         ]
-        if invocation.base_url:
+        endpoint = invocation.endpoint("openai")
+        if endpoint:
             provider = (
                 f"{{name={toml_string('Ballet base_url')}, "
-                f"base_url={toml_string(invocation.base_url)}, "
+                f"base_url={toml_string(endpoint)}, "
                 'env_key="CODEX_API_KEY", wire_api="responses", supports_websockets=false}'
             )
             argv += [

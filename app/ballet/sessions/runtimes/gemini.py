@@ -7,8 +7,8 @@ has no effort flag (effort is ignored).
 Before it starts, Ballet writes the session HOME's `~/.gemini/settings.json`:
 usage statistics and auto-update off (no traffic but the model API) and, when
 GEMINI_API_KEY or GOOGLE_API_KEY is declared, API-key auth selected — without
-that, `base_url` (GOOGLE_GEMINI_BASE_URL) switches the CLI to a gateway auth
-mode that a plain API key does not satisfy.
+that, GOOGLE_GEMINI_BASE_URL (Ballet's model gateway, or `base_url`) switches the
+CLI to a gateway auth mode that a plain API key does not satisfy.
 
 Usage comes from the `result` event's `stats` (every model call of the run,
 cached tokens included in `input_tokens`); Gemini reports no cost.
@@ -53,8 +53,9 @@ class GeminiAdapter(RuntimeAdapter):
 
     def environment(self, invocation: Invocation) -> dict[str, str]:
         env = super().environment(invocation)  # GEMINI_CLI_TRUST_WORKSPACE among them
-        if invocation.base_url:
-            env["GOOGLE_GEMINI_BASE_URL"] = invocation.base_url
+        endpoint = invocation.endpoint("gemini")
+        if endpoint:
+            env["GOOGLE_GEMINI_BASE_URL"] = endpoint
         return env
 
     def prepare(self, invocation: Invocation) -> None:

@@ -3,7 +3,8 @@
 Without `--auto`, `run` rejects every permission ask. `--title` is given so the
 CLI makes no title call of its own (a call its `step_finish` events would not
 count). Its configuration comes in OPENCODE_CONFIG_CONTENT: no auto-update, no
-sharing and, with `base_url`, the endpoint of the model's provider — a built-in
+sharing and, with Ballet's model gateway (the runtime holds provider keys) or
+`base_url`, the endpoint of the model's provider — a built-in
 provider (`anthropic/…`, `openai/…`, `google/…`) gets it as `baseURL`; any other
 provider name (`ballet/my-model`) becomes an OpenAI-compatible provider (Chat
 Completions) with that model, keyed by OPENAI_API_KEY. Its downloads (LSP
@@ -41,6 +42,9 @@ from ballet.sessions.runtimes.base import (
 
 BUILT_IN_PROVIDERS = ("anthropic", "openai", "google")
 CONFIG = "OPENCODE_CONFIG_CONTENT"
+# opencode's provider: the gateway's, and what its SDK's base URL ends with.
+GATEWAY_PROVIDERS = {"anthropic": ("anthropic", "/v1"), "openai": ("openai", ""),
+                     "google": ("gemini", "/v1beta")}  # fmt: skip
 
 
 class OpencodeAdapter(RuntimeAdapter):
@@ -75,9 +79,10 @@ def configuration(invocation: Invocation) -> dict[str, Any]:
     """Ballet's defaults, under the declared configuration, under what Ballet needs."""
     defaults: dict[str, Any] = {"$schema": "https://opencode.ai/config.json"}
     needed: dict[str, Any] = {"autoupdate": False, "share": "disabled"}
-    if invocation.base_url:
+    endpoint = gateway_endpoint(invocation) if invocation.gateway else invocation.base_url
+    if endpoint:
         provider, model_id = provider_and_model(invocation.model)
-        needed["provider"] = {provider: {"options": {"baseURL": invocation.base_url}}}
+        needed["provider"] = {provider: {"options": {"baseURL": endpoint}}}
         if provider not in BUILT_IN_PROVIDERS:
             defaults["provider"] = {
                 provider: {
@@ -88,6 +93,17 @@ def configuration(invocation: Invocation) -> dict[str, Any]:
                 }
             }
     return merged(merged(defaults, declared_configuration(invocation)), needed)
+
+
+def gateway_endpoint(invocation: Invocation) -> str | None:
+    """The model gateway's address for the model's provider, as its AI SDK package
+    expects it (Anthropic's and Google's put their API version in the base URL)."""
+    provider, _, model_id = (invocation.model or "").partition("/")
+    if not model_id:  # opencode's default model: its provider is opencode's choice
+        return None
+    ours, suffix = GATEWAY_PROVIDERS.get(provider, ("openai", ""))
+    found = invocation.gateway.get(ours)
+    return found + suffix if found else None
 
 
 def declared_configuration(invocation: Invocation) -> dict[str, Any]:
