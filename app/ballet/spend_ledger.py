@@ -153,6 +153,25 @@ class SpendLedger:
             for i, month in enumerate(names)
         ]
 
+    async def spenders(self, *, at: datetime) -> tuple[list[str], list[int]]:
+        """The repositories and installations that spent in `at`'s month, sorted; for
+        reports such as `ballet stats` (it scans the month's keys), never on a request."""
+        month = month_of(at)
+        repositories: set[str] = set()
+        installations: set[int] = set()
+        head = f"{self._prefix}:{month}:"
+        async for raw in self._redis.scan_iter(match=f"{_glob_escape(head)}*", count=500):
+            scope, _, name = _text(raw).removeprefix(head).partition(":")
+            if scope == "repository" and not name.endswith(":models"):
+                repositories.add(name)
+            elif scope == "installation" and name.isdigit():
+                installations.add(int(name))
+        return sorted(repositories), sorted(installations)
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
 
 def _figures(spend: Spend) -> dict[str, int]:
     figures = {name: int(getattr(spend, name)) for name in COUNTS}

@@ -1,4 +1,4 @@
-"""Per-stage figures from ticket records, for `ballet stats`.
+"""Per-stage figures from ticket records, and a month's model spend, for `ballet stats`.
 
 Pure: records in, a table out. A stage's runs are the runs of its id across
 the records (a sign-off session counts under `signoff:<role>`); a run is
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ballet.core.record import Record, StageRun
+from ballet.core.render import spent_words
+from ballet.core.spend import Spend
 
 
 @dataclass
@@ -97,3 +99,41 @@ def _duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds / 60:.1f}m"
     return f"{seconds / 3600:.1f}h"
+
+
+@dataclass(frozen=True)
+class ScopeSpend:
+    """What one repository or installation spent on models in a month (the ledger's)."""
+
+    scope: str  # "repository" or "installation"
+    name: str  # owner/name, or the installation's id
+    spend: Spend
+
+    def as_dict(self) -> dict[str, object]:
+        return {"scope": self.scope, "name": self.name, **self.spend.model_dump()}
+
+
+def render_spend(month: str, rows: list[ScopeSpend]) -> str:
+    """A plain-text table of a month's model spend, one line per repository or installation."""
+    if not rows:
+        return f"no model spend metered in {month} (UTC)"
+    header = ("model spend " + month, "requests", "in", "cache read", "cache write", "out", "cost")
+    lines = [header] + [
+        (
+            f"{row.scope} {row.name}",
+            str(row.spend.requests),
+            str(row.spend.input_tokens),
+            str(row.spend.cache_read_tokens),
+            str(row.spend.cache_write_tokens),
+            str(row.spend.output_tokens),
+            spent_words(row.spend.cost_usd, row.spend),
+        )
+        for row in rows
+    ]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
+        + "  "
+        + line[-1]
+        for line in lines
+    )

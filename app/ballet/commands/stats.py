@@ -1,8 +1,11 @@
-"""`ballet stats [--repo R] [--since D] [--json]`: per-stage figures from the records.
+"""`ballet stats [--repo R] [--since D] [--spend] [--json]`: per-stage figures from the
+records, and this month's model spend.
 
 Reads the ticket records in Redis (REDIS_URL; finished tickets stay there for
 30 days) and prints, per stage, its runs, their outcomes, the mean duration
-and the rework rate: the share of runs that sent the ticket back.
+and the rework rate: the share of runs that sent the ticket back. Then what
+each repository and installation spent on models this calendar month (UTC),
+as the model gateway metered it (the spend ledger); `--spend` prints only that.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from ballet.commands.lifecycle import add_env_file_argument, fail
 from ballet.core.record import Record
 from ballet.queue import QueueUnavailable, connect
 from ballet.settings import SettingsError, load_settings
-from ballet.stats import render_table, stage_stats
+from ballet.spend_ledger import SpendLedger, month_of
+from ballet.stats import ScopeSpend, render_spend, render_table, stage_stats
 from ballet.tickets.store import RecordStore
 
 _RELATIVE = re.compile(r"^(\d+)([mhdw])$")
@@ -30,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--since",
         help="only runs started since: a date (2026-11-01), a time (2026-11-01T12:00Z)"
         " or an age (30m, 12h, 7d, 2w)",
+    )
+    parser.add_argument(
+        "--spend",
+        action="store_true",
+        help="only this month's model spend per repository and installation",
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_env_file_argument(parser)
@@ -64,10 +73,18 @@ def run(args: argparse.Namespace) -> int:
         since = parse_since(args.since, datetime.now(UTC)) if args.since else None
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
+    now = datetime.now(UTC)
     try:
-        records = asyncio.run(_records(url, args.repo))
+        records, spent = asyncio.run(_read(url, args.repo, now))
     except QueueUnavailable as exc:
         return fail(str(exc), code=1)
+    if args.spend:
+        if args.json:
+            rows_out = [row.as_dict() for row in spent]
+            print(json.dumps({"month": month_of(now), "spend": rows_out}, indent=2))
+        else:
+            print(render_spend(month_of(now), spent))
+        return 0
     rows = stage_stats(records, since)
     if args.json:
         print(json.dumps([row.as_dict() for row in rows], indent=2))
@@ -76,12 +93,30 @@ def run(args: argparse.Namespace) -> int:
         print(f"no finished stage runs{scope} in the records" + (" since then" if since else ""))
     else:
         print(render_table(rows))
+    if not args.json and spent:
+        print(f"\n{render_spend(month_of(now), spent)}")
     return 0
 
 
-async def _records(url: str, repo: str | None) -> list[Record]:
+async def _read(url: str, repo: str | None, now: datetime) -> tuple[list[Record], list[ScopeSpend]]:
     redis = await connect(url)
     try:
-        return [record async for record in RecordStore(redis).records(repo)]
+        records = [record async for record in RecordStore(redis).records(repo)]
+        return records, await _month_spend(SpendLedger(redis), repo, now)
     finally:
         await redis.aclose()
+
+
+async def _month_spend(ledger: SpendLedger, repo: str | None, now: datetime) -> list[ScopeSpend]:
+    """This month's spend of each repository (or `repo`) and installation (or `repo`'s)."""
+    repositories, installations = await ledger.spenders(at=now)
+    rows: list[ScopeSpend] = []
+    for name in repositories:
+        if repo is None or name == repo:
+            (month,) = await ledger.months(repo=name, at=now, count=1)
+            rows.append(ScopeSpend("repository", name, month.total))
+    for installation in installations:
+        (month,) = await ledger.months(installation_id=installation, at=now, count=1)
+        if repo is None or repo in month.repositories:
+            rows.append(ScopeSpend("installation", str(installation), month.total))
+    return rows
