@@ -42,8 +42,9 @@ Picked = dict[Path, object]
 class SseEvents:
     """Splits an event stream into events; `feed` returns what each ended event held."""
 
-    def __init__(self, paths: Iterable[Path]) -> None:
+    def __init__(self, paths: Iterable[Path], event_bound: int = EVENT_BOUND) -> None:
         self._paths = frozenset(paths)
+        self._event_bound = event_bound
         self._pending = bytearray()  # from the start of the event not yet ended
         self._scanned = 0  # how much of `_pending` holds no blank line
         self._big: _BigEvent | None = None
@@ -73,7 +74,7 @@ class SseEvents:
             if _NEEDLE in ended:
                 found.extend(self._events(ended))
         self._scanned = max(len(pending) - 1, 0)
-        if len(pending) <= EVENT_BOUND:
+        if len(pending) <= self._event_bound:
             return b""
         self._big = _BigEvent(self._paths)
         rest = bytes(pending)
