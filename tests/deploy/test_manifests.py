@@ -110,6 +110,10 @@ def test_the_worker_can_confine_sessions_in_memory_backed_workspaces() -> None:
     # bwrap creates user namespaces: the runtime's default profiles forbid it.
     assert container["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
     assert container["securityContext"]["appArmorProfile"] == {"type": "Unconfined"}
+    # bwrap mounts a fresh /proc: no part of the container's may be masked, and
+    # Kubernetes unmasks it only in a pod with user namespaces.
+    assert container["securityContext"]["procMount"] == "Unmasked"
+    assert worker["spec"]["template"]["spec"]["hostUsers"] is False
     env = {e["name"]: e.get("value") for e in container["env"]}
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in worker["spec"]["template"]["spec"]["volumes"]}

@@ -27,9 +27,9 @@ def _worker_under_masked_proc(tmp_path: Path) -> subprocess.CompletedProcess[str
         "REDIS_URL": "redis://127.0.0.1:6379/0",
     }
     mask = f'mount --bind /dev/null {MASKABLE[0]} && exec "$@"'
+    unshared = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mask, "sh"]
     return subprocess.run(
-        ["unshare", "--mount", "--propagation", "private", "sh", "-c", mask, "sh"]
-        + [sys.executable, "-m", "ballet", "worker"],
+        [*unshared, sys.executable, "-m", "ballet", "worker"],
         env=env,
         capture_output=True,
         text=True,
@@ -51,4 +51,5 @@ def test_a_worker_under_a_masked_proc_names_it_and_the_fix(tmp_path: Path) -> No
 def test_other_failures_still_point_at_user_namespaces() -> None:
     said = why_bwrap_failed("bwrap: No permissions to create new namespace", 1)
     assert "unprivileged user namespaces" in said and "procMount" not in said
-    assert why_bwrap_failed("", 1).startswith("bubblewrap cannot create a sandbox here (exit code 1)")
+    unexplained = why_bwrap_failed("", 1)
+    assert unexplained.startswith("bubblewrap cannot create a sandbox here (exit code 1)")
