@@ -68,6 +68,8 @@ async def deliver_result(
         report=result.report,
         head_sha=result.head_sha,
         usage=result.usage,
+        spend=result.spend,
+        cap_reached=result.cap_reached,
         duration_seconds=result.duration_seconds,
         handoff=result.handoff,
     )
