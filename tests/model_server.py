@@ -56,6 +56,7 @@ class ModelServer:
     file_text: str = "hello from the model"
     summary: str = "greeted"
     claimed_usage: dict[str, Any] | None = None  # a `usage` the agent's report claims
+    before_command: str = ""  # shell run first in the tool call, e.g. `env > seen; `
     served: list[Served] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     url: str = ""
@@ -73,7 +74,7 @@ class ModelServer:
         found = REPORT_PATH.search(prompt)
         target = shlex.quote(found.group(1)) if found else '"$BALLET_REPORT"'
         return (
-            f"printf '%s\\n' {shlex.quote(self.file_text)} > {self.file_name}"
+            f"{self.before_command}printf '%s\\n' {shlex.quote(self.file_text)} > {self.file_name}"
             f" && git add {self.file_name} && git commit -q -m 'Add {self.file_name}'"
             f" && printf '%s' {shlex.quote(json.dumps(self.report()))} > {target}"
         )

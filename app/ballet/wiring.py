@@ -42,6 +42,7 @@ from ballet.jobs.services import (
 )
 from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.jobs.ticket_events import drain_later
+from ballet.metrics import model_spend_observed
 from ballet.queue import DeliveryQueue
 from ballet.sessionlog.objects import LogStoreConfigError
 from ballet.sessionlog.store import SessionLogs
@@ -51,8 +52,10 @@ from ballet.sessions.confine import Isolation
 from ballet.sessions.confine.cgroups import detect as detect_cgroups
 from ballet.sessions.confine.limits import LimitPlan, plan_limits, prepare_cgroups
 from ballet.sessions.disk import can_mount
+from ballet.sessions.gateway import ModelGateway, MonthlyCaps, ProviderMetering, parse_upstreams
 from ballet.settings import Settings
 from ballet.skills import builtin_skills
+from ballet.spend_ledger import SpendLedger
 from ballet.tickets.drain import Later
 from ballet.tickets.interpret import SessionLauncher
 from ballet.tickets.links import TicketLinksReader
@@ -279,7 +282,9 @@ def session_jobs_for(
         prefetch=SessionPrefetch(workspaces, tickets),
         artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for, author=ballet_login)),
         parent_env=parent_env,
-        options=options or SessionOptions(isolation=isolation_for(settings)),
+        options=with_gateway(
+            options or SessionOptions(isolation=isolation_for(settings)), settings, redis
+        ),
         builtin_skills=builtin_skills(),
         crash_retries=settings.session_crash_retries,
         returns=ReturnReads(tickets.forge_for, own_app_id=settings.app_id),
@@ -289,6 +294,22 @@ def session_jobs_for(
     if heartbeat_seconds is not None:
         jobs = replace(jobs, heartbeat_seconds=heartbeat_seconds)
     return jobs
+
+
+def with_gateway(options: SessionOptions, settings: Settings, redis: Redis) -> SessionOptions:
+    """The worker's model gateway: its ledger in Redis, the operator's caps and upstreams."""
+    if options.gateway is not None:
+        return options
+    gateway = ModelGateway(
+        ProviderMetering(),
+        ledger=SpendLedger(redis),
+        monthly=MonthlyCaps(
+            settings.budget_repository_monthly_usd, settings.budget_installation_monthly_usd
+        ),
+        upstreams=parse_upstreams(settings.provider_upstreams),  # says what to write if wrong
+        observe=model_spend_observed,
+    )
+    return replace(options, gateway=gateway)
 
 
 def isolation_for(settings: Settings) -> Isolation:

@@ -1,7 +1,11 @@
 """Each runtime adapter drives its real CLI through `run_session` against a scripted
 model server on loopback: the CLI edits a file, commits, reports and exits; the
 branch is pushed, the report parsed, and the usage Ballet meters is what the
-server served (never what the report claims)."""
+server served (never what the report claims).
+
+Every CLI goes through Ballet's model gateway (the server is its upstream, and
+nothing else reaches it): the server sees the real key, the session holds only
+its token, the gateway's meter counts every token served and prices it."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import pytest
 from agent_clis import require_cli
 from ballet.core.config import Adapter, Runtime
 from ballet.core.egress import parse_rule
+from ballet.core.spend import SessionBudget
 from ballet.sessions import (
     RunnerSpec,
     SessionOptions,
@@ -51,7 +56,7 @@ CASES = [
     Case("claude-code", "claude", "claude-sonnet-4-5", "ANTHROPIC_API_KEY", "", costed=True),
     Case("codex", "codex", "gpt-5.1-codex", "OPENAI_API_KEY", "/v1", costed=False),
     Case("gemini", "gemini", "gemini-2.5-pro", "GEMINI_API_KEY", "", costed=False),
-    Case("opencode", "opencode", "ballet/fake-model", "OPENAI_API_KEY", "/v1", costed=False),
+    Case("opencode", "opencode", "ballet/gpt-4.1", "OPENAI_API_KEY", "/v1", costed=False),
     Case("aider", "aider", "openai/gpt-4.1", "OPENAI_API_KEY", "/v1", costed=True),
 ]
 
@@ -86,13 +91,15 @@ def run(
     *,
     readonly: tuple[Path, ...] = (),
     observed: tuple[Path, ...] = (),
+    direct: bool = False,
 ) -> SessionResult:
-    """The session confined as in production; the operator allows the model server
-    (BALLET_SESSION_EGRESS_ALLOW), so nothing but the model API is reachable.
+    """The session confined as in production. Through the gateway, nothing but the
+    gateway reaches the model server; `direct`: the operator allows the server
+    (BALLET_SESSION_EGRESS_ALLOW), for a runtime without provider keys.
     `readonly` are the operator's tool directories, `observed` what the test reads."""
     port = urlsplit(model_server.url).port
     isolation = Isolation(
-        egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),),
+        egress_allow=(parse_rule(f"127.0.0.1:{port}", trusted=True),) if direct else (),
         readonly_paths=readonly,
         test_writable=observed,
     )
@@ -110,6 +117,34 @@ def refused_destinations(result: SessionResult) -> list[str]:
     return re.findall(r"^(\S+) is not an allowed destination", refusals, re.M)
 
 
+KEY_HEADERS = ("x-api-key", "authorization", "x-goog-api-key")
+
+
+def keys_seen(model_server: ModelServer) -> set[str]:
+    """Every credential the model server was sent."""
+    return {
+        value.removeprefix("Bearer ")
+        for request in model_server.requests
+        for name, value in request["headers"].items()
+        if name in KEY_HEADERS
+    }
+
+
+def env_dump(case: Case, observed: Path, tmp_path: Path) -> tuple[dict[str, str], tuple[Path, ...]]:
+    """Has the session write the environment it saw to `observed/env.txt`: the model's
+    tool call runs `env` (aider, which has no shell tool: a sitecustomize module)."""
+    if case.adapter != "aider":
+        return {}, ()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import os\n"
+        f"open({str(observed / 'env.txt')!r}, 'w').write("
+        "''.join(f'{k}={v}\\n' for k, v in os.environ.items()))\n"
+    )
+    return {"PYTHONPATH": str(site)}, (site,)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.adapter for c in CASES])
 def test_the_real_cli_commits_reports_and_is_metered(
     case: Case,
@@ -117,18 +152,30 @@ def test_the_real_cli_commits_reports_and_is_metered(
     origin: Path,
     workspaces: Workspaces,
     parent_env: dict[str, str],
+    observed: Path,
+    tmp_path: Path,
 ) -> None:
     require_cli(case.executable)
-    # The agent's report claims a usage of its own; what the CLI metered must win.
+    # The agent's report claims a usage of its own; what the gateway metered must win.
     model_server.claimed_usage = {"input_tokens": 1, "output_tokens": 1, "cost_usd": 0}
+    model_server.before_command = f"env > {observed / 'env.txt'} && "
+    extra_env, site = env_dump(case, observed, tmp_path)
     runtime = Runtime(
         adapter=case.adapter,
         model=case.model,
         effort="high",
-        env=(case.key,),
-        base_url=model_server.url + case.path,
+        env=(case.key, *extra_env),
+        base_url=model_server.url + case.path,  # the gateway's upstream
     )
-    result = run(spec_for(runtime, origin), workspaces, parent_env, model_server)
+    env = {**parent_env, **extra_env}
+    result = run(
+        spec_for(runtime, origin),
+        workspaces,
+        env,
+        model_server,
+        readonly=site,
+        observed=(observed,),
+    )
 
     assert result.failure_reason is None, result.report.summary + result.output_tail[-3000:]
     assert result.report.outcome == "done"
@@ -139,6 +186,17 @@ def test_the_real_cli_commits_reports_and_is_metered(
     files = git("ls-tree", "-r", "--name-only", f"refs/heads/{BRANCH}", cwd=origin)
     assert files.splitlines() == ["README.md", model_server.file_name]
 
+    # The provider saw the real key on every request; the session held only its token.
+    real = parent_env[case.key]
+    assert keys_seen(model_server) == {real}, keys_seen(model_server)
+    seen = dict(
+        line.split("=", 1)
+        for line in (observed / "env.txt").read_text().splitlines()
+        if "=" in line
+    )
+    assert real not in (observed / "env.txt").read_text()
+    assert seen[case.key] and seen["BALLET_GATEWAY_URL"].startswith("http://127.0.0.1:")
+
     kinds = [s.kind for s in model_server.served]
     if case.adapter == "aider":
         # One reply with the edit and the report, then aider's commit-message call.
@@ -146,21 +204,49 @@ def test_the_real_cli_commits_reports_and_is_metered(
     else:
         assert kinds == ["tool_call", "final"], kinds
     served_in, served_out = model_server.total()
-    assert (result.usage.input_tokens, result.usage.output_tokens) == (served_in, served_out), (
+    # The gateway metered every answer, tokens as served, and priced them.
+    spend = result.spend
+    assert spend is not None and spend.requests == len(model_server.served), spend
+    assert (spend.all_input_tokens, spend.output_tokens) == (served_in, served_out), (
         model_server.served
     )
+    assert spend.cost_usd > 0 and not spend.price_unknown
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (served_in, served_out)
+    assert result.usage.cost_usd == spend.cost_usd
     assert result.report.usage == result.usage
     first = model_server.requests[0]["body"]
     if case.adapter == "codex":
         assert first["reasoning"]["effort"] == "high"
     if case.adapter == "claude-code":
         assert first["thinking"]["type"] == "enabled"
-    # Confined: only the model API was reachable, and the CLI asked for nothing else.
+    # Confined: only the gateway was reachable, and the CLI asked for nothing else.
     assert refused_destinations(result) == KNOWN_EGRESS.get(case.adapter, []), (
         "the CLI reached beyond its model API"
     )
-    if case.costed:
-        assert result.usage.cost_usd > 0
+
+
+def test_a_reached_cap_stops_the_next_request_and_the_session_ends_budget(
+    model_server: ModelServer, origin: Path, workspaces: Workspaces, parent_env: dict[str, str]
+) -> None:
+    require_cli("claude")
+    runtime = Runtime(
+        adapter="claude-code",
+        model="claude-sonnet-4-5",
+        env=("ANTHROPIC_API_KEY",),
+        base_url=model_server.url,
+    )
+    # A cap the first answer overruns: the next request is refused before it is sent.
+    spec = spec_for(runtime, origin).model_copy(
+        update={"budget": SessionBudget(session_usd=0.000001)}
+    )
+    result = run(spec, workspaces, parent_env, model_server)
+
+    assert result.report.outcome == "budget", result.report.summary + result.output_tail[-3000:]
+    assert result.cap_reached is not None and result.cap_reached.scope == "session"
+    assert "this session's cost cap ($0.00) is reached" in result.report.summary
+    assert len(model_server.served) == 1  # the one answer in flight, then nothing
+    assert result.spend is not None and result.spend.requests == 1
+    assert "Ballet stopped this session" in result.output_tail
 
 
 def test_a_missing_cli_fails_with_how_to_install_it() -> None:

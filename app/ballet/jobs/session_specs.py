@@ -124,6 +124,7 @@ async def build_runner_spec(
             given=spec.signoffs_given,
             changes=spec.signoff_changes,
         ),
+        budget=spec.budget,
     )
     # Off the event loop: a hostile 64 KiB body can take a parser seconds.
     return await asyncio.to_thread(without_hidden_text, built)

@@ -26,19 +26,12 @@ from ballet.core.report import Usage
 from ballet.core.spend import Spend
 from ballet.sessions.confine import Isolation
 from ballet.sessions.confine.session import GATEWAY_PORT
-from ballet.sessions.gateway import GatewaySession, ModelGateway, SessionTerms
+from ballet.sessions.gateway import GatewaySession, ModelGateway, ProviderMetering, SessionTerms
 from ballet.sessions.spec import RunnerSpec, SessionResult
 
 log = structlog.get_logger("ballet.sessions.gateway")
 
 GATEWAY_URL = "BALLET_GATEWAY_URL"
-
-
-class NoMetering:
-    """For a gateway made without a worker's (a caller that gave none): meters nothing."""
-
-    def meter(self, *args: object) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -74,7 +67,7 @@ async def model_access(
         yield ModelAccess()
         return
     own = gateway is None
-    gateway = gateway or ModelGateway(NoMetering())
+    gateway = gateway or ModelGateway(ProviderMetering())  # no ledger: a caller's own
     terms = SessionTerms(
         session=session,
         repo=spec.ticket.repo,

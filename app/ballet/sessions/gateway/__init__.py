@@ -2,7 +2,7 @@
 the keys, meters every answer and enforces the spend caps (server.py)."""
 
 from ballet.core.provider_keys import UpstreamsError, parse_upstreams
-from ballet.sessions.gateway.metering import AnswerMeter, Metering
+from ballet.sessions.gateway.metering import AnswerMeter, Metering, ProviderMetering
 from ballet.sessions.gateway.server import (
     GatewaySession,
     Ledger,
@@ -20,6 +20,7 @@ __all__ = [
     "Metering",
     "ModelGateway",
     "MonthlyCaps",
+    "ProviderMetering",
     "SessionTerms",
     "UpstreamsError",
     "parse_upstreams",

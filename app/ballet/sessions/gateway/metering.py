@@ -11,8 +11,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
+from ballet.core.metering import UsageReader, api_of
 from ballet.core.provider_keys import Provider
 from ballet.core.spend import Spend
+from ballet.pricing import spend_of
 
 
 class AnswerMeter(Protocol):
@@ -30,3 +32,28 @@ class Metering(Protocol):
         """A meter for one answer; None for a request that spends nothing (a list of
         models, a token count)."""
         ...
+
+
+class ProviderMetering:
+    """The provider's usage fields, read as the answer streams, priced by genai-prices."""
+
+    def meter(
+        self, provider: Provider, method: str, path: str, content_type: str, model: str | None
+    ) -> AnswerMeter | None:
+        api = api_of(provider, method, path)
+        return None if api is None else ReaderMeter(provider, UsageReader(api, content_type, model))
+
+
+class ReaderMeter:
+    def __init__(self, provider: Provider, reader: UsageReader) -> None:
+        self._provider = provider
+        self._reader = reader
+
+    def feed(self, chunk: bytes) -> None:
+        self._reader.feed(chunk)
+
+    def spent(self, at: datetime) -> tuple[str | None, Spend] | None:
+        usage = self._reader.result()
+        if usage is None:
+            return None
+        return usage.model, spend_of(self._provider, usage, at)
