@@ -66,8 +66,14 @@ class SseEvents:
     def _feed_small(self, chunk: bytes, found: list[Picked]) -> bytes:
         """Adds `chunk` to the events being kept; returns what is left for a big event."""
         pending = self._pending
+        if not pending and chunk[-2:] in _BLANK_LINES:  # whole events, as servers flush them
+            if _NEEDLE in chunk:
+                found.extend(self._events(chunk))
+            return b""
         pending += chunk
-        end = max((pending.rfind(blank, self._scanned) for blank in _BLANK_LINES), default=-1)
+        scanned = self._scanned
+        end = max(pending.rfind(b"\n\n", scanned), pending.rfind(b"\n\r", scanned))
+        end = max(end, pending.rfind(b"\r\r", scanned))
         if end >= 0:
             ended = bytes(pending[: end + 2])
             del pending[: end + 2]
