@@ -38,11 +38,12 @@ async def stack(redis_url: str, tmp_path: Path, model_server: ModelServer) -> As
         yield running
 
 
-# adapter, executable, model, key, what base_url adds to the server's address, priced
+# adapter, executable, model, key, what base_url adds to the server's address, priced:
+# the model gateway prices every answer of a model with a known price, whatever the CLI.
 CASES = [
     ("claude-code", "claude", "claude-sonnet-4-5", "ANTHROPIC_API_KEY", "", True),
-    ("codex", "codex", "gpt-5.1-codex", "OPENAI_API_KEY", "/v1", False),
-    ("gemini", "gemini", "gemini-2.5-pro", "GEMINI_API_KEY", "", False),
+    ("codex", "codex", "gpt-5.1-codex", "OPENAI_API_KEY", "/v1", True),
+    ("gemini", "gemini", "gemini-2.5-pro", "GEMINI_API_KEY", "", True),
     ("opencode", "opencode", "ballet/fake-model", "OPENAI_API_KEY", "/v1", False),
     ("aider", "aider", "openai/gpt-4.1", "OPENAI_API_KEY", "/v1", True),
 ]
