@@ -2,8 +2,9 @@
 
 Prices are the table's for the day the answer came (`at`): providers change
 them, and the table keeps their history. Cache reads and writes are priced
-as the table prices them for the model (a model without a cache-write price
-has its writes priced as input). A model the table does not know is counted
+as the table prices them for the model (an hour's writes at their own price
+where it has one; a model without a cache-write price has its writes priced
+as input). A model the table does not know is counted
 in tokens and marked unpriced: its cost is unknown, never $0.
 
 The bundled table is used as installed; nothing is fetched at run time
@@ -55,6 +56,7 @@ def _cost(provider: str, usage: MeteredUsage, at: datetime) -> float | None:
         input_tokens=usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
         cache_read_tokens=usage.cache_read_tokens,
         cache_write_tokens=usage.cache_write_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
         output_tokens=usage.output_tokens,
     )
     when = at if at.tzinfo is not None else at.replace(tzinfo=UTC)

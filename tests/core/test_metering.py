@@ -80,6 +80,7 @@ def test_usage_split_over_data_lines_is_read_cut_anywhere() -> None:
         "input_tokens": 7,
         "cache_read_tokens": 0,
         "cache_write_tokens": 0,
+        "cache_write_1h_tokens": 0,
         "output_tokens": 9,
     }
     paths = [("usage",), ("message", "usage")]
@@ -119,6 +120,7 @@ def test_counts_that_are_not_counts_are_zero_and_cached_never_exceeds_the_prompt
         "input_tokens": 0,
         "cache_read_tokens": 10,
         "cache_write_tokens": 0,
+        "cache_write_1h_tokens": 0,
         "output_tokens": 0,
     }
     odd = {"input_tokens": "12", "output_tokens": True, "cache_read_input_tokens": 1.5e30}

@@ -82,6 +82,23 @@ def test_long_prompts_are_priced_at_the_table_s_tier() -> None:
     assert spend_of("anthropic", usage, AT).cost_usd > 2 * spend_of("anthropic", short, AT).cost_usd
 
 
+def test_an_hour_s_cache_writes_are_priced_at_their_own_price() -> None:
+    model = "claude-sonnet-4-5-20250929"
+    prices = calc_price(
+        Usage(input_tokens=1), model, provider_id="anthropic", genai_request_timestamp=AT
+    ).model_price
+    assert prices.cache_write_1h_mtok is not None, "the table prices an hour's writes"
+    usage = MeteredUsage(model=model, cache_write_tokens=1_000, cache_write_1h_tokens=400)
+    by_hand = (
+        600 * per_mtok(prices.cache_write_mtok) + 400 * per_mtok(prices.cache_write_1h_mtok)
+    ) / 1_000_000
+    assert spend_of("anthropic", usage, AT).cost_usd == pytest.approx(float(by_hand), rel=1e-9)
+    five_minutes = usage.model_copy(update={"cache_write_1h_tokens": 0})
+    assert (
+        spend_of("anthropic", usage, AT).cost_usd > spend_of("anthropic", five_minutes, AT).cost_usd
+    )
+
+
 @pytest.mark.parametrize(
     ("provider", "model"),
     [

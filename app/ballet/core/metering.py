@@ -5,7 +5,8 @@ them (decoded: the gateway asks providers for no content encoding), and at the
 end the reader says the answer's tokens, as the provider counted them:
 
 - Anthropic Messages: `usage` {input_tokens, cache_read_input_tokens,
-  cache_creation_input_tokens, output_tokens}; streamed, `message_start`'s
+  cache_creation_input_tokens (of which `cache_creation`'s
+  ephemeral_1h_input_tokens kept an hour), output_tokens}; streamed, `message_start`'s
   `message.usage`, then each `message_delta`'s `usage` (cumulative counts; the
   newer API also restates input and cache counts there).
 - OpenAI Chat Completions: `usage` {prompt_tokens (cached included),
@@ -78,6 +79,9 @@ class MeteredUsage(BaseModel):
     input_tokens: int = Field(default=0, ge=0)  # fresh: not read from a cache, nor written to one
     cache_read_tokens: int = Field(default=0, ge=0)
     cache_write_tokens: int = Field(default=0, ge=0)
+    # Of the cache writes, those kept an hour (Anthropic's `cache_creation`), priced
+    # higher than the 5-minute ones.
+    cache_write_1h_tokens: int = Field(default=0, ge=0)
     output_tokens: int = Field(default=0, ge=0)  # reasoning (thoughts) included
 
 
@@ -150,11 +154,14 @@ class UsageReader:
 
 def _metered(api: Api, usage: dict[str, object], model: str | None) -> MeteredUsage:
     if api == "anthropic_messages":
+        writes = _count(usage, "cache_creation_input_tokens")
+        hour = _count(usage.get("cache_creation"), "ephemeral_1h_input_tokens")
         return MeteredUsage(
             model=model,
             input_tokens=_count(usage, "input_tokens"),
             cache_read_tokens=_count(usage, "cache_read_input_tokens"),
-            cache_write_tokens=_count(usage, "cache_creation_input_tokens"),
+            cache_write_tokens=writes,
+            cache_write_1h_tokens=min(hour, writes),
             output_tokens=_count(usage, "output_tokens"),
         )
     if api == "gemini":
