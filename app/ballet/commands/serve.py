@@ -1,7 +1,8 @@
 """`ballet serve`: the web app and a worker in one process, one event loop.
 
 Without REDIS_URL it runs an embedded Valkey that keeps its data under
-BALLET_DATA_DIR and stops with it; SIGINT or SIGTERM stops everything.
+BALLET_DATA_DIR and stops with it; SIGINT or SIGTERM stops everything. One serve
+per data dir: a second one refuses to start, naming the first (serve_lock.py).
 
 Without BALLET_APP_ID it also serves `/setup`, which registers the GitHub App
 (ballet.setup) and writes its credentials to the env file: `--env-file`, or
@@ -34,6 +35,7 @@ from ballet.commands.lifecycle import (
     with_pools,
 )
 from ballet.commands.local_secret import with_local_webhook_secret
+from ballet.commands.serve_lock import DataDirInUse, serving_lock
 from ballet.embedded_valkey import EmbeddedValkeyError, embedded_valkey
 from ballet.jobs.registry import WorkerGroup
 from ballet.queue import QueueUnavailable, redis_settings
@@ -109,11 +111,11 @@ def run(args: argparse.Namespace) -> int:
     except (SettingsError, ValueError, SandboxUnavailable) as exc:
         return fail(str(exc))
     try:
-        with _queue_url(settings) as url:
+        with serving_lock(settings.data_dir), _queue_url(settings) as url:
             asyncio.run(_serve_until_signalled(args, settings, url, secret_file, env_file))
     except (SettingsError, ValueError, EmbeddedValkeyError) as exc:
         return fail(str(exc))
-    except (QueueUnavailable, ServerFailed) as exc:
+    except (QueueUnavailable, ServerFailed, DataDirInUse) as exc:
         return fail(str(exc), code=1)
     return 0
 
