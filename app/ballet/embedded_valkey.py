@@ -53,15 +53,35 @@ def embedded_valkey(data_dir: Path) -> Iterator[str]:
             f"cannot start the embedded Valkey in {directory}: {exc}; check that the directory"
             " is writable (BALLET_DATA_DIR), or set REDIS_URL to use a Redis you run"
         ) from exc
-    log.info("embedded valkey started", url=server.connection_url, data_dir=str(directory))
+    url = f"redis://{USER}:{password}@{server.host}:{server.port}/0"
+    # Where `ballet stats` finds it, password and all, while it runs (no REDIS_URL needed).
+    url_file = directory / URL_FILE
+    _write_private(url_file, f"{url}\n")
+    log.info(
+        "embedded valkey started",
+        address=f"{server.host}:{server.port}",
+        data_dir=str(directory),
+        stats="`./run stats` reads it with REDIS_URL unset",
+    )
     try:
-        yield f"redis://{USER}:{password}@{server.host}:{server.port}/0"
+        yield url
     finally:
+        url_file.unlink(missing_ok=True)
         server.stop()
         log.info("embedded valkey stopped")
 
 
+def running_url(data_dir: Path) -> str | None:
+    """The URL of the embedded Valkey a `ballet serve` on `data_dir` runs, if it left one
+    (the caller makes sure that serve still runs: a killed one leaves its file)."""
+    try:
+        return (data_dir / "valkey" / URL_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
 USER = "ballet"
+URL_FILE = "url"  # 0600, in the data dir's valkey/ (0700)
 
 # How Ballet's Valkey keeps its data; manifests/valkey.yaml says the same (a test
 # holds the two together).
@@ -102,7 +122,13 @@ def started_valkey(make: Callable[[int], ValkeyServer]) -> ValkeyServer:
 
 
 def _write_acl(path: Path, password: str) -> Path:
+    _write_private(
+        path, f"user default on nopass -@all +ping\nuser {USER} on >{password} ~* &* +@all\n"
+    )
+    return path
+
+
+def _write_private(path: Path, text: str) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as file:
-        file.write(f"user default on nopass -@all +ping\nuser {USER} on >{password} ~* &* +@all\n")
-    return path
+        file.write(text)

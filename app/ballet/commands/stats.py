@@ -1,9 +1,10 @@
 """`ballet stats [--repo R] [--since D] [--spend] [--json]`: per-stage figures from the
 records, and this month's model spend.
 
-Reads the ticket records in Redis (REDIS_URL; finished tickets stay there for
-30 days) and prints, per stage, its runs, their outcomes, the mean duration
-and the rework rate: the share of runs that sent the ticket back. Then what
+Reads the ticket records in Redis (REDIS_URL, else the embedded Valkey of the
+`ballet serve` running on BALLET_DATA_DIR; finished tickets stay there for 30
+days) and prints, per stage, its runs, their outcomes, the mean duration and
+the rework rate: the share of runs that sent the ticket back. Then what
 each repository and installation spent on models this calendar month (UTC),
 as the model gateway metered it (the spend ledger); `--spend` prints only that.
 """
@@ -16,10 +17,14 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 
+from redis.exceptions import RedisError
+
 from ballet.commands.lifecycle import add_env_file_argument, fail
+from ballet.commands.serve_lock import is_served
 from ballet.core.record import Record
+from ballet.embedded_valkey import running_url
 from ballet.queue import QueueUnavailable, connect
-from ballet.settings import SettingsError, load_settings
+from ballet.settings import Settings, SettingsError, load_settings
 from ballet.spend_ledger import SpendLedger, month_of
 from ballet.stats import ScopeSpend, render_spend, render_table, stage_stats
 from ballet.tickets.store import RecordStore
@@ -62,14 +67,7 @@ def parse_since(text: str, now: datetime) -> datetime:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = load_settings(args.env_file)
-        if settings.redis_url is None:
-            return fail(
-                "ballet stats reads the ticket records in Redis: set REDIS_URL to the server"
-                " Ballet uses (for `ballet serve`'s embedded Valkey, the url of its"
-                " 'embedded valkey started' log line)"
-            )
-        url = settings.redis_url.get_secret_value()
+        url = _redis_url(load_settings(args.env_file))
         since = parse_since(args.since, datetime.now(UTC)) if args.since else None
     except (SettingsError, ValueError) as exc:
         return fail(str(exc))
@@ -78,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
         records, spent = asyncio.run(_read(url, args.repo, now))
     except QueueUnavailable as exc:
         return fail(str(exc), code=1)
+    except RedisError as exc:
+        return fail(
+            f"Redis refused ballet stats ({exc}): give REDIS_URL with the user and password"
+            " Ballet uses, or leave it unset to read `./run serve`'s embedded Valkey",
+            code=1,
+        )
     if args.spend:
         if args.json:
             rows_out = [row.as_dict() for row in spent]
@@ -96,6 +100,22 @@ def run(args: argparse.Namespace) -> int:
     if not args.json and spent:
         print(f"\n{render_spend(month_of(now), spent)}")
     return 0
+
+
+def _redis_url(settings: Settings) -> str:
+    """REDIS_URL, else the embedded Valkey of the `ballet serve` running on the data dir
+    (its password is generated per start: the log's address alone is refused)."""
+    if settings.redis_url is not None:
+        return settings.redis_url.get_secret_value()
+    data_dir = settings.data_dir.resolve()
+    url = running_url(data_dir) if is_served(data_dir) else None
+    if url is None:
+        raise SettingsError(
+            f"REDIS_URL is not set and no `ballet serve` runs an embedded Valkey on {data_dir}:"
+            " start `./run serve` (from the same directory, or with the same BALLET_DATA_DIR),"
+            " or set REDIS_URL to the Redis Ballet uses"
+        )
+    return url
 
 
 async def _read(url: str, repo: str | None, now: datetime) -> tuple[list[Record], list[ScopeSpend]]:
