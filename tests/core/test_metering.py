@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 from ballet.core.json_picker import ANY_ITEM, JsonPicker
-from ballet.core.metering import Api, MeteredUsage, UsageReader, api_of, gemini_model_of
+from ballet.core.metering import (
+    Api,
+    MeteredUsage,
+    UsageReader,
+    api_of,
+    gemini_model_of,
+    usage_asked,
+)
 from ballet.core.sse_events import SseEvents
 
 ANSWERS = Path(__file__).resolve().parents[1] / "fixtures" / "model-answers"
@@ -272,3 +279,36 @@ def test_gemini_model_of_its_path() -> None:
     path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
     assert gemini_model_of(path) == "gemini-2.5-pro"
     assert gemini_model_of("/v1beta/models") is None
+
+
+def test_a_streamed_chat_request_is_made_to_ask_for_its_usage() -> None:
+    prompt = "please set include_usage: true"  # spelled in a prompt, it asks nothing
+    body = {"model": "gpt-4.1", "stream": True, "messages": [{"role": "user", "content": prompt}]}
+    asked = usage_asked("openai_chat", json.dumps(body).encode())
+    assert asked is not None
+    assert json.loads(asked) == {**body, "stream_options": {"include_usage": True}}
+    kept = {**body, "stream_options": {"include_obfuscation": False}}
+    asked = usage_asked("openai_chat", json.dumps(kept).encode())
+    assert asked is not None
+    assert json.loads(asked)["stream_options"] == {
+        "include_obfuscation": False,
+        "include_usage": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("api", "body"),
+    [
+        ("openai_chat", {"stream": True, "stream_options": {"include_usage": True}}),
+        ("openai_chat", {"stream": False}),
+        ("openai_chat", {}),
+        ("openai_responses", {"stream": True}),  # Responses always says its usage
+        ("anthropic_messages", {"stream": True}),
+    ],
+)
+def test_a_request_that_asks_already_or_need_not_is_left_alone(
+    api: Api, body: dict[str, Any]
+) -> None:
+    assert usage_asked(api, json.dumps(body).encode()) is None
+    assert usage_asked("openai_chat", b"not json {") is None
+    assert usage_asked("openai_chat", b"[1, 2]") is None

@@ -12,7 +12,8 @@ end the reader says the answer's tokens, as the provider counted them:
 - OpenAI Chat Completions: `usage` {prompt_tokens (cached included),
   prompt_tokens_details.cached_tokens, completion_tokens (reasoning
   included)}; streamed, in the last chunk before `[DONE]` when the request set
-  `stream_options.include_usage` (a stream without it says no usage).
+  `stream_options.include_usage` (a stream without it says no usage: the
+  gateway sets it, `usage_asked`).
 - OpenAI Responses: `usage` {input_tokens (cached included),
   input_tokens_details.cached_tokens, output_tokens (reasoning included)};
   streamed, `response.usage` of `response.completed` (or `.incomplete`,
@@ -29,6 +30,7 @@ with reasoning included, whatever the API's own split.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Literal
 
@@ -68,6 +70,31 @@ def gemini_model_of(path: str) -> str | None:
     """The model a Gemini call names in its path (its body names none)."""
     found = _GEMINI_CALL.search(path.partition("?")[0].rstrip("/"))
     return found.group(1) if found else None
+
+
+def usage_asked(api: Api, body: bytes) -> bytes | None:
+    """The request body to forward so that its answer says its usage, or None when the
+    body already does (or need not).
+
+    A streamed Chat Completions answer carries usage only when the request set
+    `stream_options.include_usage`; without it the meter would see no usage and
+    no cap would hold. The body is parsed, not searched: a prompt may spell
+    `include_usage` anywhere. A body that is not a JSON object is left as it is
+    (the provider refuses it, and an error spends nothing)."""
+    if api != "openai_chat":
+        return None
+    try:
+        request = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(request, dict) or request.get("stream") is not True:
+        return None
+    options = request.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage") is True:
+        return None
+    options = options if isinstance(options, dict) else {}
+    request["stream_options"] = {**options, "include_usage": True}
+    return json.dumps(request, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class MeteredUsage(BaseModel):
