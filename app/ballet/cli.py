@@ -11,6 +11,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -27,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="ballet")
+    parser.add_argument("--version", action="version", version=f"ballet {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
@@ -40,3 +42,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = importlib.import_module(args._module)
     result: int = module.run(args)
     return result
+
+
+def _version() -> str:
+    """The installed package's version (pyproject.toml), as pip and the images know it."""
+    try:
+        return version("ballet")
+    except PackageNotFoundError:  # run from a source tree nobody installed
+        return "(not installed)"
