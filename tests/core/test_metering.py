@@ -241,6 +241,10 @@ def test_json_picker_keeps_the_last_of_an_array_s_items_and_skips_other_depths()
 
 
 def test_json_picker_reads_escaped_keys_and_stops_at_a_wrong_closer() -> None:
+    long_key = b"usage" + b"x" * 100_000  # kept no further than a key can be
+    picker = JsonPicker([("usage",)])
+    picker.feed(b'{"' + long_key + b'": {"n": 1}, "usage": {"n": 2}}')
+    assert picker.picked == {("usage",): {"n": 2}}
     picker = JsonPicker([("usage",)])
     picker.feed(b'{"\\u0075sage": {"x": "}\\"]"}, "more": ]')
     assert picker.picked == {("usage",): {"x": '}"]'}}

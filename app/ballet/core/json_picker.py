@@ -142,7 +142,8 @@ class JsonPicker:
             i += 1
         body = _STRING_BODY.match(chunk, i)
         end = body.end() if body else i
-        self._key_add(chunk[i:end])
+        if self._in_key:  # a value's string, the bulk of an answer, is not copied
+            self._key_add(chunk[i:end])
         if end >= n:
             return n
         if chunk[end] == _BACKSLASH:  # the piece's last byte
@@ -191,7 +192,7 @@ class JsonPicker:
 
     def _key_add(self, part: bytes) -> None:
         if self._in_key and len(self._key) <= KEY_BOUND:
-            self._key += part
+            self._key += part[: KEY_BOUND + 1 - len(self._key)]  # one past: "too long"
 
     def _key_text(self) -> str:
         raw = bytes(self._key)
