@@ -4,12 +4,15 @@ total against its cost cap."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from ballet.core.config import Budget
 from ballet.core.events import TicketRequested
 from ballet.core.machine import advance
 from ballet.core.resolve import default_config, resolve_pipeline
 from ballet.core.spend import Spend
+from ballet.spend_ledger import SpendLedger
 from ballet.watch.views import ticket_spent
 from watch_kit import T0, Site, finish_session, new_ticket, pipeline_runtime
 
@@ -55,3 +58,39 @@ def test_the_total_names_the_ticket_cap_with_what_writers_added() -> None:
     record, _ = advance(None, started)
     record = record.model_copy(update={"budget_added_usd": 2.5, "cost_used": 1.25})
     assert ticket_spent(record) == "1 session, $1.25 of its $7.50 cap"
+
+
+async def test_a_writer_sees_the_repository_spend_by_month_and_no_one_else(site: Site) -> None:
+    repo = await site.create_repo(
+        "acme", "ledger", private=False, collaborators={"alice": "write", "rita": "read"}
+    )
+    ledger = SpendLedger(site.redis)
+    now = datetime.now(UTC)
+    for provider, model, spend in (
+        ("anthropic", "claude-sonnet-4-5", PRICED),
+        ("openai", "made-up", UNPRICED),
+    ):
+        await ledger.add(
+            repo=repo, installation_id=1, provider=provider, model=model, spend=spend, at=now
+        )
+    record = await new_ticket(site, repo, 9, "Spend it")
+    await finish_session(site, record, "done", "ok", spend=PRICED)
+    page = "/spend/acme/ledger"
+
+    alice = await site.sign_in("alice", next_path="/tickets/acme/ledger/9")
+    ticket = await alice.get("/tickets/acme/ledger/9")
+    assert f'<a href="{page}">this repository\'s model spend by month</a>' in ticket.text
+    shown = await alice.get(page)
+    assert shown.status_code == 200, shown.text
+    cells = shown.text.replace(" ", "").replace("\n", "")
+    month = f"{now.year:04d}-{now.month:02d}"
+    assert f"<td><strong>{month}</strong></td><td>5</td><td>1020</td>" in cells
+    assert "<td>$0.30+priceunknownfor2requests</td>" in cells
+    assert "<td>anthropic·claude-sonnet-4-5</td><td>3</td>" in cells
+    assert "<td>openai·made-up</td><td>2</td>" in cells and "<td>priceunknown</td>" in cells
+
+    rita = await site.sign_in("rita", next_path="/tickets/acme/ledger/9")
+    assert "/spend/" not in (await rita.get("/tickets/acme/ledger/9")).text
+    assert (await rita.get(page)).status_code == 404
+    async with site.browser() as anyone:
+        assert (await anyone.get(page)).status_code == 404

@@ -78,6 +78,7 @@ async def ticket(request: Request) -> Response:
         mermaid=flowchart(record),
         runs=runs(record),
         spent=ticket_spent(record),
+        spend_page=f"/spend/{record.ticket.repo}" if may_write(seen.permission) else "",
         buttons=buttons(record) if seen.viewer and may_write(seen.permission) else [],
         sent=_sent(request) if seen.viewer else "",
         github=_github_links(state.config.github_web_url, record),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route
 
-from ballet.watch import actions, live, pages, sessions, signin
+from ballet.watch import actions, live, pages, sessions, signin, spend
 
 TICKET = "/tickets/{owner}/{repo}/{number:int}"
 SESSION = TICKET + "/sessions/{stage}/{iteration:int}/{attempt:int}"
@@ -26,6 +26,7 @@ ROUTES: list[BaseRoute] = [
     Route(SESSION + "/{phase}", sessions.session_page, methods=["GET"]),
     Route(SESSION + "/{phase}/log.txt", sessions.raw_log, methods=["GET"]),
     Route(SESSION + "/{phase}/live", live.live, methods=["GET"]),
+    Route("/spend/{owner}/{repo}", spend.repository_spend, methods=["GET"]),
     Route("/login", signin.login, methods=["GET"]),
     Route(signin.CALLBACK_PATH, signin.callback, methods=["GET"]),
     Route("/logout", signin.logout, methods=["POST"]),
