@@ -22,7 +22,7 @@ from ballet.core.config import (
     Stage,
     merge_strategy,
 )
-from ballet.core.runtime_env import declared_refusal
+from ballet.core.runtime_env import declared_refusal, never_passed
 
 Path = tuple[str | int, ...]
 
@@ -84,10 +84,17 @@ def _check_top_level(config: BalletConfig, skills: Collection[str]) -> Iterator[
                 at_key=True,
             )
         for i, variable in enumerate(runtime.env):
-            # Ballet would replace it, in a format the two cannot merge (runtime_env.py).
-            refusal = declared_refusal(runtime.adapter, variable, base_url=runtime.sets_endpoint)
+            # Ballet would replace it, in a format the two cannot merge, or never passes
+            # it at all (runtime_env.py).
+            refusal = declared_refusal(
+                runtime.adapter, variable, base_url=runtime.sets_endpoint
+            ) or never_passed(variable)
             if refusal:
                 yield Problem(("runtimes", name, "env", i), refusal)
+        for i, entry in enumerate(runtime.keys):
+            for variable in [entry] if isinstance(entry, str) else entry:
+                if refusal := never_passed(variable):
+                    yield Problem(("runtimes", name, "keys", i), refusal)
     for name, role in config.roles.items():
         if role.runtime is not None and role.runtime not in runtimes:
             yield Problem(

@@ -211,3 +211,35 @@ def declared_refusal(adapter: Adapter, name: str, *, base_url: bool) -> str | No
         scope = f"the `{adapter}` adapter"
     what = f"{name}={owned.value}" if owned.value is not None else name
     return f"Ballet sets `{what}` for {scope}: {owned.why}; {owned.advice}"
+
+
+# Never passed to a session, nor held as a provider key: Ballet's own settings
+# (BALLET_*; a session's BALLET_* contract variables are Ballet's to set) and the
+# worker's credentials and home. `ballet validate` refuses them at the entry, and
+# so does a session asked for one (sessions/environment.py).
+NEVER_PASSED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (
+        ("BALLET_",),
+        "`BALLET_*` are Ballet's own settings (a session gets its contract's from Ballet)",
+    ),
+    (
+        ("GITHUB_", "GH_", "GIT_"),
+        "GitHub and git credentials stay with the worker (a session's pushes go through Ballet)",
+    ),
+    (("REDIS", "VALKEY"), "the worker's Redis holds every ticket and installation token"),
+)
+NEVER_PASSED_NAMES = {
+    "HOME": "each session gets a fresh, empty HOME of its own",
+    "PATH": "a session gets the worker's PATH (its tools: BALLET_SESSION_READONLY_PATHS)",
+}
+
+
+def never_passed(name: str) -> str | None:
+    """Why no runtime may name `name` in `env:` or `keys:`, and what to do; None if it may."""
+    why = NEVER_PASSED_NAMES.get(name)
+    for prefixes, reason in NEVER_PASSED:
+        if why is None and name.startswith(prefixes):
+            why = reason
+    if why is None:
+        return None
+    return f"Ballet never passes `{name}` to a session: {why}; remove it from .ballet.yml"

@@ -19,14 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ballet.core.config import Runtime
-from ballet.core.runtime_env import declared_refusal, owned_variables
+from ballet.core.runtime_env import declared_refusal, never_passed, owned_variables
 from ballet.sessions.runtimes.base import RuntimeConfigError
 
 INHERITED = ("PATH", "LANG", "LANGUAGE", "TERM", "TZ")
 INHERITED_PREFIXES = ("LC_",)
-# Ballet's settings are BALLET_*; the rest are the credentials a worker may hold.
-FORBIDDEN_PREFIXES = ("BALLET_", "GITHUB_", "GH_", "REDIS", "VALKEY", "GIT_")
-FORBIDDEN_NAMES = frozenset({"HOME", "PATH", "GITHUB_TOKEN", "GH_TOKEN", "REDIS_URL"})
 
 
 def session_environment(
@@ -80,4 +77,4 @@ def session_environment(
 
 
 def forbidden(name: str) -> bool:
-    return name in FORBIDDEN_NAMES or name.startswith(FORBIDDEN_PREFIXES)
+    return never_passed(name) is not None
