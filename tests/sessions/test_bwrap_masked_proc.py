@@ -24,7 +24,7 @@ def _worker_under_masked_proc(tmp_path: Path) -> subprocess.CompletedProcess[str
         "PATH": os.environ["PATH"],
         "BALLET_DATA_DIR": str(tmp_path),
         # Never reached: the sandbox is checked before the queue.
-        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
     }
     mask = f'mount --bind /dev/null {MASKABLE[0]} && exec "$@"'
     unshared = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mask, "sh"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import redis
+from area_fixtures import rsa_private_key_pem
 from ballet.commands.local_secret import with_local_webhook_secret
 from ballet.settings import Settings
 from process_namespaces import children
@@ -77,10 +78,11 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
 ) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
+    key = rsa_private_key_pem()  # checked at start: a real one
     env = env_without_settings(
         BALLET_WEBHOOK_SECRET=SECRET,
         BALLET_DATA_DIR=str(tmp_path / "data"),
-        BALLET_PRIVATE_KEY="private-key-never-logged",
+        BALLET_PRIVATE_KEY=key,
         BALLET_LOG_LEVEL="debug",
     )
     log = tmp_path / "serve.log"
@@ -104,7 +106,7 @@ def test_serve_runs_web_worker_and_embedded_valkey_and_stops_on_sigterm(
     output = log.read_text()
     assert "delivery handled" in output and "serve-1" in output
     assert "embedded valkey stopped" in output
-    assert SECRET not in output and "private-key-never-logged" not in output
+    assert SECRET not in output and key.splitlines()[1] not in output
     # The queue persisted under BALLET_DATA_DIR with an append-only file.
     assert list((tmp_path / "data" / "valkey").glob("appendonlydir/*.aof"))
 

@@ -18,6 +18,7 @@ from typing import Protocol
 
 import structlog
 
+from ballet.commands.app_key import check_private_key
 from ballet.core.pools import check_pool_name
 from ballet.core.session_limits import LIMIT_NAMES
 from ballet.logs import configure_logging
@@ -73,6 +74,7 @@ def with_pools(settings: Settings, args: argparse.Namespace) -> Settings:
 def prepare(args: argparse.Namespace) -> Settings:
     """Read the settings and set up logging; raises SettingsError with what to fix."""
     settings = load_settings(args.env_file)
+    check_private_key(settings)
     configure_logging(settings.log_level, json=settings.log_json)
     make_undumpable()
     return settings

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import structlog
 
+from ballet.commands.app_key import check_private_key
 from ballet.commands.lifecycle import (
     Component,
     add_address_arguments,
@@ -97,6 +98,7 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None, Path]:
     env_file = Path(args.env_file) if args.env_file else settings.data_dir / SETUP_ENV_FILE
     if args.env_file is None and env_file.is_file():
         settings = load_settings(env_file)
+        check_private_key(settings)
     settings, secret_file = with_local_webhook_secret(with_pools(settings, args))
     return settings, secret_file, env_file
 
