@@ -35,13 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="warning",
         help="level of Ballet's own log lines between the demo's (default warning)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the sandbox and Ballet running afterwards, to look at the ticket's pages,"
+        " until Ctrl-C",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     data: Path = args.data or Path(tempfile.mkdtemp(prefix="ballet-demo-"))
     configure_logging(args.log_level)
     try:
-        return asyncio.run(demo(data, timeout=args.timeout, out=sys.stdout))
+        return asyncio.run(demo(data, timeout=args.timeout, out=sys.stdout, keep=args.keep))
     except KeyboardInterrupt:
         return 130
 
@@ -112,48 +118,71 @@ def timeline(record: Record) -> str:
     return "\n".join(rows)
 
 
-async def demo(data: Path, *, timeout: float, out: TextIO) -> int:
+async def demo(data: Path, *, timeout: float, out: TextIO, keep: bool = False) -> int:
     progress = Progress(out)
     progress.say(f"starting the sandbox, Ballet and Valkey under {data}")
     async with running_stack(data) as stack:
         progress.say(f"sandbox (GitHub) at {stack.api_url}; Ballet at {stack.web_url}")
-        created = await stack.create_repo(demo_repo.new_repo_request())
-        full_name = created["full_name"]
-        progress.say(f"created {full_name} with a .ballet.yml and a scripted agent")
-        number = await file_ticket(
-            stack, full_name, demo_repo.ISSUE_TITLE, demo_repo.ISSUE_BODY, demo_repo.AUTHOR
-        )
-        progress.say(f"{demo_repo.AUTHOR} filed #{number} and labelled it `ballet`")
+        code, ticket = await _one_ticket(stack, progress, timeout=timeout, out=out)
+        if keep:
+            await _kept_up(stack, ticket, progress)
+        return code
 
-        def settled(view: View) -> bool:
-            pull = view.pull
-            record = view.record
-            merged = pull is not None and bool(pull["merged"])
-            stopped = record is not None and record.status in ("failed", "cancelled")
-            waiting = (
-                record is not None
-                and record.status == "waiting"
-                and (record.waiting is not None and record.waiting.kind == "question")
-            )
-            return (merged and record is not None and record.status == "done") or stopped or waiting
 
-        try:
-            view = await wait_until(
-                stack, full_name, number, settled, timeout=timeout, on_view=progress
-            )
-        except TimeoutError as exc:
-            progress.say(
-                f"gave up: {exc}; run again with a longer --timeout,"
-                " or with --log-level info to see what Ballet did"
-            )
-            return 1
-        record = view.record
-        assert record is not None
-        print("\nTimeline of " + record.key, file=out)
-        print(timeline(record), file=out)
+async def _kept_up(stack: Stack, ticket: tuple[str, int], progress: Progress) -> None:
+    """Say where to look, then keep everything up until Ctrl-C (or the task's cancel)."""
+    full_name, number = ticket
+    progress.say(
+        "kept running, until Ctrl-C:\n"
+        f"  the ticket's page:  {stack.web_url}/tickets/{full_name}/{number}\n"
+        f"  every ticket:       {stack.web_url}/tickets\n"
+        f"  the sandbox's API:  {stack.api_url}/repos/{full_name}/pulls?state=all"
+        f" and /repos/{full_name}/issues/{number}/comments"
+    )
+    await asyncio.Event().wait()
+
+
+async def _one_ticket(
+    stack: Stack, progress: Progress, *, timeout: float, out: TextIO
+) -> tuple[int, tuple[str, int]]:
+    """File the demo's ticket and follow it to its end: (exit code, (repo, issue))."""
+    created = await stack.create_repo(demo_repo.new_repo_request())
+    full_name = created["full_name"]
+    progress.say(f"created {full_name} with a .ballet.yml and a scripted agent")
+    number = await file_ticket(
+        stack, full_name, demo_repo.ISSUE_TITLE, demo_repo.ISSUE_BODY, demo_repo.AUTHOR
+    )
+    progress.say(f"{demo_repo.AUTHOR} filed #{number} and labelled it `ballet`")
+
+    def settled(view: View) -> bool:
         pull = view.pull
-        if pull is not None and pull["merged"]:
-            progress.say(f"PR #{pull['number']} merged as {pull['merge_commit_sha'][:12]}")
-            return 0
-        progress.say(f"the ticket stopped as {record.status}: {record.waiting}")
-        return 1
+        record = view.record
+        merged = pull is not None and bool(pull["merged"])
+        stopped = record is not None and record.status in ("failed", "cancelled")
+        waiting = (
+            record is not None
+            and record.status == "waiting"
+            and (record.waiting is not None and record.waiting.kind == "question")
+        )
+        return (merged and record is not None and record.status == "done") or stopped or waiting
+
+    try:
+        view = await wait_until(
+            stack, full_name, number, settled, timeout=timeout, on_view=progress
+        )
+    except TimeoutError as exc:
+        progress.say(
+            f"gave up: {exc}; run again with a longer --timeout,"
+            " or with --log-level info to see what Ballet did"
+        )
+        return 1, (full_name, number)
+    record = view.record
+    assert record is not None
+    print("\nTimeline of " + record.key, file=out)
+    print(timeline(record), file=out)
+    pull = view.pull
+    if pull is not None and pull["merged"]:
+        progress.say(f"PR #{pull['number']} merged as {pull['merge_commit_sha'][:12]}")
+        return 0, (full_name, number)
+    progress.say(f"the ticket stopped as {record.status}: {record.waiting}")
+    return 1, (full_name, number)
