@@ -27,6 +27,26 @@ What it offers, and who may do what:
   `cross-referenced` events, made when an issue, pull request or comment names `#n`.
 - Ready for review: GraphQL `markPullRequestReadyForReview` at `POST /graphql`
   (GitHub has no REST call for it).
+- "Update branch": `PUT /repos/{owner}/{repo}/pulls/{n}/update-branch` merges the base
+  into the head (202), or answers 422 "merge conflict between base and head".
+- Repository rulesets (rest_rulesets.py, rulesets.py): `POST` (admins) and `GET
+  /repos/{owner}/{repo}/rulesets`, `GET .../rulesets/{id}`, and `GET .../rules/branches/{branch}`,
+  the rules in force on a branch. Modelled rules: `merge_queue`, `pull_request` (required
+  approving reviews of people with write access, `allowed_merge_methods`),
+  `required_status_checks` (check runs or statuses by name; strict: up to date with the
+  base) and `required_linear_history`; any other type is refused with a 422. A direct
+  merge a rule forbids is refused with GitHub's 405 "Repository rule violations found"
+  and a line per rule, e.g. "Changes must be made through the merge queue".
+- The merge queue (merge_queue.py), where a `merge_queue` rule requires it: GraphQL
+  `enqueuePullRequest` (with `expectedHeadOid`) once the pull request meets the other
+  rules, and `dequeuePullRequest`; `pull_request.enqueued`/`dequeued` webhooks. The first
+  pull request of a base gets a merge group on
+  `refs/heads/gh-readonly-queue/{base}/pr-{n}-{head sha}` (`merge_group.checks_requested`,
+  and a push the repository's CI runs on); once every required check has passed on the
+  group's commit, whoever reported it, the base moves to it (`merge_group.destroyed`
+  reason `merged`, `pull_request.closed` merged by `github-merge-queue[bot]`); a failed
+  required check destroys it (`dequeued`; the pull request `dequeued`, reason
+  `CI_FAILURE`). One group at a time per base; no check timeout.
 - Webhooks to the configured URL, signed, in order, logged.
 
 The admin API under `/_sandbox/` (no authentication; it is how tests set the stage):

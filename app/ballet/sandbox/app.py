@@ -21,6 +21,7 @@ from ballet.sandbox import (
     graphql,
     hook_deliveries,
     manifest_flow,
+    merge_queue,
     oauth,
     repo_settings,
     rest_app,
@@ -31,6 +32,7 @@ from ballet.sandbox import (
     rest_pulls,
     rest_repos,
     rest_reviews,
+    rest_rulesets,
     rest_user,
 )
 from ballet.sandbox.auth import Actor, new_app_identity
@@ -53,6 +55,7 @@ ROUTES = [
     *rest_issues.ROUTES,
     *rest_links.ROUTES,
     *rest_pulls.ROUTES,
+    *rest_rulesets.ROUTES,
     *rest_reviews.ROUTES,
     *rest_checks.ROUTES,
     *graphql.ROUTES,
@@ -80,7 +83,7 @@ def new_sandbox(
     identity = new_app_identity(app_id, slug)
     if callback_urls is not None:
         identity.callback_urls = tuple(callback_urls)
-    return Sandbox(
+    sandbox = Sandbox(
         app=identity,
         data_dir=data_dir,
         base_url=base_url.rstrip("/"),
@@ -92,6 +95,8 @@ def new_sandbox(
         oauth_code_ttl_seconds=oauth_code_ttl_seconds,
         user_token_ttl_seconds=user_token_ttl_seconds,
     )
+    merge_queue.watch(sandbox)
+    return sandbox
 
 
 class RequestLog:

@@ -1,6 +1,8 @@
 """Webhook payloads for each change, in the shapes GitHub sends, handed to the delivery queue.
 
 Every payload carries `repository`, `sender` and `installation: {id, node_id}`.
+A completed check run and a status also tell the sandbox's check listeners (the
+merge queue judges its groups by them).
 The App's own changes are announced too, as GitHub does; Ballet ignores its own.
 """
 
@@ -16,6 +18,7 @@ from ballet.sandbox.state import (
     Comment,
     CommitStatus,
     Issue,
+    QueueEntry,
     Repo,
     Review,
     Sandbox,
@@ -119,6 +122,8 @@ def push(
 def check_run(sb: Sandbox, repo: Repo, run: CheckRun, action: str) -> None:
     payload = {"action": action, "check_run": shapes.check_run(sb, repo, run)}
     _send(sb, repo, "check_run", sb.app.bot_login, payload)
+    if action == "completed":
+        sb.checks_reported(repo, run.head_sha)
 
 
 def check_suite(sb: Sandbox, repo: Repo, suite: CheckSuite, action: str) -> None:
@@ -154,6 +159,23 @@ def status(sb: Sandbox, repo: Repo, item: CommitStatus) -> None:
         "updated_at": shapes.iso(item.created_at),
     }
     _send(sb, repo, "status", item.creator, payload)
+    sb.checks_reported(repo, item.sha)
+
+
+def merge_group(
+    sb: Sandbox, repo: Repo, entry: QueueEntry, action: str, sender: str, **extra: Any
+) -> None:
+    """`checks_requested` once the group's commit exists; `destroyed` with a `reason`."""
+    assert entry.group_sha is not None and entry.group_ref is not None
+    assert entry.group_base_sha is not None
+    group = {
+        "head_sha": entry.group_sha,
+        "head_ref": entry.group_ref,
+        "base_sha": entry.group_base_sha,
+        "base_ref": f"refs/heads/{entry.base_ref}",
+        "head_commit": shapes.simple_commit(gitcache.commit_info(repo, entry.group_sha)),
+    }
+    _send(sb, repo, "merge_group", sender, {"action": action, **extra, "merge_group": group})
 
 
 def _branch_heads(repo: Repo) -> dict[str, str]:

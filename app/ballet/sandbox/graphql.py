@@ -1,8 +1,10 @@
-"""The one corner of GitHub's GraphQL API that Ballet needs: draft ↔ ready for review.
+"""The corners of GitHub's GraphQL API that have no REST call: draft ↔ ready for
+review, and the merge queue.
 
-GitHub offers no REST call to mark a pull request ready, so the adapter sends
 `markPullRequestReadyForReview(input: {pullRequestId})` (or the reverse,
-`convertPullRequestToDraft`). The pull request's id is its REST `node_id`,
+`convertPullRequestToDraft`); `enqueuePullRequest(input: {pullRequestId,
+expectedHeadOid?})` and `dequeuePullRequest(input: {id})` (merge_queue.py), which
+answer with the `mergeQueueEntry`. The pull request's id is its REST `node_id`,
 given inline or as a variable. Any other query is refused with a GraphQL error.
 """
 
@@ -15,16 +17,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import events
+from ballet.sandbox import events, merge_queue, shapes
 from ballet.sandbox.auth import can_see, require
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import actor_of, body_of, now, respond, sandbox_of
 from ballet.sandbox.shapes import node_id
 from ballet.sandbox.state import Pull, Repo, Sandbox
 
-MUTATIONS = {"markPullRequestReadyForReview": False, "convertPullRequestToDraft": True}
-_INLINE_ID = re.compile(r'pullRequestId\s*:\s*"([^"]+)"')
-_VARIABLE_ID = re.compile(r"pullRequestId\s*:\s*\$(\w+)")
+DRAFT_MUTATIONS = {"markPullRequestReadyForReview": False, "convertPullRequestToDraft": True}
+# Each mutation's input field naming the pull request.
+MUTATIONS = {
+    **dict.fromkeys(DRAFT_MUTATIONS, "pullRequestId"),
+    "enqueuePullRequest": "pullRequestId",
+    "dequeuePullRequest": "id",
+}
 
 
 def _error(message: str) -> JSONResponse:
@@ -39,16 +45,17 @@ def _find(sb: Sandbox, pull_node_id: str) -> tuple[Repo, Pull] | None:
     return None
 
 
-def _pull_id(query: str, variables: dict[str, Any]) -> str | None:
-    inline = _INLINE_ID.search(query)
+def _argument(query: str, variables: dict[str, Any], name: str) -> str | None:
+    """An input field's string: inline, as a `$variable`, or in an `input` variable."""
+    inline = re.search(rf'(?<![\w$]){name}\s*:\s*"([^"]+)"', query)
     if inline:
         return inline.group(1)
-    variable = _VARIABLE_ID.search(query)
+    variable = re.search(rf"(?<![\w$]){name}\s*:\s*\$(\w+)", query)
     if variable and isinstance(variables.get(variable.group(1)), str):
         return str(variables[variable.group(1)])
     nested = variables.get("input")
-    if isinstance(nested, dict) and isinstance(nested.get("pullRequestId"), str):
-        return str(nested["pullRequestId"])
+    if isinstance(nested, dict) and isinstance(nested.get(name), str):
+        return str(nested[name])
     return None
 
 
@@ -65,13 +72,15 @@ async def graphql(request: Request) -> JSONResponse:
     mutation = next((name for name in MUTATIONS if name in query), None)
     if mutation is None:
         return _error(f"The sandbox supports only these GraphQL mutations: {', '.join(MUTATIONS)}")
-    pull_id = _pull_id(query, variables)
+    pull_id = _argument(query, variables, MUTATIONS[mutation])
     found = _find(sb, pull_id) if pull_id else None
     if found is None or not can_see(actor, found[0]):
         return _error(f"Could not resolve to a node with the global id of '{pull_id}'")
     repo, pr = found
     require(actor, repo, "write")
-    draft = MUTATIONS[mutation]
+    if mutation not in DRAFT_MUTATIONS:
+        return await _queue_mutation(sb, repo, pr, mutation, query, variables, actor.login)
+    draft = DRAFT_MUTATIONS[mutation]
     if pr.draft != draft:
         pr.draft = draft
         repo.issues[pr.number].updated_at = now()
@@ -79,6 +88,36 @@ async def graphql(request: Request) -> JSONResponse:
         events.pull_request(sb, repo, pr.number, action, actor.login)
     pull = {"id": node_id("PullRequest", pr.id), "number": pr.number, "isDraft": pr.draft}
     return respond({"data": {mutation: {"pullRequest": pull}}})
+
+
+async def _queue_mutation(
+    sb: Sandbox,
+    repo: Repo,
+    pr: Pull,
+    mutation: str,
+    query: str,
+    variables: dict[str, Any],
+    sender: str,
+) -> JSONResponse:
+    try:
+        if mutation == "enqueuePullRequest":
+            expected = _argument(query, variables, "expectedHeadOid")
+            entry = await merge_queue.enqueue(sb, repo, pr, expected, sender)
+        else:
+            entry = await merge_queue.dequeue(sb, repo, pr, sender)
+    except merge_queue.QueueRefusal as refusal:
+        return _error(str(refusal))
+    queued = entry in repo.merge_queue
+    state = "AWAITING_CHECKS" if entry.group_sha else "QUEUED" if queued else "MERGEABLE"
+    shape = {
+        "id": node_id("MergeQueueEntry", entry.id),
+        "position": merge_queue.position(repo, entry) if queued else 0,
+        "state": state,
+        "enqueuedAt": shapes.iso(entry.enqueued_at),
+        "headCommit": {"oid": entry.head_sha},
+        "pullRequest": {"id": node_id("PullRequest", pr.id), "number": pr.number},
+    }
+    return respond({"data": {mutation: {"mergeQueueEntry": shape}}})
 
 
 ROUTES = [Route("/graphql", graphql, methods=["POST"])]

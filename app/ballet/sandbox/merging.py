@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ballet.sandbox import events, gitrepo, pullview, pushes
+from ballet.sandbox import events, gitrepo, pullview, pushes, rulesets
 from ballet.sandbox.auth import Actor
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import now
@@ -20,9 +20,9 @@ from ballet.sandbox.state import Pull, Repo, Sandbox
 CLOSING = re.compile(r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+#(\d+)\b", re.IGNORECASE)
 
 
-def _bot_env(actor: Actor) -> dict[str, str]:
-    email = f"{actor.login}@users.noreply.github.com"
-    return {"GIT_AUTHOR_NAME": actor.login, "GIT_AUTHOR_EMAIL": email}
+def _bot_env(login: str) -> dict[str, str]:
+    email = f"{login}@users.noreply.github.com"
+    return {"GIT_AUTHOR_NAME": login, "GIT_AUTHOR_EMAIL": email}
 
 
 async def merge(
@@ -45,25 +45,41 @@ async def merge(
         raise ApiError(405, "Pull Request is still a draft")
     if expected_sha and expected_sha != pr.head_sha:
         raise ApiError(409, "Head branch was modified. Review and try the merge again.")
+    violations = rulesets.merge_violations(repo, pr, method)
+    if violations:
+        raise ApiError(405, rulesets.refusal(violations))
     base_ref = f"refs/heads/{pr.base_ref}"
     async with repo.ref_lock:
         base = gitrepo.resolve(repo.path, base_ref)
         if base is None:
             raise ApiError(405, f"Base branch {pr.base_ref} does not exist")
-        new = _merge_commit(repo, pr, base, method, title, message, actor)
+        new = merge_commit(repo, pr, base, method, title, message, actor.login)
         if new is None:
             raise ApiError(405, "Pull Request is not mergeable")
-        pr.merged_stats = pullview.stats(repo, pr)
-        gitrepo.update_ref(repo.path, base_ref, new, base)
-        moment = now()
-        pr.merged, pr.merged_at, pr.merged_by, pr.merge_commit_sha = True, moment, actor.login, new
-        issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
-        pushes.ref_moved(sb, repo, base_ref, base, new, actor.login)
-        if repo.delete_branch_on_merge:
-            _delete_head(sb, repo, pr)
-    events.pull_request(sb, repo, pr.number, "closed", actor.login)
-    _close_linked_issues(sb, repo, pr, actor)
+        land(sb, repo, pr, base, new, actor.login)
+    announce_merged(sb, repo, pr, actor.login)
     return new
+
+
+def land(sb: Sandbox, repo: Repo, pr: Pull, base: str, new: str, merger: str) -> None:
+    """Move the base branch from `base` to `new`, the merge of `pr`, and record it as
+    merged; under the repository's ref lock."""
+    base_ref = f"refs/heads/{pr.base_ref}"
+    pr.merged_stats = pullview.stats(repo, pr)
+    gitrepo.update_ref(repo.path, base_ref, new, base)
+    moment = now()
+    pr.merged, pr.merged_at, pr.merged_by, pr.merge_commit_sha = True, moment, merger, new
+    issue = repo.issues[pr.number]
+    issue.state, issue.closed_at, issue.updated_at = "closed", moment, moment
+    pushes.ref_moved(sb, repo, base_ref, base, new, merger)
+    if repo.delete_branch_on_merge:
+        _delete_head(sb, repo, pr)
+
+
+def announce_merged(sb: Sandbox, repo: Repo, pr: Pull, merger: str) -> None:
+    """What GitHub sends and does once a pull request merged, after its push."""
+    events.pull_request(sb, repo, pr.number, "closed", merger)
+    _close_linked_issues(sb, repo, pr, merger)
 
 
 def _delete_head(sb: Sandbox, repo: Repo, pr: Pull) -> None:
@@ -75,7 +91,7 @@ def _delete_head(sb: Sandbox, repo: Repo, pr: Pull) -> None:
         pushes.ref_moved(sb, repo, head_ref, old, gitrepo.ZERO_SHA, "github")
 
 
-def _close_linked_issues(sb: Sandbox, repo: Repo, pr: Pull, actor: Actor) -> None:
+def _close_linked_issues(sb: Sandbox, repo: Repo, pr: Pull, merger: str) -> None:
     """GitHub closes the issues a PR names with a closing keyword once it merges into
     the default branch (and only then)."""
     if pr.base_ref != repo.default_branch:
@@ -83,20 +99,21 @@ def _close_linked_issues(sb: Sandbox, repo: Repo, pr: Pull, actor: Actor) -> Non
     for match in CLOSING.finditer(repo.issues[pr.number].body or ""):
         linked = repo.issues.get(int(match.group(1)))
         if linked is not None and not linked.is_pull and linked.state == "open":
-            set_state(sb, repo, linked, "closed", "completed", actor)
+            set_state(sb, repo, linked, "closed", "completed", Actor("user", merger))
 
 
-def _merge_commit(
+def merge_commit(
     repo: Repo,
     pr: Pull,
     base: str,
     method: str,
     title: str | None,
     message: str | None,
-    actor: Actor,
+    author: str,
 ) -> str | None:
+    """The commit `pr` merged into `base` with `method` would make; None on a conflict."""
     issue = repo.issues[pr.number]
-    env = _bot_env(actor)
+    env = _bot_env(author)
     if method == "rebase":
         commits = gitrepo.commits_between(repo.path, base, pr.head_sha)
         return gitrepo.rebase_onto(repo.path, base, commits)
@@ -129,6 +146,6 @@ async def update_branch(
         if tree is None:
             raise ApiError(422, "merge conflict between base and head")
         text = f"Merge branch '{pr.base_ref}' into {pr.head_ref}"
-        new = gitrepo.commit_tree(repo.path, tree, [head, base], text, _bot_env(actor))
+        new = gitrepo.commit_tree(repo.path, tree, [head, base], text, _bot_env(actor.login))
         gitrepo.update_ref(repo.path, head_ref, new, head)
         pushes.ref_moved(sb, repo, head_ref, head, new, actor.login)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -172,6 +173,38 @@ class CommitStatus:
 
 
 @dataclass
+class Ruleset:
+    """A repository ruleset (`POST /repos/{owner}/{repo}/rulesets`); `rules` as given,
+    each `{"type", "parameters"?}` (rulesets.py reads them)."""
+
+    id: int
+    name: str
+    target: str
+    enforcement: str  # active | disabled | evaluate: only active ones bind
+    include: list[str]  # conditions.ref_name: refs/heads/… patterns, ~DEFAULT_BRANCH, ~ALL
+    exclude: list[str]
+    rules: list[dict[str, Any]]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass
+class QueueEntry:
+    """A pull request in its base branch's merge queue; the first of a base has a merge
+    group: its commit on `group_ref`, built on `group_base_sha` (merge_queue.py)."""
+
+    id: int
+    pull_number: int
+    base_ref: str
+    head_sha: str
+    enqueued_by: str
+    enqueued_at: datetime
+    group_ref: str | None = None
+    group_sha: str | None = None
+    group_base_sha: str | None = None
+
+
+@dataclass
 class Repo:
     id: int
     owner: str
@@ -196,6 +229,8 @@ class Repo:
     suites: dict[int, CheckSuite] = field(default_factory=dict)
     runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
+    rulesets: dict[int, Ruleset] = field(default_factory=dict)
+    merge_queue: list[QueueEntry] = field(default_factory=list)  # in queue order
     # One push (or API ref change) at a time, so ref snapshots see only their own change;
     # it keeps the refs between writes (gitcache).
     ref_lock: RefLock = field(default_factory=RefLock)
@@ -302,10 +337,16 @@ class Sandbox:
     user_token_ttl_seconds: float = 8 * 3600
     # Display names set with `PUT /_sandbox/users/{login}`; a login not here is its own name.
     user_names: dict[str, str | None] = field(default_factory=dict)
+    # Told of each commit whose check runs or statuses changed (the merge queue listens).
+    check_listeners: list[Callable[[Repo, str], None]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def next_id(self) -> int:
         return next(self._ids)
+
+    def checks_reported(self, repo: Repo, sha: str) -> None:
+        for listener in self.check_listeners:
+            listener(repo, sha)
 
     def repo(self, owner: str, name: str) -> Repo | None:
         return self.repos.get(f"{owner}/{name}".lower())
