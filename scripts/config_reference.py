@@ -118,7 +118,24 @@ pipelines:
 - A runtime's `env` may not name Ballet's own settings or credentials
   (`BALLET_*`, `GITHUB_*`, `GH_*`, `GIT_*`, `REDIS*`, `VALKEY*`, `HOME`, `PATH`).
 - Tickets pin the pipeline they started with: editing the file never changes
-  a running ticket.
+  a running ticket, but for one thing: a role deleted from `roles:` on the
+  default branch is no longer required by the live tickets that required it
+  (its running session is cancelled, its open question set aside, and the
+  ticket goes on without it; the next stage session is told).
+- Sign-offs (`signoffs:`, a report's `require_signoffs`, `/ballet signoff
+  require`): before a ticket moves on to a human stage, a merge or a review or
+  merge wait, or `$done`, each required role without a sign-off gets a session
+  of its own, one at a time, while the pull request is still a draft (a ticket
+  sent back for rework goes back to draft, and the gate marks it ready for
+  review again). A sign-off is not an approval, and never holds people back: a
+  person who merges the pull request ends the ticket done, whatever sign-off is
+  missing. A role's session reports `signed_off`, or `changes`, which goes to
+  whoever handed the ticket to the gate: after an agent stage, that stage, in a
+  new iteration; after a platform stage (a checks or review wait), the agent
+  stage before it; after a human stage, its approvers, asked again with the
+  changes, who reject (rework), approve (the role is asked again) or waive the
+  role. Only people remove a role: `/ballet signoff waive`, or deleting it from
+  `roles:`; a removed role's session never runs again for that gate.
 - `limits` (on a runtime, and on an agent stage, which lowers its runtime's
   further) may only lower what the deployment allows each session
   (`BALLET_SESSION_MAX_MEMORY`, `_DISK`, `_PROCESSES`, `_CPUS`): a value above it

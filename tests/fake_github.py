@@ -587,10 +587,13 @@ class FakeGitHub:
     def _graphql(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         node = body["variables"]["id"]
+        # The two mutations Ballet sends: ready for review, and back to draft.
+        draft = "convertPullRequestToDraft" in body["query"]
         for pr in self.prs.values():
             if f"PR_{pr.number}" == node:
-                pr.draft = False
-        data = {"markPullRequestReadyForReview": {"pullRequest": {"isDraft": False}}}
+                pr.draft = draft
+        name = "convertPullRequestToDraft" if draft else "markPullRequestReadyForReview"
+        data = {name: {"pullRequest": {"isDraft": draft}}}
         return httpx.Response(200, json={"data": data})
 
 

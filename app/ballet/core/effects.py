@@ -228,6 +228,13 @@ class MarkReadyForReview(Effect):
     number: int
 
 
+class ConvertToDraft(Effect):
+    """The pull request goes back to draft: the ticket is in the agents' hands again."""
+
+    kind: Literal["convert_to_draft"] = "convert_to_draft"
+    number: int
+
+
 class RequestReviewers(Effect):
     kind: Literal["request_reviewers"] = "request_reviewers"
     number: int
@@ -250,6 +257,7 @@ AnyEffect = Annotated[
     | ReadChecks
     | ReplyToReview
     | MarkReadyForReview
+    | ConvertToDraft
     | RequestReviewers,
     Field(discriminator="kind"),
 ]

@@ -206,6 +206,15 @@ class ReconcileTick(Event):
     kind: Literal["reconcile_tick"] = "reconcile_tick"
 
 
+class RolesInConfig(Event):
+    """`.ballet.yml` changed on the default branch: the roles it has now, given to
+    each live ticket of the repository (a required role not among them is dropped)."""
+
+    kind: Literal["roles_in_config"] = "roles_in_config"
+    roles: tuple[str, ...]
+    sha: str  # the default branch's commit that changed it
+
+
 AnyEvent = Annotated[
     TicketRequested
     | SessionFinished
@@ -221,6 +230,7 @@ AnyEvent = Annotated[
     | PullRequestClosed
     | HeadPushed
     | MergeResult
-    | ReconcileTick,
+    | ReconcileTick
+    | RolesInConfig,
     Field(discriminator="kind"),
 ]

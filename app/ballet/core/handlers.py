@@ -28,7 +28,7 @@ from ballet.core.limits import TITLE_MAX, clip, clip_handoff
 from ballet.core.pinned_text import pin
 from ballet.core.record import Record, SignOff, TicketRef
 from ballet.core.report import Handoff, Report, Usage
-from ballet.core.returns import cause
+from ballet.core.returns import SignoffChange, cause
 from ballet.core.session_spec import SIGNOFF_TIMEOUT_MINUTES
 from ballet.core.slug import branch_name
 from ballet.core.tx import Tx
@@ -195,7 +195,13 @@ def add_required_roles(tx: Tx, rep: Report) -> None:
     ]
     unknown = [r for r in rep.require_signoffs if r not in rec.pipeline.roles]
     if new:
-        tx.set(signoffs_required=(*rec.signoffs_required, *new))
+        # News for the agent too, like a person's `/ballet signoff require`.
+        by = f"role:{rec.signoff_role}" if rec.signoff_role else f"stage:{rec.stage}"
+        told = tuple(SignoffChange(role=r, action="required", by=by, at=tx.now) for r in new)
+        tx.set(
+            signoffs_required=(*rec.signoffs_required, *new),
+            signoff_changes=(*rec.signoff_changes, *told),
+        )
         tx.announce("required", f"Stage `{rec.stage}` requires sign-off from: {', '.join(new)}.")
     if unknown:
         tx.announce(
@@ -239,14 +245,23 @@ def route_signoff(tx: Tx, rep: Report, role: str) -> str:
         steps.proceed(tx, target)
         return f"`{target}` once every sign-off is in"
     if rep.outcome == "changes":
-        # Back to the stage that handed the ticket to the gate: its work is in question.
-        here = rec.pipeline.stage(rec.stage) if rec.stage else None
-        back = here.id if here and here.kind == "agent" else routing.rework_stage(rec.pipeline)
+        # Back to whoever handed the ticket to the gate (routing.handed_over_by).
+        note = f"sign-off `{role}` asked for changes: {rep.summary}"
         tx.set(signoff_role=None, gate_target=None)
+        here = rec.pipeline.stage(rec.stage) if rec.stage else None
+        if here is not None and here.kind == "human":
+            # People handed it over: they decide again (reject, or waive the role).
+            steps.enter(
+                tx,
+                here.id,
+                note=f"{note}. Reject to send it back for rework, or "
+                f"`/ballet signoff waive {role}`; an approval asks `{role}` again.",
+            )
+            return f"`{here.id}`: its approvers decide on the requested changes"
+        back = routing.handed_over_by(rec.pipeline, rec.stage)
         why = cause(
             "signoff_changes", back, tx.now, by=f"role:{role}", sha=rec.head_sha, text=rep.summary
         )
-        note = f"sign-off `{role}` asked for changes: {rep.summary}"
         steps.go(tx, back, note=note, causes=(why,), returning=True)
         return f"`{back}` with the requested changes"
     steps.ask(
@@ -330,7 +345,8 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
         and w is not None
         and w.kind in ("merge", "merge_result")
     ):
-        steps.settle(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged")
+        # A person who merged has decided: no sign-off follows the merge.
+        steps.settle(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged", gated=False)
         return
     run = rec.open_run
     if rec.status == "running" and run is not None and run.job_key is not None:

@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal
 
-from ballet.core import budgets, check_runs, edits, outbox, render, reviews, steps, verbs
+from ballet.core import (
+    budgets,
+    check_runs,
+    edits,
+    outbox,
+    render,
+    reviews,
+    signoffs,
+    steps,
+    verbs,
+)
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
@@ -111,6 +121,11 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # The issue's title or body edited: a writer's edit is the ticket's text from now
     # on; anyone else's is not heard, and the issue is told so once (core/edits.py).
     **{(s, "issue_edited"): Rule(edits.issue_edited, (), "a writer's edit adopted; others' not")
+       for s in LIVE},
+    # `.ballet.yml` on the default branch no longer has a required role: its sign-off
+    # is no longer needed, and a ticket waiting for it goes on (core/signoffs.py).
+    **{(s, "roles_in_config"): Rule(signoffs.roles_in_config, ONWARD if s != "paused" else (),
+                                    "a role deleted from the configuration is not required")
        for s in LIVE},
     # Slash commands: `COMMANDS` below says which verb counts when.
     # (A refused command leaves the status as it is.)

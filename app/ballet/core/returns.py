@@ -72,12 +72,30 @@ def cause(
 
 
 class SignoffChange(Frozen):
-    """A person required or waived a role's sign-off."""
+    """A role's sign-off required or waived by a person, required by a session's
+    report, or no longer needed because `.ballet.yml` deleted the role."""
 
     role: str
-    action: Literal["required", "waived"]
-    by: str
+    action: Literal["required", "waived", "deleted"]
+    by: str  # a login, `stage:<id>` or `role:<name>` (a report), `config:<sha>` (deleted)
     at: datetime
+
+
+def describe_change(c: SignoffChange) -> str:
+    """One line for a session's prompt: who changed which sign-off."""
+    if c.action == "deleted":
+        sha = c.by.removeprefix("config:")
+        return (
+            f"`.ballet.yml` on the default branch ({sha}) no longer has the role `{c.role}`:"
+            " its sign-off is no longer needed"
+        )
+    if c.by.startswith("stage:"):
+        who = f"stage `{c.by.removeprefix('stage:')}`'s report"
+    elif c.by.startswith("role:"):
+        who = f"the `{c.by.removeprefix('role:')}` sign-off's report"
+    else:
+        who = f"@{c.by}"
+    return f"{who} {c.action} the sign-off of `{c.role}`"
 
 
 def describe(c: ReturnCause) -> str:

@@ -65,6 +65,21 @@ def rework_stage(pipeline: ResolvedPipeline) -> str:
     return next((s.id for s in pipeline.stages if s.kind == "agent"), ids[0])
 
 
+def handed_over_by(pipeline: ResolvedPipeline, stage_id: str | None) -> str:
+    """Where a signer's `changes` goes: whoever handed the ticket to the gate.
+
+    An agent stage gets its work back. A platform stage only waited for GitHub: the
+    agent stage before it did the work in question. (A human stage's approvers are
+    asked again instead.) With none, the rework stage."""
+    here = pipeline.stage(stage_id) if stage_id else None
+    if here is None:
+        return rework_stage(pipeline)
+    if here.kind == "agent":
+        return here.id
+    before = [s.id for s in pipeline.stages[: index_of(pipeline, here.id)] if s.kind == "agent"]
+    return before[-1] if before else rework_stage(pipeline)
+
+
 def needs_signoffs(pipeline: ResolvedPipeline, target: str) -> bool:
     """Targets that move the ticket to "in review" or "done" wait for every sign-off."""
     if target == DONE:

@@ -63,12 +63,17 @@ def session_spec(
         returned=rec.returned,
         signoffs_required=rec.signoffs_required,
         signoffs_given=rec.signoffs_given,
-        signoff_changes=changes_since_last_session(rec),
+        signoff_changes=changes_since_last_session(rec, role),
         budget=session_budget(rec),
     )
 
 
-def changes_since_last_session(rec: Record) -> tuple[SignoffChange, ...]:
-    """What people did to the sign-offs since the ticket's previous session began."""
-    last = next((r.start for r in reversed(rec.history) if r.job_key is not None), None)
+def changes_since_last_session(rec: Record, role: str | None) -> tuple[SignoffChange, ...]:
+    """What changed in the sign-offs since a session like this one last began: the
+    stage agents' (role None) or this role's. A sign-off session in between does not
+    take the news away from the agent, which reads it with its next turn."""
+    last = next(
+        (r.start for r in reversed(rec.history) if r.job_key is not None and r.role == role),
+        None,
+    )
     return tuple(c for c in rec.signoff_changes if last is None or c.at >= last)

@@ -12,6 +12,7 @@ from typing import Any
 from ballet.core import render, routing
 from ballet.core.budgets import over_budget
 from ballet.core.effects import (
+    ConvertToDraft,
     MarkerKey,
     MarkReadyForReview,
     MergePR,
@@ -57,12 +58,14 @@ def go(
     note: str = "",
     causes: tuple[ReturnCause, ...] = (),
     returning: bool = False,
+    gated: bool = True,
 ) -> None:
     """Route to an outcome's target: skip switched-off stages, count iterations.
 
     A return (to this stage or an earlier one, or `returning`) starts a new
     iteration and keeps its causes for the sessions that follow; without a cause
-    of its own it is the stage's report that sent the ticket back."""
+    of its own it is the stage's report that sent the ticket back. `gated` False:
+    a person decided (merged), and no sign-off holds them back."""
     rec = tx.rec
     target, why = routing.skip_off_stages(rec.pipeline, rec.policy, target)
     if target == QUESTION:
@@ -83,10 +86,22 @@ def go(
         here = rec.stage or target
         own = causes or (cause("stage_report", here, tx.now, by=f"stage:{here}", text=note),)
         tx.set(iteration=rec.iteration + 1, returned=own)
-    proceed(tx, target, note=note)
+        back_to_draft(tx)
+    proceed(tx, target, note=note, gated=gated)
 
 
-def settle(tx: Tx, outcome: str, summary: str, causes: tuple[ReturnCause, ...] = ()) -> None:
+def back_to_draft(tx: Tx) -> None:
+    """The work is in the agents' hands again: no longer in review, so roles never
+    sign off on a pull request people are asked to read. The gate marks it ready again."""
+    rec = tx.rec
+    if rec.ready_for_review and rec.pr_number is not None:
+        tx.set(ready_for_review=False)
+        tx.emit(ConvertToDraft(repo=rec.ticket.repo, number=rec.pr_number))
+
+
+def settle(
+    tx: Tx, outcome: str, summary: str, causes: tuple[ReturnCause, ...] = (), gated: bool = True
+) -> None:
     """A human or platform stage has its outcome: report it and route it."""
     rec = tx.rec
     stage = rec.stage or ""
@@ -94,7 +109,8 @@ def settle(tx: Tx, outcome: str, summary: str, causes: tuple[ReturnCause, ...] =
     done = close_run(tx, outcome, summary, report_ref=key.render())
     assert done is not None, "a waiting stage has an open run"
     target, why = routing.next_target(rec.pipeline, stage, outcome)
-    go(tx, target, why, note=f"`{stage}` returned `{outcome}`: {summary}", causes=causes)
+    note = f"`{stage}` returned `{outcome}`: {summary}"
+    go(tx, target, why, note=note, causes=causes, gated=gated)
     post_report(tx, key, done, Report(outcome=outcome, summary=summary), None, f"`{target}`")
 
 
@@ -126,9 +142,10 @@ def post_report(
     )
 
 
-def proceed(tx: Tx, target: str, note: str = "") -> None:
-    """Enter a target once its sign-off gate is open."""
-    if routing.needs_signoffs(tx.rec.pipeline, target) and hold_for_signoff(tx, target, note):
+def proceed(tx: Tx, target: str, note: str = "", gated: bool = True) -> None:
+    """Enter a target once its sign-off gate is open (`gated` False: a person decided)."""
+    gate = gated and routing.needs_signoffs(tx.rec.pipeline, target)
+    if gate and hold_for_signoff(tx, target, note):
         return
     tx.set(gate_target=None, signoff_role=None)
     if target == DONE:

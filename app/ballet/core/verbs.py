@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from ballet.core import commands, render, rework, routing, steps
+from ballet.core import commands, render, rework, routing, signoffs, steps
 from ballet.core.commands import Command
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession
@@ -65,8 +65,12 @@ def rerun(tx: Tx, stage: str | None, role: str | None, phase: str | None, note: 
     so the budget does not stop it."""
     steps.close_run(tx, "retried", note)
     rec = tx.rec
-    if role is not None:
+    if role is not None and role in rec.missing_signoffs():
         steps.start_session(tx, rec.stage or "", None, note=note, role=role, bypass_budget=True)
+    elif role is not None:
+        # Waived, or deleted from `.ballet.yml`, since: the gate goes on without it.
+        tx.set(signoff_role=None)
+        steps.proceed(tx, rec.gate_target or routing.DONE, note=note)
     elif stage is None:
         steps.go(tx, rec.pipeline.stages[0].id, note=note)
     elif routing.needs_signoffs(rec.pipeline, stage) and rec.missing_signoffs():
@@ -156,11 +160,7 @@ def signoff_waive(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         signoff_changes=(*rec.signoff_changes, change(role, "waived", ev.author, tx.now)),
     )
     tx.announce(f"-{role}", f"@{ev.author} waived the sign-off from `{role}`.")
-    if rec.status == "running" and rec.signoff_role == role:
-        cancel_running(tx)
-        steps.close_run(tx, "waived", f"waived by @{ev.author}")
-        tx.set(signoff_role=None)
-        steps.proceed(tx, rec.gate_target or routing.DONE)
+    signoffs.let_go(tx, role, "waived", f"waived by @{ev.author}")
     return None
 
 

@@ -317,6 +317,10 @@ class Forge(Protocol):
 
     async def mark_ready_for_review(self, repo: str, number: int) -> None: ...
 
+    async def convert_to_draft(self, repo: str, number: int) -> None:
+        """Back to draft; a pull request that is already one, or closed, stays as it is."""
+        ...
+
     async def request_reviewers(
         self, repo: str, number: int, reviewers: tuple[str, ...]
     ) -> None: ...

@@ -301,6 +301,17 @@ class GitHubForge(BranchCalls, ChecksCalls, IssueGraphCalls, MergeStrategyCalls,
             {"id": node_id},
         )
 
+    async def convert_to_draft(self, repo: str, number: int) -> None:
+        pr = await self._pr_data(repo, number)
+        if pr.draft or pr.state != "open":
+            return
+        await self._client.graphql(
+            "mutation($id: ID!) { convertPullRequestToDraft(input: {pullRequestId: $id})"
+            " { pullRequest { isDraft } } }",
+            {"id": pr.node_id},
+        )
+        self._drafts[(repo, number)] = pr.node_id
+
     async def request_reviewers(self, repo: str, number: int, reviewers: tuple[str, ...]) -> None:
         if reviewers:
             await self._client.call(

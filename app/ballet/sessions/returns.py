@@ -15,7 +15,13 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from ballet.core.record import SignOff
-from ballet.core.returns import ReturnCause, ReturnKind, SignoffChange, describe
+from ballet.core.returns import (
+    ReturnCause,
+    ReturnKind,
+    SignoffChange,
+    describe,
+    describe_change,
+)
 
 
 class Frozen(BaseModel):
@@ -91,7 +97,7 @@ class ReturnInfo(Frozen):
 class Signoffs(Frozen):
     required: tuple[str, ...] = ()
     given: tuple[SignOff, ...] = ()
-    changes: tuple[SignoffChange, ...] = ()  # people's, since the previous session began
+    changes: tuple[SignoffChange, ...] = ()  # since this kind of session last began
 
 
 def returned_section(returned: tuple[ReturnInfo, ...]) -> str:
@@ -125,7 +131,7 @@ def signoffs_section(s: Signoffs) -> str:
     if s.required:
         needed = ", ".join(f"`{r}`" + (" (given)" if r in given else "") for r in s.required)
         lines.append(f"Needed before review and merge: {needed}.")
-    lines += [f"- @{c.by} {c.action} the sign-off of `{c.role}`" for c in s.changes]
+    lines += [f"- {describe_change(c)}" for c in s.changes]
     return "\n\n".join(lines)
 
 

@@ -28,6 +28,7 @@ import structlog
 from ballet.core.effects import (
     AnyEffect,
     CancelSession,
+    ConvertToDraft,
     MarkReadyForReview,
     MergePR,
     OpenBranchAndDraftPR,
@@ -151,6 +152,8 @@ class Interpreter:
                 await self._reply_to_review(effect)
             case MarkReadyForReview():
                 await self._forge.mark_ready_for_review(effect.repo, effect.number)
+            case ConvertToDraft():
+                await self._forge.convert_to_draft(effect.repo, effect.number)
             case RequestReviewers():
                 await self._forge.request_reviewers(effect.repo, effect.number, effect.reviewers)
         return None

@@ -54,7 +54,7 @@ from ballet.github.intents import (
     ValidateConfigInPR,
 )
 from ballet.github.translate import translate
-from ballet.tickets import heard, repo_config
+from ballet.tickets import config_roles, heard, repo_config
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.decided import carrying_out, committed, deciding
 from ballet.tickets.drain import Drain, Later
@@ -158,9 +158,11 @@ class TicketService:
                 await self._for_ticket(intent, event_id)
             case ValidateConfigInPR():
                 await self._check_config(intent)
-            case ConfigChanged():
-                # Config reads are conditional GETs: the next one sees the change.
-                log.info("configuration changed", repo=intent.repo, sha=intent.sha)
+            case ConfigChanged():  # new tickets read it afresh; live ones hear its roles
+                forge = self._forges(intent.installation_id)
+                await config_roles.tell_live_tickets(
+                    forge, self._live, intent, self.handle, self._clock, event_id, self._pools
+                )
             case InstallationChanged():
                 await self._installation(intent)
 
@@ -259,7 +261,7 @@ class TicketService:
             metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
-        await self._store.commit(new, effects, event_id, before=record, tally=True)
+        await self._store.commit(new, effects, event_id)
         committed(new.version)  # a session it starts may take a mirror fetched from now on
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
         # or platform wait times out too); an ended one stops getting them.
