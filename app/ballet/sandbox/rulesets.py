@@ -102,6 +102,8 @@ def _approvals(repo: Repo, pr: Pull, head_only: bool) -> int:
 
 
 def _check_violations(repo: Repo, sha: str, contexts: list[str]) -> list[str]:
+    if not contexts:
+        return []
     results = check_results(repo, sha)
     lines = []
     for context in contexts:
@@ -141,8 +143,10 @@ def _strict_violations(repo: Repo, pr: Pull) -> list[str]:
         p.get("strict_required_status_checks_policy")
         for p in rules_of(repo, pr.base_ref, "required_status_checks")
     )
+    if not strict:
+        return []
     base = gitcache.branch(repo, pr.base_ref)
-    if strict and base is not None and not gitrepo.is_ancestor(repo.path, base, pr.head_sha):
+    if base is not None and not gitrepo.is_ancestor(repo.path, base, pr.head_sha):
         return ["This branch is out-of-date with the base branch."]
     return []
 
