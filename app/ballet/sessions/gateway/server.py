@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Protocol
 
 import h11
-import httpx
 import structlog
 
 from ballet.core.provider_keys import PROVIDERS, Provider
@@ -47,12 +46,13 @@ from ballet.sessions.gateway.forms import (
 )
 from ballet.sessions.gateway.grants import Grant, SessionGrants
 from ballet.sessions.gateway.metering import Metering
-from ballet.sessions.gateway.upstream import UpstreamClients, upstream_of
+from ballet.sessions.gateway.upstream import UpstreamClients, UpstreamError, upstream_of
 
 log = structlog.get_logger("ballet.gateway")
 
 READ_BYTES = 1 << 16
 MAX_HEAD_BYTES = 64 * 1024
+WRITE_BUFFER_BYTES = 1 << 20
 
 
 class Ledger(Protocol):
@@ -167,8 +167,10 @@ class GatewaySession:
         self._tasks.add(task)
         try:
             await _Connection(self, reader, writer).serve()
-        except (ConnectionError, h11.ProtocolError, httpx.HTTPError):
+        except (OSError, h11.ProtocolError):
             pass
+        except asyncio.CancelledError:  # the session ended: asyncio would log a cancelled
+            pass  # connection's task as an error
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -219,6 +221,8 @@ class _Connection:
         self.reader = reader
         self.writer = writer
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        # The next chunk is read from upstream while this one is still being written.
+        writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
 
     async def serve(self) -> None:
         while True:
@@ -269,34 +273,28 @@ class _Connection:
         session = self.session
         query = without_key(query) if provider == "gemini" else query
         url = session.upstream(provider) + path + (f"?{query}" if query else "")
-        client = session.gateway.clients.client(url)
         method = request.method.decode("ascii")
-        upstream = client.build_request(
-            method,
-            url,
-            headers=upstream_headers(request.headers, grant.form, grant.key),
-            content=self._body() if _has_body(request) else None,
-        )
+        headers = upstream_headers(request.headers, grant.form, grant.key)
+        body = self._body() if _has_body(request) else None
         try:
-            answer = await client.send(upstream, stream=True)
-        except httpx.HTTPError as error:
-            return await self._refuse(
-                provider, 502, f"Ballet's model gateway could not reach {provider}: {error!r}"
-            )
+            answer = await session.gateway.clients.send(method, url, headers, body)
+        except UpstreamError as error:
+            message = f"Ballet's model gateway could not reach {provider}: {error}"
+            return await self._refuse(provider, 502, message)
         try:
-            content_type = answer.headers.get("content-type", "")
+            content_type = next((v for n, v in answer.headers if n.lower() == b"content-type"), b"")
             meter = session.gateway.metering.meter(
-                provider, method, path, content_type, _path_model(path)
+                provider, method, path, content_type.decode("latin-1"), _path_model(path)
             )
-            headers = [(k, v) for k, v in answer.headers.raw if k.lower() not in HOP_BY_HOP]
-            await self._send(h11.Response(status_code=answer.status_code, headers=headers))
-            async for chunk in answer.aiter_raw():
+            down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
+            await self._send(h11.Response(status_code=answer.status, headers=down))
+            async for chunk in answer.body():
                 if meter is not None:
                     meter.feed(chunk)
                 await self._send(h11.Data(data=chunk))
             await self._send(h11.EndOfMessage())
         finally:
-            await answer.aclose()
+            answer.close()
         found = meter.spent(session.gateway.clock()) if meter is not None else None
         if found is not None:
             await session.spent(provider, *found)
