@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from starlette.requests import Request
 from starlette.responses import Response
 
 from ballet.core.commands import HELP_TEXT, Verb
 from ballet.core.machine import COMMANDS
 from ballet.core.record import Record
-from ballet.core.render import flowchart
 from ballet.watch.access import may_write
 from ballet.watch.lookup import Seen, visible_ticket
+from ballet.watch.pipeline_layout import drawing
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
+from ballet.watch.times import ticket_times
 from ballet.watch.views import diagram, row, runs, ticket_spent, ticket_text
 
 # The commands a writer may give from a ticket's page, in the order shown.
@@ -75,7 +78,8 @@ async def ticket(request: Request) -> Response:
         text=ticket_text(record.ticket.title, record.text.body if record.text else None),
         row=row(record),
         nodes=diagram(record),
-        mermaid=flowchart(record),
+        drawing=drawing(record),
+        times=ticket_times(record, datetime.now(UTC)),
         runs=runs(record),
         spent=ticket_spent(record),
         spend_page=f"/spend/{record.ticket.repo}" if may_write(seen.permission) else "",

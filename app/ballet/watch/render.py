@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 
 from ballet.watch.cookies import Viewer
+from ballet.watch.markdown import rendered
+from ballet.watch.times import spoken
 
 
 def environment() -> Environment:
@@ -30,6 +32,8 @@ def environment() -> Environment:
     )
     env.filters["when"] = when
     env.filters["duration"] = duration
+    env.filters["spoken"] = spoken
+    env.filters["markdown"] = rendered
     return env
 
 
@@ -78,16 +82,10 @@ def when(moment: datetime | float | None) -> str:
 
 
 def duration(start: datetime | None, end: datetime | None = None) -> str:
+    """How long from `start` to `end` (or to now): `340 ms` under a second, never `0s`."""
     if start is None:
         return "—"
-    seconds = int(((end or datetime.now(UTC)) - start).total_seconds())
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m {seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
+    return spoken(((end or datetime.now(UTC)) - start).total_seconds())
 
 
 def streamed_page(
