@@ -65,8 +65,9 @@ def queued_repo(
                 status="completed",
                 conclusion="success",
             )
-    node = gh.rest.pulls.get("octo", "demo", number).parsed_data.node_id
-    return number, head, node
+    pull = gh.rest.pulls.get("octo", "demo", number).parsed_data
+    assert pull.mergeable_state == "clean"  # its rules are met; the queue does not block
+    return number, head, pull.node_id
 
 
 def state(admin: httpx.Client) -> dict[str, Any]:

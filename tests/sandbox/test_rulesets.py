@@ -161,6 +161,8 @@ def test_required_reviews_count_only_approvals_of_people_with_write_access(
     make_repo(admin)
     number, _ = open_pull(sandbox, tmp_path, {"feature.txt": "new\n"})
     add_ruleset(sandbox, review_rule(1))
+    app = installation_client(sandbox)
+    assert app.rest.pulls.get("octo", "demo", number).parsed_data.mergeable_state == "blocked"
     needed = "At least 1 approving review is required by reviewers with write access."
     assert needed in refusal(sandbox, number)
     reader = user_client(sandbox, "reader")
@@ -171,7 +173,7 @@ def test_required_reviews_count_only_approvals_of_people_with_write_access(
     assert needed in refusal(sandbox, number)
     writer = user_client(sandbox, "writer")
     writer.rest.pulls.create_review("octo", "demo", number, event="APPROVE")
-    app = installation_client(sandbox)
+    assert app.rest.pulls.get("octo", "demo", number).parsed_data.mergeable_state == "clean"
     merged = app.rest.pulls.merge("octo", "demo", number)
     assert merged.parsed_data.merged is True
 
@@ -207,6 +209,7 @@ def test_strict_checks_refuse_a_branch_behind_its_base(
     gh = installation_client(sandbox)
     gh.rest.repos.create_commit_status("octo", "demo", head, state="success", context="lint")
     assert "This branch is out-of-date with the base branch." in refusal(sandbox, number)
+    assert gh.rest.pulls.get("octo", "demo", number).parsed_data.mergeable_state == "behind"
     assert gh.rest.pulls.update_branch("octo", "demo", number).status_code == 202
     updated = gh.rest.pulls.get("octo", "demo", number).parsed_data.head.sha
     gh.rest.repos.create_commit_status("octo", "demo", updated, state="success", context="lint")

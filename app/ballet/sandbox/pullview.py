@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ballet.sandbox import gitcache, gitrepo, shapes
+from ballet.sandbox import gitcache, gitrepo, rulesets, shapes
 from ballet.sandbox.state import Pull, PullStats, Repo, Sandbox
 
 
@@ -35,8 +35,22 @@ def stats(repo: Repo, pr: Pull) -> PullStats:
     )
 
 
+def rules_state(repo: Repo, pr: Pull) -> str | None:
+    """GitHub's `mergeable_state` where the base's rules hold the pull request back:
+    `behind` (it must be up to date with the base first), `blocked` (reviews or required
+    checks missing); None where they do not (a queue required is not a block)."""
+    if not repo.rulesets:
+        return None
+    if rulesets.out_of_date(repo, pr):
+        return "behind"
+    return "blocked" if rulesets.merge_violations(repo, pr, "merge", enqueuing=True) else None
+
+
 def pull_shape(sb: Sandbox, repo: Repo, number: int) -> shapes.JSON:
     pr = repo.pulls[number]
     merge_ok = None if pr.merged else mergeable(repo, pr)
     counts = stats(repo, pr)
-    return shapes.pull(sb, repo, repo.issues[number], pr, base_sha(repo, pr), merge_ok, counts)
+    held = None if pr.merged or not merge_ok else rules_state(repo, pr)
+    return shapes.pull(
+        sb, repo, repo.issues[number], pr, base_sha(repo, pr), merge_ok, counts, held
+    )

@@ -132,23 +132,24 @@ def merge_violations(repo: Repo, pr: Pull, method: str, *, enqueuing: bool = Fal
             lines.append(f"At least {needed} {reviews} required by reviewers with write access.")
     lines += _check_violations(repo, pr.head_sha, required_contexts(repo, pr.base_ref))
     if not enqueuing:
-        lines += _strict_violations(repo, pr)
+        if out_of_date(repo, pr):
+            lines.append("This branch is out-of-date with the base branch.")
         if method == "merge" and rules_of(repo, pr.base_ref, "required_linear_history"):
             lines.append("This branch must not contain merge commits.")
     return list(dict.fromkeys(lines))
 
 
-def _strict_violations(repo: Repo, pr: Pull) -> list[str]:
+def out_of_date(repo: Repo, pr: Pull) -> bool:
+    """Whether a strict status-check rule wants the head up to date with the base and
+    it is not."""
     strict = any(
         p.get("strict_required_status_checks_policy")
         for p in rules_of(repo, pr.base_ref, "required_status_checks")
     )
     if not strict:
-        return []
+        return False
     base = gitcache.branch(repo, pr.base_ref)
-    if base is not None and not gitrepo.is_ancestor(repo.path, base, pr.head_sha):
-        return ["This branch is out-of-date with the base branch."]
-    return []
+    return base is not None and not gitrepo.is_ancestor(repo.path, base, pr.head_sha)
 
 
 def refusal(lines: list[str]) -> str:

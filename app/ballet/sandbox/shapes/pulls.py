@@ -25,7 +25,10 @@ def pull(
     base_sha: str,
     mergeable: bool | None,
     stats: PullStats,
+    blocked_by: str | None = None,
 ) -> JSON:
+    """`blocked_by`: `behind` or `blocked` where the base branch's rules hold a
+    mergeable pull request back (pullview.rules_state)."""
     api = f"{repo_api(sb, repo)}/pulls/{pr.number}"
     html = f"{repo_html(sb, repo)}/pull/{pr.number}"
     issue_api = f"{repo_api(sb, repo)}/issues/{pr.number}"
@@ -42,7 +45,7 @@ def pull(
         }
 
     merged = pr.merged
-    state = "clean" if mergeable else "dirty" if mergeable is False else "unknown"
+    state = (blocked_by or "clean") if mergeable else "dirty" if mergeable is False else "unknown"
     return {
         "url": api,
         "id": pr.id,
