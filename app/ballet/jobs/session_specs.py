@@ -51,12 +51,13 @@ async def build_runner_spec(
     `clone_url`: the repository's URL being asked already (the session job asks it
     once, for the workspace too)."""
     ticket = ticket_of(spec)
-    # Four reads of their own (Redis, GitHub), together: one round trip's wait, not four.
+    # Five reads of their own (Redis, GitHub), together: one round trip's wait, not five.
     reads = await asyncio.gather(
         jobs.tickets.record(ticket),
         _issue(jobs, spec),
         jobs.artifacts.of(ticket),
         clone_url or jobs.tickets.clone_url(spec.repo),
+        jobs.tickets.installation_of(spec.repo),
         return_exceptions=True,
     )
     record = _value(reads[0])  # a stale session is told so before any other error
@@ -125,6 +126,8 @@ async def build_runner_spec(
             changes=spec.signoff_changes,
         ),
         budget=spec.budget,
+        # Unknown (Redis lost it): the installation's monthly cap waits for the next session.
+        installation_id=reads[4] if isinstance(reads[4], int) else None,
     )
     # Off the event loop: a hostile 64 KiB body can take a parser seconds.
     return await asyncio.to_thread(without_hidden_text, built)

@@ -30,6 +30,10 @@ class TicketSource(Protocol):
 
     async def git_token(self, repo: str) -> str | None: ...
 
+    async def installation_of(self, repo: str) -> int | None:
+        """The App installation on `repo`, whose monthly spend its sessions count in."""
+        ...
+
     async def live_on_github(self) -> list[str]:
         """The tickets whose issues GitHub shows as live (their labels), in every
         installation: what to sweep when Redis lost its set of live tickets."""
@@ -79,6 +83,9 @@ class GitHubTicketSource:
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
         return await (await self._forge(repo)).get_issue(repo, number)
+
+    async def installation_of(self, repo: str) -> int | None:
+        return await self._store.installation_of(repo)
 
     async def live_on_github(self) -> list[str]:
         if self._installations is None:
