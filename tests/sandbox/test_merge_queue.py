@@ -178,3 +178,45 @@ def test_enqueue_needs_a_queue_and_the_other_rules_met(
     with pytest.raises(GraphQLFailed) as unmet:
         gh.graphql(ENQUEUE, {"id": node, "oid": head})
     assert 'Required status check "lint" is expected.' in first_error(unmet)
+
+
+def test_the_second_pull_request_is_grouped_on_the_first_ones_merge(
+    sandbox: BackgroundSandbox, admin: httpx.Client, receiver: Receiver, tmp_path: Path
+) -> None:
+    first, first_head, first_node = queued_repo(sandbox, admin, tmp_path, "ci", "ballet")
+    url = authed_url(sandbox, "sandbox-user:writer")
+    second_head = push_branch(tmp_path, url, "second", {"second.txt": "2\n"})
+    gh = installation_client(sandbox)
+    second = gh.rest.pulls.create("octo", "demo", title="2", head="second", base="main")
+    settle(admin)
+
+    def ballet_passes(sha: str) -> None:
+        gh.rest.checks.create(
+            "octo", "demo", name="ballet", head_sha=sha, status="completed", conclusion="success"
+        )
+
+    ballet_passes(second_head)
+    gh.graphql(ENQUEUE, {"id": first_node, "oid": first_head})
+    queued = gh.graphql(ENQUEUE, {"id": second.parsed_data.node_id, "oid": second_head})
+    assert queued["enqueuePullRequest"]["mergeQueueEntry"] == {
+        **queued["enqueuePullRequest"]["mergeQueueEntry"],
+        "position": 2,
+        "state": "QUEUED",  # no group of its own while the first's is under way
+    }
+    settle(admin)
+    assert len(hooks(receiver, "merge_group", "checks_requested")) == 1
+    for n in range(2):  # the App's check on each group's commit in turn
+        group = hooks(receiver, "merge_group", "checks_requested")[n]["merge_group"]
+        ballet_passes(group["head_sha"])
+        settle(admin)
+    groups = [p["merge_group"] for p in hooks(receiver, "merge_group", "checks_requested")]
+    assert [g["head_ref"].rsplit("/", 1)[-1] for g in groups] == [
+        f"pr-{first}-{first_head}",
+        f"pr-{second.parsed_data.number}-{second_head}",
+    ]
+    assert groups[1]["base_sha"] == groups[0]["head_sha"]
+    destroyed = [p["reason"] for p in hooks(receiver, "merge_group", "destroyed")]
+    assert destroyed == ["merged", "merged"]
+    after = state(admin)
+    assert after["branches"]["main"] == groups[1]["head_sha"]
+    assert [p["merged"] for p in after["pulls"]] == [True, True]

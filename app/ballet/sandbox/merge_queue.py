@@ -112,9 +112,8 @@ def _advance(sb: Sandbox, repo: Repo, base_ref: str) -> None:
             continue
         if any(results.get(c) != "success" for c in contexts):
             return  # its checks are still to come
-        if not _merge(sb, repo, first):
-            continue  # the base moved under the group: build it again on the new tip
-        return _advance(sb, repo, base_ref)
+        # Merged, or the base moved under the group: then it is built again on the new tip.
+        _merge(sb, repo, first)
 
 
 def _build(sb: Sandbox, repo: Repo, entry: QueueEntry) -> bool:
