@@ -8,7 +8,8 @@ totals before forwarding a request, to hold the operator's monthly caps
 In Redis, per month, one hash per repository and per installation with the
 `Spend` fields (cost in integer nano-dollars, so sums are exact), a hash of
 the same per provider and model, and the set of an installation's
-repositories that spent. Keys outlive their month by about a year (`KEEP`),
+repositories that spent; and per day (UTC) a repository's cost alone, kept
+`DAYS_KEPT`, for the fleet page. Keys outlive their month by about a year (`KEEP`),
 enough for a year-on-year look, then go by themselves.
 """
 
@@ -23,6 +24,7 @@ from redis.asyncio import Redis
 from ballet.core.spend import Spend
 
 KEEP = timedelta(days=400)
+DAYS_KEPT = timedelta(days=40)  # a repository's spend per day, for the fleet page
 NANO = 1_000_000_000  # nano-dollars in a dollar
 COUNTS = (
     "requests",
@@ -99,11 +101,33 @@ class SpendLedger:
                     tx.hincrby(f"{key}:models", json.dumps([provider, model, field]), value)
                 tx.expire(key, KEEP)
                 tx.expire(f"{key}:models", KEEP)
+            if COST in figures:  # the fleet page's spend per day (UTC)
+                day = self._day_key(at, repo)
+                tx.hincrby(day, COST, figures[COST])
+                tx.expire(day, DAYS_KEPT)
             if installation_id is not None:
                 repositories = f"{scopes[1]}:repositories"
                 tx.sadd(repositories, repo)
                 tx.expire(repositories, KEEP)
             await tx.execute()
+
+    def _day_key(self, at: datetime, repo: str) -> str:
+        when = at.astimezone(UTC) if at.tzinfo is not None else at
+        return f"{self._prefix}:day:{when:%Y-%m-%d}:repository:{repo}"
+
+    async def days(self, repos: list[str], at: datetime, count: int) -> dict[str, list[float]]:
+        """Each repository's cost in US dollars on each of the `count` days (UTC) up to
+        `at`'s, the earliest first, in one round trip."""
+        days = [at - timedelta(days=back) for back in range(count - 1, -1, -1)]
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for repo in repos:
+                for day in days:
+                    pipe.hget(self._day_key(day, repo), COST)
+            found = await pipe.execute()
+        return {
+            repo: [int(raw or 0) / NANO for raw in found[i * count : (i + 1) * count]]
+            for i, repo in enumerate(repos)
+        }
 
     async def month(
         self, *, repo: str, installation_id: int | None, at: datetime

@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ballet.core.record import Record, StageRun
+from ballet.core.record import Record
 from ballet.core.render import spent_words
 from ballet.core.spend import Spend
+from ballet.core.ticket_summary import sent_back, stage_name
 
 
 @dataclass
@@ -43,15 +44,6 @@ class StageStats:
             "mean_seconds": round(self.mean_seconds, 3),
             "rework_rate": round(self.rework_rate, 4),
         }
-
-
-def stage_name(run: StageRun) -> str:
-    return f"signoff:{run.role}" if run.role is not None else run.stage
-
-
-def sent_back(history: tuple[StageRun, ...], index: int) -> bool:
-    later = history[index + 1 : index + 2]
-    return bool(later) and later[0].iteration > history[index].iteration
 
 
 def stage_stats(records: Iterable[Record], since: datetime | None = None) -> list[StageStats]:

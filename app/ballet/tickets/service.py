@@ -261,7 +261,7 @@ class TicketService:
             metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
             return False
-        await self._store.commit(new, effects, event_id)
+        await self._store.commit(new, effects, event_id, before=record, tally=True)
         committed(new.version)  # a session it starts may take a mirror fetched from now on
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
         # or platform wait times out too); an ended one stops getting them.

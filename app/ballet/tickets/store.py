@@ -38,6 +38,7 @@ from ballet.github.errors import NotFound
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
 from ballet.tickets.lock import TicketLock
+from ballet.tickets.ticket_index import TicketIndex, queue_writes
 
 T = TypeVar("T")
 _effect: TypeAdapter[AnyEffect] = TypeAdapter(AnyEffect)
@@ -108,6 +109,7 @@ class RecordStore:
         # newer version, which the tracking comment has not caught up with yet.
         if await self._redis.set(self._k("record", key), record.model_dump_json(), nx=True):
             await self._index(record)
+            await TicketIndex(self._redis).write(record)
             return record
         raw = await self._redis.get(self._k("record", key))
         return record if raw is None else Record.model_validate_json(raw)
@@ -170,9 +172,17 @@ class RecordStore:
         )
 
     async def commit(
-        self, record: Record, effects: Sequence[AnyEffect], event_id: str | None
+        self,
+        record: Record,
+        effects: Sequence[AnyEffect],
+        event_id: str | None,
+        *,
+        before: Record | None = None,
+        tally: bool = False,
     ) -> None:
-        """Save a transition: the record, its effects to carry out, and its event id."""
+        """Save a transition: the record, its effects to carry out, and its event id,
+        with the pages' index of it (`tally`: count the transition from `before` in the
+        per-stage figures; tickets/ticket_index.py)."""
         key = record.key
         entries = [
             json.dumps(
@@ -191,6 +201,7 @@ class RecordStore:
                 tx.ltrim(self._k("applied", key), 0, APPLIED_WINDOW - 1)
                 # Redeliveries come within hours; a ticket quiet for a month forgets.
                 tx.expire(self._k("applied", key), FINISHED_TTL_SECONDS)
+            queue_writes(tx, record, before=before, tally=tally)
             await tx.execute()
         await self._index(record)
 

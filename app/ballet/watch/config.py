@@ -37,6 +37,8 @@ class WatchConfig:
     app: AppCredentials | None = None  # None: no App yet, so no ticket to show
     # A live log's keep-alive after this many quiet seconds (BALLET_LIVE_KEEPALIVE_SECONDS).
     keepalive_seconds: float = 15.0
+    # The fleet page's cap on each repository's month (BALLET_BUDGET_REPOSITORY_MONTHLY_USD).
+    repository_monthly_usd: float | None = None
 
     @property
     def sign_in(self) -> bool:
@@ -57,6 +59,7 @@ def watch_config(settings: Settings) -> WatchConfig:
         session_key=_session_key(settings),
         app=AppCredentials(settings.app_id, key) if settings.app_id and key else None,
         keepalive_seconds=settings.live_keepalive_seconds,
+        repository_monthly_usd=settings.budget_repository_monthly_usd,
     )
 
 

@@ -20,8 +20,6 @@ from ballet.watch.views import diagram, row, runs, ticket_spent, ticket_text
 
 # The commands a writer may give from a ticket's page, in the order shown.
 BUTTONS: tuple[Verb, ...] = ("retry", "pause", "resume", "cancel")
-# A listing shows every live ticket and this many of the most recently ended ones.
-ENDED_SHOWN = 100
 
 
 async def home(request: Request) -> Response:
@@ -34,31 +32,6 @@ async def home(request: Request) -> Response:
         sign_in=state.config.sign_in,
         help_text=HELP_TEXT,
         has_app=state.github is not None,
-    )
-
-
-async def tickets(request: Request) -> Response:
-    state = watch_state(request)
-    viewer = await viewer_of(request)
-    records = [record async for record in state.store.records()]
-    readable, unknown = await state.access.readable(
-        sorted({r.ticket.repo for r in records}), viewer
-    )
-    visible = sorted(
-        (r for r in records if r.ticket.repo in readable),
-        key=lambda r: r.updated_at,
-        reverse=True,
-    )
-    rows = [row(r) for r in visible]
-    return page(
-        state.templates,
-        request,
-        "tickets.html",
-        viewer,
-        sign_in=state.config.sign_in,
-        live=[r for r in rows if r.live],
-        ended=[r for r in rows if not r.live][:ENDED_SHOWN],
-        unknown=unknown,
     )
 
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute, Route
 
-from ballet.watch import actions, live, pages, sessions, signin, spend
+from ballet.watch import actions, fleet, listing, live, live_pages, pages, sessions, signin, spend
 
 TICKET = "/tickets/{owner}/{repo}/{number:int}"
 SESSION = TICKET + "/sessions/{stage}/{iteration:int}/{attempt:int}"
 
 ROUTES: list[BaseRoute] = [
     Route("/", pages.home, methods=["GET"]),
-    Route("/tickets", pages.tickets, methods=["GET"]),
+    Route("/tickets", listing.tickets, methods=["GET"]),
+    Route("/tickets/live", live_pages.listing_live, methods=["GET"]),
+    Route("/fleet", fleet.fleet, methods=["GET"]),
+    Route("/fleet/live", live_pages.listing_live, methods=["GET"]),
     Route(TICKET, pages.ticket, methods=["GET"]),
+    Route(TICKET + "/live", live_pages.ticket_live, methods=["GET"]),
     Route(TICKET + "/commands/{verb}", actions.command, methods=["POST"]),
     Route(SESSION, sessions.session_page, methods=["GET"]),
     Route(SESSION + "/log.txt", sessions.raw_log, methods=["GET"]),
