@@ -26,6 +26,7 @@ from ballet.core.config import (
     Stage,
     TicketType,
 )
+from ballet.core.phase_settings import PhaseSettings
 from ballet.core.session_limits import Limits
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -39,6 +40,7 @@ MODELS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("runtimes.<name>.limits", Limits),
     ("roles.<name>", Role),
     ("policy", Policy),
+    ("phases", PhaseSettings),
     ("merge", MergeStrategy),
     ("types[]", TicketType),
     ("pipelines.<name>", Pipeline),
@@ -75,13 +77,15 @@ runtimes:
   script: {adapter: command, command: [python3, .ballet/agent.py]}
 default_runtime: claude
 roles:                          # sign-off roles
-  security: {runtime: codex, skills: [reviewer], instructions: "Review for security."}
+  security: {runtime: codex, effort: high, skills: [reviewer], instructions: "Review for security."}
 policy: {review: agent, merge: auto}
+phases: {artefact_path: .ballet/handoffs, gc_on_close: true}
 merge: {method: squash, delete_branch: true, commit_title: "{title} (#{pr})"}
 types:
   - {label: docs, pipeline: docs}
 pipelines:
   default:
+    name: Feature work
     version: 3
     branch: "ballet/{ticket}-{slug}"
     iteration_limit: 3
@@ -115,6 +119,19 @@ pipelines:
 - Runtimes, roles, skills and pipelines named anywhere must exist. Built-in
   skills: SKILLS; a repository adds its own as `.ballet/skills/<name>.md`.
 - `branch` may use the placeholders `{ticket}`, `{slug}` and `{type}`.
+- A stage's `phases` run in the order research → plan → implement → verify,
+  each at most once (a subset is fine, e.g. `[plan, implement]`); each phase is
+  a fresh session given only the previous phase's handoff. Research and plan
+  run on the runtime's `strongest_model` (unset: `opus` for claude-code, `pro`
+  for gemini, the runtime's `model` for the others) with high effort; implement
+  and verify on its `model` and `effort`. A stage's own `model` and `effort`
+  win in every phase. The top-level `phases` turns phases off, or has each
+  handoff also written on the ticket's branch.
+- A sign-off role's session runs on its runtime, with the role's own `model`
+  and `effort` when it sets them. Its prompt tells it its outcomes:
+  `signed_off`, or `changes` with what to change; any other raises a question.
+  Every agent session's prompt and `BALLET_CONTEXT` (`stage.outcomes`) list the
+  outcomes it may report and what each does.
 - A runtime's `env` may not name Ballet's own settings or credentials
   (`BALLET_*`, `GITHUB_*`, `GH_*`, `GIT_*`, `REDIS*`, `VALKEY*`, `HOME`, `PATH`).
 - Tickets pin the pipeline they started with: editing the file never changes

@@ -143,7 +143,8 @@ def test_unknown_key_under_a_non_text_runtime_name() -> None:
     assert [(e.line, e.column) for e in result] == [(1, 12), (1, 32)]
     assert result[1].message == (
         "unknown key `foo` in runtimes[1]; "
-        "valid keys: adapter, base_url, command, effort, egress, env, keys, limits, model, pool"
+        "valid keys: adapter, base_url, command, effort, egress, env, keys, limits, model, pool, "
+        "strongest_model"
     )
 
 

@@ -104,6 +104,22 @@ def test_report_comment_has_every_part() -> None:
     assert body.endswith("**Next:** `review`")
 
 
+def test_tracking_comment_names_the_pipeline_by_its_name_too() -> None:
+    t = Ticket()
+    assert "· pipeline `default` v" in render.tracking_text(t.rec)
+    titled = t.rec.pipeline.model_copy(update={"title": "Feature | work"})
+    text = render.tracking_text(t.rec.model_copy(update={"pipeline": titled}))
+    assert "· pipeline `default` (Feature \\| work) v" in text
+
+
+def test_report_comment_shows_the_report_s_own_constraints() -> None:
+    run = StageRun(stage="implement", iteration=1, attempt=1, start=at(0), end=at(3))
+    rep = Report(outcome="done", summary="s", constraints=("stay on Python 3.11",))
+    body = render.report(run, rep, None, "`review`")
+    assert "**Constraints**\n- stay on Python 3.11" in body
+    assert "Handoff" not in body  # not only a phase's handoff shows them
+
+
 def test_minimal_report_and_signoff_title() -> None:
     run = StageRun(stage="integrate", iteration=1, attempt=1, role="security", start=at(0))
     body = render.report(run, Report(outcome="signed_off", summary="fine"), None, "x")

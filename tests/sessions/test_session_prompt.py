@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ballet.core.config import Runtime
+from ballet.core.outcomes import signoff_outcomes, stage_outcomes
 from ballet.core.report import Handoff, Report
-from ballet.sessions import EarlierReport
+from ballet.core.resolve import default_config, resolve_pipeline
+from ballet.sessions import EarlierReport, StageInfo
 from ballet.sessions.outcome import failed_report
 from ballet.sessions.prompt import acceptance_criteria, render_prompt
 from session_helpers import MakeSpec
@@ -52,10 +55,66 @@ def test_long_texts_are_cut(make_spec: MakeSpec) -> None:
     assert "cut at 20000 characters" in prompt
 
 
-def test_the_failed_summary_fences_output_that_has_fences_itself() -> None:
-    report = failed_report("missing_report", "no report at /r", "before\n```\ninside\n```\nafter")
+def test_the_failed_summary_fences_error_lines_that_have_fences_themselves() -> None:
+    report = failed_report("missing_report", "no report at /r", "ok\nError: ``` broke\n")
     assert report.outcome == "failed"
-    assert "````\nbefore" in report.summary and "after\n````" in report.summary
+    assert "````\nError: ``` broke\n````" in report.summary
+
+
+def test_a_failed_report_passes_on_what_failed_not_what_the_session_printed() -> None:
+    output = (
+        "MARKER-printed-by-the-agent\n"
+        + "chatter\n" * 2_000
+        + "Traceback (most recent call last):\n"
+        + "ValueError: "
+        + "v" * 1_000
+        + "\n"
+        + "MARKER-printed-last\n"
+    )
+    report = failed_report("exit_code", "it exited with code 3", output, exit_code=3)
+    summary = report.summary
+    assert "MARKER" not in summary and "chatter" not in summary
+    assert "the session exited with an error and wrote no report" in summary
+    assert "it exited with code 3" in summary and summary.count("code 3") == 1
+    assert "Traceback (most recent call last):" in summary
+    assert "ValueError: " + "v" * 280 in summary and "v" * 301 not in summary
+    assert "whole output is in the session's log" in summary
+    assert len(summary) < 1_000
+
+
+def test_a_failed_report_names_the_exit_when_its_message_does_not() -> None:
+    report = failed_report("missing_report", "no report at /r", "quiet\n", exit_code=0)
+    assert "It exited with code 0." in report.summary and "quiet" not in report.summary
+
+
+def test_a_signoff_prompt_names_exactly_its_outcomes_and_what_each_does(
+    make_spec: MakeSpec,
+) -> None:
+    stage = StageInfo(
+        id="signoff-security", skills=("reviewer",), outcomes=signoff_outcomes("security")
+    )
+    prompt = render_prompt(make_spec(stage=stage), report_path=Path("/r"), handoff_path=None)
+    contract = prompt[prompt.index("## When you finish") :]
+    assert '"outcome": "signed_off"' in contract and '"outcome": "done"' not in contract
+    assert "- `signed_off`: you sign off as the `security` role" in contract
+    assert "- `changes`: say what must change" in contract
+    assert "goes back to whoever handed it over" in contract
+    assert "Any other outcome raises a question for a person." in contract
+
+
+def test_a_stage_prompt_names_its_next_outcomes_and_where_each_goes(make_spec: MakeSpec) -> None:
+    pipeline = default_config(Runtime(adapter="command", command=("a",)))
+    resolved = resolve_pipeline(pipeline, ())
+    outcomes = stage_outcomes(resolved, "review")
+    prompt = render_prompt(
+        make_spec(stage=StageInfo(id="review", outcomes=outcomes)),
+        report_path=Path("/r"),
+        handoff_path=None,
+    )
+    assert '"outcome": "approve"' in prompt
+    assert "- `approve`: the ticket goes to stage `verify`." in prompt
+    assert "- `changes_requested`: the ticket goes to stage `implement`." in prompt
+    assert "- `done`: the ticket goes to stage `verify`." in prompt
 
 
 def test_many_long_earlier_reports_keep_the_prompt_under_an_argument_limit(

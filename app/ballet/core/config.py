@@ -7,7 +7,7 @@ issue's labels into a `ResolvedPipeline` a ticket pins for its whole life.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from ballet.core.egress import parse_rule
+from ballet.core.phase_settings import PhaseSettings
 from ballet.core.pools import POOL_PATTERN
 from ballet.core.provider_keys import Provider, gateway_keys, standard_provider
 from ballet.core.session_limits import Limits
@@ -33,6 +34,8 @@ WaitFor = Literal["checks", "review", "merge"]
 # What a pull-request review asking for changes does outside a `wait_for: review` stage.
 ReviewsPolicy = Literal["rework", "ignore"]
 Phase = Literal["research", "plan", "implement", "verify"]
+# The order phases run in: each works from the handoff of the one before.
+PHASE_ORDER: tuple[Phase, ...] = get_args(Phase)
 MergeMethod = Literal["squash", "merge", "rebase"]
 
 # Targets a stage's `next` may name besides another stage's id.
@@ -90,6 +93,10 @@ class Runtime(Strict):
     """The model passed to the CLI; its own default when absent."""
     effort: str | None = None
     """Reasoning effort passed to the CLI where it has one."""
+    strongest_model: str | None = None
+    """The model the research and plan phases run on (with high effort); default: the
+    adapter's strongest (claude-code `opus`, gemini `pro`; codex, aider and opencode:
+    `model`). A stage's own `model` wins."""
     env: tuple[EnvName, ...] = ()
     """Names of the deployment's environment variables the session may see, e.g. a
     package index's token. A CLI adapter's standard provider key names here (e.g.
@@ -131,6 +138,15 @@ class Runtime(Strict):
         return self.base_url is not None or bool(self.provider_keys)
 
     @model_validator(mode="after")
+    def _strongest_model_needs_an_llm_cli(self) -> Runtime:
+        if self.strongest_model is not None and self.adapter == "command":
+            raise ValueError(
+                "`strongest_model` is for the agent CLIs; a `command` program chooses its "
+                "own model in every phase (it reads BALLET_PHASE): remove it"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _base_url_needs_an_llm_cli(self) -> Runtime:
         if self.base_url is not None and self.adapter == "command":
             raise ValueError(
@@ -145,6 +161,10 @@ class Role(Strict):
 
     runtime: str | None = None
     """A key of `runtimes`; default: `default_runtime`."""
+    model: str | None = None
+    """Overrides its runtime's model for the role's sign-off sessions."""
+    effort: str | None = None
+    """Overrides its runtime's effort for the role's sign-off sessions."""
     skills: tuple[str, ...] = ()
     """Built-in skills or `.ballet/skills/<name>.md` names given to the session."""
     instructions: str = ""
@@ -235,6 +255,8 @@ class Stage(Strict):
 class Pipeline(Strict):
     """The stages a ticket runs, and its limits."""
 
+    name: str | None = Field(default=None, min_length=1, max_length=100)
+    """Shown to people beside its key, e.g. "Feature work"; default: the key alone."""
     version: int = Field(default=1, ge=1)
     """Bump it when you change the pipeline; tickets pin the version they started with."""
     branch: str | None = DEFAULT_BRANCH_TEMPLATE
@@ -270,6 +292,7 @@ class BalletConfig(Strict):
     default: the deployment's runtime."""
     roles: dict[str, Role] = Field(default_factory=dict)
     policy: Policy = Policy()
+    phases: PhaseSettings = PhaseSettings()
     merge: MergeStrategy = MergeStrategy()
     """How `action: merge` stages merge, unless a pipeline says otherwise."""
     types: tuple[TicketType, ...] = ()
@@ -282,6 +305,8 @@ class ResolvedRole(Strict):
     name: str
     runtime: str
     runtime_config: Runtime
+    model: str | None = None
+    effort: str | None = None
     skills: tuple[str, ...] = ()
     instructions: str = ""
 
@@ -313,6 +338,7 @@ class ResolvedPipeline(Strict):
     name: str
     version: int
     hash: str  # stable content hash of everything below
+    title: str | None = None  # the pipeline's `name:`, shown to people
     ticket_type: str  # the label that chose it, or "default"
     branch: str | None
     base: str | None  # None: the repository's default branch
@@ -326,6 +352,7 @@ class ResolvedPipeline(Strict):
     # A default, so records pinned before merge strategies existed still load.
     merge: MergeStrategy = MergeStrategy()
     reviews: ReviewsPolicy = "rework"
+    phase_settings: PhaseSettings = PhaseSettings()
     # Texts of repository skills (`.ballet/skills/<name>.md` on the default
     # branch) pinned with the pipeline; built-in skills ship with Ballet.
     custom_skills: dict[str, str] = Field(default_factory=dict)

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from ballet.core.config import (
     BRANCH_PLACEHOLDERS,
     COMMIT_TITLE_PLACEHOLDERS,
+    PHASE_ORDER,
     TERMINAL_TARGETS,
     BalletConfig,
     MergeStrategy,
+    Phase,
     Pipeline,
     Stage,
     merge_strategy,
@@ -245,6 +247,7 @@ def _check_stage(
             "or define it under `runtimes:`",
         )
     yield from _check_skills((*at, "skills"), stage.skills, skills)
+    yield from _check_phases((*at, "phases"), stage.phases)
     if stage.optional and not stage.next:
         yield Problem(
             at,
@@ -258,6 +261,25 @@ def _check_stage(
                 (*at, "next", outcome),
                 f"unknown target `{target}`; write one of {choices}",
             )
+
+
+def _check_phases(at: Path, phases: tuple[Phase, ...]) -> Iterator[Problem]:
+    """Each phase once, in the pipeline's order: a phase works from the one before's handoff."""
+    order = " → ".join(PHASE_ORDER)
+    latest = -1
+    for i, phase in enumerate(phases):
+        rank = PHASE_ORDER.index(phase)
+        if phase in phases[:i]:
+            yield Problem(
+                (*at, i), f"phase `{phase}` is listed twice; each phase runs once: remove this one"
+            )
+        elif rank < latest:
+            yield Problem(
+                (*at, i),
+                f"phase `{phase}` comes after `{PHASE_ORDER[latest]}`, but phases run in the "
+                f"order {order}; list them in that order",
+            )
+        latest = max(latest, rank)
 
 
 def _check_graph(at: Path, pipeline: Pipeline) -> Iterator[Problem]:

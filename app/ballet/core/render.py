@@ -145,7 +145,8 @@ def tracking_text(rec: Record) -> str:
         f"### Ballet · {text(t.repo)}#{t.number}: {cell(t.title)}",
         f"**Status:** {_STATUS_WORDS[rec.status]} · stage `{rec.stage or '-'}` · iteration "
         f"{rec.iteration}/{rec.pipeline.iteration_limit} · pipeline `{rec.pipeline.name}` "
-        f"v{rec.pipeline.version}",
+        + (f"({cell(rec.pipeline.title)}) " if rec.pipeline.title else "")
+        + f"v{rec.pipeline.version}",
         waiting_line(rec),
         worker_line(rec),
         returned_line(rec),
@@ -207,6 +208,7 @@ def report(
         f"attempt {run.attempt})",
         text(rep.summary),
         _bullets("Decisions", rep.decisions),
+        _bullets("Constraints", rep.constraints),
         _bullets("Open questions", rep.open_questions + tuple(q.text for q in rep.questions)),
         spend_line(run.spend) if run.spend is not None else usage_line(rep),
         ticket_spend,

@@ -117,6 +117,7 @@ def resolve_pipeline(
         name=name,
         version=pipeline.version,
         hash="",
+        title=pipeline.name,
         ticket_type=ticket_type,
         branch=pipeline.branch,
         base=pipeline.base,
@@ -133,6 +134,7 @@ def resolve_pipeline(
         custom_skills=pinned_skills(config, name, custom_skills),
         merge=merge_strategy(config, pipeline),
         reviews=pipeline.reviews,
+        phase_settings=config.phases,
     )
     return resolved.model_copy(update={"hash": content_hash(resolved)})
 
@@ -189,6 +191,8 @@ def _resolve_role(
         name=name,
         runtime=runtime,
         runtime_config=runtime_config,
+        model=role.model,
+        effort=role.effort,
         skills=role.skills,
         instructions=role.instructions,
     )
@@ -219,7 +223,7 @@ def _resolve_stage(
         pool=pool,
         skills=stage.skills,
         instructions=stage.instructions,
-        phases=stage.phases,
+        phases=stage.phases if config.phases.enabled else (),
         timeout_minutes=stage.timeout_minutes,
         optional=stage.optional,
         action=stage.action,

@@ -21,7 +21,7 @@ def session_spec(
         r = rec.pipeline.roles[role]
         run_stage, runtime, config = f"signoff-{role}", r.runtime, r.runtime_config
         pool = r.runtime_config.pool  # a role runs where its runtime does
-        model, effort = None, None  # a role has no overrides: its runtime's defaults apply
+        model, effort = r.model, r.effort  # like a stage's own, they win over its runtime's
         skills, instructions, timeout = r.skills, r.instructions, SIGNOFF_TIMEOUT_MINUTES
     else:
         s = rec.pipeline.stage(stage_id)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
 from ballet.core.edits import change_note
 from ballet.core.effects import SessionSpec
 from ballet.core.lineage import TicketLinks
+from ballet.core.outcomes import signoff_outcomes, stage_outcomes
 from ballet.core.record import Record, ticket_key
 from ballet.github.forge import ForgeError, IssueDetails
 from ballet.jobs.services import SessionJobs
@@ -99,7 +100,10 @@ async def build_runner_spec(
             text_change=change_note(record) if record is not None else "",
         ),
         stage=StageInfo(
-            id=runner_stage_id(spec), skills=spec.skills, instructions=spec.instructions
+            id=runner_stage_id(spec),
+            skills=spec.skills,
+            instructions=spec.instructions,
+            outcomes=outcomes_of(spec, record),
         ),
         skill_texts={name: texts[name] for name in spec.skills if name in texts},
         iteration=spec.iteration,
@@ -117,6 +121,7 @@ async def build_runner_spec(
         earlier_reports=earlier_reports,
         answers=answers,
         handoff=spec.handoff,
+        **phase_files(spec, record),
         clone_url=url,
         links=links or TicketLinks(),
         returned=returned,
@@ -131,6 +136,29 @@ async def build_runner_spec(
     )
     # Off the event loop: a hostile 64 KiB body can take a parser seconds.
     return await asyncio.to_thread(without_hidden_text, built)
+
+
+def outcomes_of(spec: SessionSpec, record: Record | None) -> dict[str, str]:
+    """What the session may report and what each does; unknown without the record."""
+    if spec.kind == "signoff" and spec.role:
+        return signoff_outcomes(spec.role)
+    if record is None or spec.stage not in {s.id for s in record.pipeline.stages}:
+        return {}
+    return stage_outcomes(record.pipeline, spec.stage, spec.phase)
+
+
+def phase_files(spec: SessionSpec, record: Record | None) -> dict[str, Any]:
+    """Where a phase's handoff is also written on the branch, and whether this phase,
+    the stage's last, removes them (`.ballet.yml` `phases:`)."""
+    if spec.phase is None or record is None or spec.kind == "signoff":
+        return {}
+    settings = record.pipeline.phase_settings
+    stage = next((s for s in record.pipeline.stages if s.id == spec.stage), None)
+    return {
+        "artefact_path": settings.artefact_path,
+        "gc_on_close": settings.gc_on_close,
+        "last_phase": stage is not None and stage.phases[-1:] == (spec.phase,),
+    }
 
 
 class PinnedTextUnknown(ForgeError):

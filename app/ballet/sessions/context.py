@@ -52,6 +52,7 @@ def build_context(spec: RunnerSpec) -> dict[str, Any]:
             "iteration": spec.iteration,
             "attempt": spec.attempt,
             "phase": spec.phase,
+            "outcomes": dict(spec.stage.outcomes),
         },
         "pipeline": {"name": spec.pipeline_name, "version": spec.pipeline_version},
         "branch": spec.branch,

@@ -20,7 +20,15 @@ from ballet.sessions.process import ProcessOutcome
 from ballet.sessions.spec import FailureReason, RunnerSpec, SessionResult
 
 MAX_REPORT_BYTES = 1024 * 1024
-SUMMARY_TAIL_CHARS = 3_000
+# What a failed report passes on of the output: its last error lines, each cut. Stages
+# exchange artifacts, never transcripts: the whole output stays in the session's log.
+ERROR_LINES = 3
+ERROR_LINE_CHARS = 300
+ERROR_WORDS = re.compile(
+    r"error|exception|traceback|fatal|panic|denied|refused|not found|failed|invalid|cannot|"
+    r"can't|unable|could not|missing|unauthori[sz]ed|forbidden|timed out|killed",
+    re.IGNORECASE,
+)
 HEADLINES: dict[FailureReason, str] = {
     "workspace": "the workspace could not be prepared",
     "runtime": "the runtime could not be started",
@@ -97,17 +105,35 @@ def _read_bounded(path: Path, missing: FailureReason, invalid: FailureReason, wh
 
 
 def failed_report(
-    reason: FailureReason, message: str, output_tail: str | None, usage: Usage | None = None
+    reason: FailureReason,
+    message: str,
+    output_tail: str | None,
+    usage: Usage | None = None,
+    exit_code: int | None = None,
 ) -> Report:
-    """`output_tail` None: no process ran, so there is no output to show."""
+    """What failed: the reason, the exit and the output's last error lines, never the
+    output itself (the next session gets this report). `output_tail` None: no process ran."""
     summary = f"**Session failed: {HEADLINES[reason]}.** {message}"
-    tail = (output_tail or "")[-SUMMARY_TAIL_CHARS:].strip()
-    if tail:
-        fence = "`" * max(3, _longest_backtick_run(tail) + 1)
-        summary += f"\n\nEnd of the session's output:\n\n{fence}\n{tail}\n{fence}"
-    elif output_tail is not None:
-        summary += "\n\nThe session printed nothing."
+    if exit_code is not None and f"code {exit_code}" not in message:
+        summary += f" It exited with code {exit_code}."
+    errors = last_error_lines(output_tail or "")
+    if errors:
+        fence = "`" * max(3, _longest_backtick_run(errors) + 1)
+        summary += f"\n\nIts last error lines:\n\n{fence}\n{errors}\n{fence}"
+    if output_tail is not None:
+        summary += "\n\nIts whole output is in the session's log."
     return Report(outcome="failed", summary=summary, usage=usage or Usage())
+
+
+def last_error_lines(output: str) -> str:
+    """The last ERROR_LINES lines of `output` that say an error, each cut to
+    ERROR_LINE_CHARS: what went wrong, without what the session otherwise printed."""
+    found = [line.strip() for line in output.splitlines() if ERROR_WORDS.search(line)]
+    cut = [
+        line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS] + " […]"
+        for line in found[-ERROR_LINES:]
+    ]
+    return "\n".join(cut)
 
 
 def with_usage(report: Report, metered: Usage | None) -> Report:
@@ -160,9 +186,10 @@ def failed_result(
     tail: str | None,
     head_sha: str | None,
     started: float,
+    exit_code: int | None = None,
 ) -> SessionResult:
     """A `failed` result: `tail` is the end of the output (None: no process ran)."""
-    report = failed_report(failure.reason, failure.message, tail, usage)
+    report = failed_report(failure.reason, failure.message, tail, usage, exit_code)
     return SessionResult(
         report=report,
         head_sha=head_sha,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ballet.core.outcomes import UNKNOWN_OUTCOME
 from ballet.core.text import acceptance_criteria
 from ballet.sessions.context import ticket_links, visible_reports
 from ballet.sessions.links_prompt import links_section
@@ -53,7 +54,6 @@ def render_prompt(
     *,
     report_path: Path,
     handoff_path: Path | None,
-    outcomes_hint: str = "",
     report_in_reply: bool = False,
 ) -> str:
     ticket = spec.ticket
@@ -111,7 +111,8 @@ def render_prompt(
         parts.append(f"## Handoff from the previous phase\n\n```json\n{handoff}\n```")
     if spec.phase:
         parts.append(f"## This phase: {spec.phase}\n\n{PHASE_GOALS[spec.phase]}")
-    parts.append(_contract(report_path, handoff_path, outcomes_hint, report_in_reply))
+    outcomes = spec.stage.outcomes
+    parts.append(_contract(report_path, handoff_path, outcomes, report_in_reply))
     return "\n\n".join(parts) + "\n"
 
 
@@ -140,8 +141,10 @@ def _earlier_reports(reports: tuple[EarlierReport, ...]) -> str:
 
 
 def _contract(
-    report_path: Path, handoff_path: Path | None, outcomes_hint: str, report_in_reply: bool
+    report_path: Path, handoff_path: Path | None, outcomes: dict[str, str], report_in_reply: bool
 ) -> str:
+    # The example's outcome is one this session may report: an example's word is copied.
+    example = json.dumps({**REPORT_EXAMPLE, "outcome": next(iter(outcomes), "done")}, indent=2)
     if report_in_reply:
         # Aider edits files only inside the repository and runs no shell commands:
         # Ballet takes the report from the reply and writes it to BALLET_REPORT itself.
@@ -152,17 +155,17 @@ def _contract(
             f"`{report_path}` (also in $BALLET_REPORT). Do not create that file yourself. "
             "Only `outcome` and `summary` are required. Without the report the session "
             "counts as failed. Its shape:\n\n"
-            f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
+            f"```json\n{example}\n```\n"
         )
     else:
         text = (
             "## When you finish: write your report\n\n"
             f"Write this JSON to `{report_path}` (also in $BALLET_REPORT). Only `outcome` "
             "and `summary` are required. Without this file the session counts as failed.\n\n"
-            f"```json\n{json.dumps(REPORT_EXAMPLE, indent=2)}\n```\n"
+            f"```json\n{example}\n```\n"
         )
-    if outcomes_hint:
-        text += f"\n{outcomes_hint}\n"
+    if outcomes:
+        text += f"\n{outcomes_section(outcomes)}\n"
     text += (
         "\nUse a question with `blocking: true` only when a person must decide before the "
         "work can go on."
@@ -174,6 +177,11 @@ def _contract(
             f"```json\n{json.dumps(HANDOFF_EXAMPLE, indent=2)}\n```"
         )
     return text
+
+
+def outcomes_section(outcomes: dict[str, str]) -> str:
+    lines = "\n".join(f"- `{outcome}`: {does}" for outcome, does in outcomes.items())
+    return f"Your `outcome` is one of these, exactly as written:\n\n{lines}\n\n{UNKNOWN_OUTCOME}"
 
 
 def _cut(text: str, limit: int) -> str:

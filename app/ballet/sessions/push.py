@@ -29,11 +29,13 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 import structlog
 
 from ballet.sessionlog.redact import Redactor
+from ballet.sessions.artefacts import commit_files
 from ballet.sessions.git import GitError, run_git
 from ballet.sessions.git_auth import auth_environment
 from ballet.sessions.incoming import Incoming
@@ -71,10 +73,13 @@ async def push_ticket_branch(
     base: str,
     token: str | None,
     redactor: Redactor | None = None,
+    artefacts: Mapping[str, bytes | None] | None = None,
 ) -> str:
     """Push the clone's ticket branch if it moved; returns its head commit. With a
     `redactor`, the commits new to the branch are searched for its secrets first
-    (secrets_scan.py) and a branch that carries one is not pushed (SecretInPush)."""
+    (secrets_scan.py) and a branch that carries one is not pushed (SecretInPush).
+    `artefacts`: files Ballet writes (or removes, None) in a commit of its own on top
+    of the session's (artefacts.py)."""
     branch = workspace.branch
     if branch == base:
         raise PushError(
@@ -82,10 +87,18 @@ async def push_ticket_branch(
         )
     objects = checked_objects(workspace.clone)
     sha = branch_commit(workspace.clone, branch)
+    mirror = workspace.mirror
+    if artefacts:
+        try:
+            sha = await commit_files(
+                mirror, objects, sha, artefacts, message="Ballet: phase handoffs",
+                identity=workspaces.identity, env=workspaces.git_env,
+            )  # fmt: skip
+        except GitError as error:
+            raise PushError(f"the phase's handoff could not be committed: {error}") from error
     if sha == workspace.start_sha:
         return sha
     env = {**workspaces.git_env, "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(objects)}
-    mirror = workspace.mirror
     code, _, _ = await run_git(
         "cat-file", "-e", f"{sha}^{{commit}}", cwd=mirror, env=env, check=False
     )

@@ -12,6 +12,8 @@ Strongest model per adapter (None: the CLI's own default, usually its flagship):
 - gemini: `pro` (alias for the newest Pro model); the CLI has no effort flag
 - opencode: the runtime's model (`provider/model`), `--variant high`
 - command: not applicable; the program chooses for itself
+
+A runtime's `strongest_model` names it where the adapter has no alias, or another.
 """
 
 from __future__ import annotations
@@ -45,9 +47,11 @@ def route(
     stage_effort: str | None,
     runtime_model: str | None,
     runtime_effort: str | None,
+    strongest_model: str | None = None,
 ) -> ModelChoice:
+    """`strongest_model` is the runtime's own word for its strongest (`.ballet.yml`),
+    which wins over the adapter's alias: aider and opencode name models per provider."""
     if phase in THINKING_PHASES:
-        return ModelChoice(
-            stage_model or STRONGEST_MODEL[adapter] or runtime_model, stage_effort or HIGH_EFFORT
-        )
+        strongest = strongest_model or STRONGEST_MODEL[adapter] or runtime_model
+        return ModelChoice(stage_model or strongest, stage_effort or HIGH_EFFORT)
     return ModelChoice(stage_model or runtime_model, stage_effort or runtime_effort)

@@ -30,6 +30,7 @@ from ballet.sessionlog.capture import SessionLog
 from ballet.sessionlog.clis import renderer_for, transcript_renderer
 from ballet.sessionlog.redact import Redactor
 from ballet.sessionlog.sink import LogSink
+from ballet.sessions.artefacts import phase_artefacts
 from ballet.sessions.confine import Isolation, SessionPaths, confined
 from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
@@ -209,6 +210,7 @@ def _route(spec: RunnerSpec) -> ModelChoice:
         stage_effort=spec.effort,
         runtime_model=spec.runtime.model,
         runtime_effort=spec.runtime.effort,
+        strongest_model=spec.runtime.strongest_model,
     )
 
 
@@ -340,16 +342,19 @@ async def _run(
         if spec.branch is None:
             head = workspace.start_sha  # a pipeline without a branch pushes nothing
         else:
-            head, redactor = await _push(spec, workspaces, workspace, git_auth, redactor)
+            written = phase_artefacts(spec, handoff)
+            head, redactor = await _push(spec, workspaces, workspace, git_auth, redactor, written)
     except SessionFailure as failure:
         failure = limit_failure(failure, sandbox, outcome, spec.timeout_seconds, options.isolation)
         failure = failure_with_notes(failure, limits)
-        failed = failed_result(failure, usage, tail, workspace.start_sha, started)
+        failed = failed_result(failure, usage, tail, workspace.start_sha, started, code)
         return _Ran(failed.model_copy(update=egress), redactor, code)
     except PushError as error:
         reason: FailureReason = "secret" if isinstance(error, SecretInPush) else "push"
         push_failure = SessionFailure(reason, str(error))
-        failed = failed_result(push_failure, report.usage, tail, workspace.start_sha, started)
+        failed = failed_result(
+            push_failure, report.usage, tail, workspace.start_sha, started, code
+        )
         return _Ran(failed.model_copy(update=egress), redactor, code)
     result = SessionResult(
         report=report,
@@ -369,6 +374,7 @@ async def _push(
     workspace: Workspace,
     git_auth: GitAuth,
     redactor: Redactor,
+    artefacts: dict[str, bytes | None],
 ) -> tuple[str, Redactor]:
     # A fresh token: the one that refreshed the mirror may have expired while the
     # session ran (installation tokens last an hour, a stage may run as long).
@@ -376,8 +382,9 @@ async def _push(
     if token:
         redactor = redactor.adding({GIT_TOKEN: token})
     head = await push_ticket_branch(
-        workspaces, workspace, url=spec.clone_url, base=spec.base, token=token, redactor=redactor
-    )
+        workspaces, workspace, url=spec.clone_url, base=spec.base, token=token,
+        redactor=redactor, artefacts=artefacts,
+    )  # fmt: skip
     return head, redactor
 
 

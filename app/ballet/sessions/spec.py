@@ -67,6 +67,8 @@ class StageInfo(Frozen):
     kind: StageKind = "agent"
     skills: tuple[str, ...] = ()
     instructions: str = ""
+    # The outcomes it may report, each with what it does (core/outcomes.py); empty: unknown.
+    outcomes: dict[str, str] = Field(default_factory=dict)
 
 
 class EarlierReport(Frozen):
@@ -107,6 +109,11 @@ class RunnerSpec(Frozen):
     earlier_reports: tuple[EarlierReport, ...] = ()  # oldest first
     answers: tuple[Answer, ...] = ()
     handoff: Handoff | None = None  # the previous phase's handoff
+    # `.ballet.yml` `phases:`: where on the branch the handoffs are also written (None:
+    # nowhere), whether the stage's last phase removes them, and whether this is it.
+    artefact_path: str | None = None
+    gc_on_close: bool = True
+    last_phase: bool = False
     clone_url: str  # without credentials; the token is passed per git command
     links: TicketLinks = Field(default_factory=TicketLinks)  # the epic and the lineage
     returned: tuple[ReturnInfo, ...] = ()  # why the ticket came back for rework
