@@ -216,6 +216,18 @@ class FileChange:
 _STATUS_WORDS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed"}
 
 
+def files_of_commit(path: Path, sha: str) -> dict[str, list[str]]:
+    """What a commit added, removed and modified against its first parent (a root
+    commit: everything added), as a push webhook lists each commit's files."""
+    args = ("diff-tree", "-r", "--root", "--no-commit-id", "--name-status", "-z", "--no-renames")
+    out = git(path, *args, sha).decode().split("\0")
+    files: dict[str, list[str]] = {"added": [], "removed": [], "modified": []}
+    for letter, name in zip(out[0::2], out[1::2], strict=False):
+        if letter:
+            files[{"A": "added", "D": "removed"}.get(letter[0], "modified")].append(name)
+    return files
+
+
 def _count(numstat: str) -> int:
     return 0 if numstat == "-" else int(numstat)  # "-" is git's word for a binary file
 

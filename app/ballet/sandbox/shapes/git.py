@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 
-from ballet.sandbox.gitrepo import CommitInfo
+from ballet.sandbox.gitrepo import CommitInfo, files_of_commit
 from ballet.sandbox.shapes.common import JSON, node_id, repo_api, repo_html
 from ballet.sandbox.state import Repo, Sandbox
 
@@ -74,7 +74,6 @@ def push_commit(sb: Sandbox, repo: Repo, info: CommitInfo) -> JSON:
         "url": f"{repo_html(sb, repo)}/commit/{info.sha}",
         "author": {"name": info.author_name, "email": info.author_email, "username": None},
         "committer": {"name": info.committer_name, "email": info.committer_email},
-        "added": [],
-        "removed": [],
-        "modified": [],
+        # Ballet reads these to know whether a push to the default branch changed its config.
+        **files_of_commit(repo.path, info.sha),
     }
