@@ -22,6 +22,7 @@ from scenarios import (
     waiting_for,
 )
 from test_config_pr import Clone
+from witnessed import WITNESSED, witnessed, witnessed_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -154,3 +155,30 @@ async def test_after_a_reject_the_pull_request_is_a_draft_while_a_new_role_signs
         ("ready_for_review", False),
     ]
     assert view.pull is not None and not view.pull["draft"]
+
+
+async def test_role_news_said_during_a_stage_reaches_its_next_session_past_a_sign_off(
+    stack: Stack,
+) -> None:
+    verify = "- {id: verify, kind: agent, skills: [verifier],"
+    yml = with_roles(WITNESSED, "    signoffs: [security]\n").replace(
+        verify, verify.replace("kind: agent,", "kind: agent, runtime: witness,")
+    )
+    repo = await witnessed_repo(stack, "role-news", yml)
+    directives = "demo:sleep-verify=4@1\ndemo:signoff-security=changes@1"
+    number = await ticket(stack, repo, directives=directives)
+
+    def verifying(v: View) -> bool:
+        run = v.record.open_run if v.record is not None else None
+        return run is not None and run.stage == "verify"
+
+    await wait_until(stack, repo, number, verifying, timeout=90)
+    await comment(stack, repo, number, "carol", "/ballet signoff require legal")
+    view = await wait_until(stack, repo, number, merged, timeout=150)
+    # Security's sign-off session ran between, and asked for changes: back to verify.
+    assert role_runs(view, "security") == [(1, "changes"), (2, "signed_off")]
+    assert view.pull is not None
+    seen = await witnessed(stack, repo, view.pull["head_sha"], "verify", 2)
+    changes = seen["context"]["signoffs"]["changes"]
+    assert [(c["role"], c["action"], c["by"]) for c in changes] == [("legal", "required", "carol")]
+    assert "- @carol required the sign-off of `legal`" in seen["prompt"]
