@@ -31,6 +31,12 @@ ROLES = (
     "  security: {runtime: script, skills: [reviewer], instructions: Review for security.}\n"
     "  legal: {runtime: script, instructions: Check licences.}\n"
 )
+# The demo's pipeline with an approval between verify and integrate.
+HUMAN = demo.BALLET_YML.replace(
+    "next: {pass: integrate, fail: implement}}",
+    "next: {pass: approval, fail: implement}}\n"
+    "      - {id: approval, kind: human, next: {approve: integrate, reject: implement}}",
+)
 
 
 def with_roles(yml: str, signoffs: str = "") -> str:
@@ -127,12 +133,7 @@ async def test_a_role_deleted_on_the_default_branch_is_not_required(
 async def test_after_a_reject_the_pull_request_is_a_draft_while_a_new_role_signs_off(
     stack: Stack,
 ) -> None:
-    human = demo.BALLET_YML.replace(
-        "next: {pass: integrate, fail: implement}}",
-        "next: {pass: approval, fail: implement}}\n"
-        "      - {id: approval, kind: human, next: {approve: integrate, reject: implement}}",
-    )
-    repo = await new_repo(stack, "draft-again", with_roles(human))
+    repo = await new_repo(stack, "draft-again", with_roles(HUMAN))
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
     assert view.record is not None and view.record.pr_number is not None
@@ -182,3 +183,27 @@ async def test_role_news_said_during_a_stage_reaches_its_next_session_past_a_sig
     changes = seen["context"]["signoffs"]["changes"]
     assert [(c["role"], c["action"], c["by"]) for c in changes] == [("legal", "required", "carol")]
     assert "- @carol required the sign-off of `legal`" in seen["prompt"]
+
+
+async def test_changes_after_an_approval_go_back_to_the_approvers(stack: Stack) -> None:
+    repo = await new_repo(stack, "changes-to-people", with_roles(HUMAN))
+    number = await ticket(stack, repo, directives="demo:signoff-security=changes@1")
+    view = await wait_until(stack, repo, number, waiting_for("approval"), timeout=90)
+    assert view.record is not None and view.record.pr_number is not None
+    pr = view.record.pr_number
+    await comment(stack, repo, pr, "carol", "/ballet signoff require security")
+    await comment(stack, repo, pr, "carol", "/ballet approve")
+
+    def asked_again(v: View) -> bool:
+        return waiting_for("approval")(v) and role_runs(v, "security") == [(1, "changes")]
+
+    view = await wait_until(stack, repo, number, asked_again, timeout=60)
+    asking = [c["body"] for c in view.comments_on(pr) if "asked for changes" in c["body"]]
+    assert any("sign-off `security` asked for changes" in body for body in asking)
+    # The approvers decide: carol waives the role and approves again.
+    await comment(stack, repo, pr, "carol", "/ballet signoff waive security")
+    await comment(stack, repo, pr, "carol", "/ballet approve")
+    view = await wait_until(stack, repo, number, merged, timeout=60)
+    assert role_runs(view, "security") == [(1, "changes")]
+    assert view.record is not None
+    assert max(r.iteration for r in view.record.history) == 1  # never sent to rework
