@@ -319,10 +319,9 @@ class _Connection:
         await self._send(h11.EndOfMessage())
 
     async def _send(self, event: h11.Event) -> None:
-        data = self.h11.send(event)
-        if data:
-            self.writer.write(data)
-            await self.writer.drain()
+        # Its pieces as they are: an answer's chunk is never copied into a framed one.
+        self.writer.writelines(self.h11.send_with_data_passthrough(event))
+        await self.writer.drain()
 
 
 def _has_body(request: h11.Request) -> bool:
