@@ -320,8 +320,10 @@ class _Connection:
 
     async def _send(self, event: h11.Event) -> None:
         # Its pieces as they are: an answer's chunk is never copied into a framed one.
-        self.writer.writelines(self.h11.send_with_data_passthrough(event))
-        await self.writer.drain()
+        pieces = self.h11.send_with_data_passthrough(event)
+        if pieces:
+            self.writer.writelines(pieces)
+            await self.writer.drain()
 
 
 def _has_body(request: h11.Request) -> bool:
