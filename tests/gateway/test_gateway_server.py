@@ -277,3 +277,34 @@ def test_bad_upstreams_say_what_to_write() -> None:
     for wrong in ("claude=https://x", "openai=ftp://x", "openai"):
         with pytest.raises(UpstreamsError, match="provider=URL"):
             parse_upstreams(wrong)
+
+
+def test_a_client_waiting_for_100_continue_is_told_to_go_on(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    async def scenario() -> tuple[bytes, bytes]:
+        gateway = ModelGateway(CountingMetering(), upstreams={"anthropic": model_server.url})
+        terms = SessionTerms(session="s1", repo="octo/demo")
+        keys = {"ANTHROPIC_API_KEY": ("anthropic", REAL)}
+        async with gateway.session(terms, keys, tmp_path / "c.sock") as served:
+            reader, writer = await asyncio.open_unix_connection(str(tmp_path / "c.sock"))
+            body = json.dumps({"model": "claude-sonnet-4-5", "messages": []}).encode()
+            body += b" " * (2 << 20)  # large enough that curl would ask first
+            token = served.tokens["ANTHROPIC_API_KEY"]
+            writer.write(
+                b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: gateway\r\n"
+                b"content-type: application/json\r\nexpect: 100-continue\r\n"
+                + f"x-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+            )
+            # Before any byte of the body (a bound only against a hang, should it not come).
+            interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60)
+            writer.write(body)
+            final = await reader.readuntil(b"\r\n\r\n")
+            writer.close()
+        await gateway.aclose()
+        return interim, final
+
+    interim, final = asyncio.run(scenario())
+    assert interim.startswith(b"HTTP/1.1 100 ")
+    assert final.startswith(b"HTTP/1.1 200 ")
+    assert "expect" not in model_server.requests[0]["headers"]

@@ -31,6 +31,7 @@ HOP_BY_HOP = frozenset(
     {
         b"connection", b"keep-alive", b"proxy-authenticate", b"proxy-authorization",
         b"proxy-connection", b"te", b"trailer", b"transfer-encoding", b"upgrade", b"host",
+        b"expect",  # answered by the gateway itself
     }
 )  # fmt: skip
 Headers = list[tuple[bytes, bytes]]

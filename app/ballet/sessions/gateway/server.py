@@ -300,6 +300,8 @@ class _Connection:
             await session.spent(provider, *found)
 
     async def _body(self) -> AsyncIterator[bytes]:
+        if self.h11.they_are_waiting_for_100_continue:  # curl's way with a large body
+            await self._send(h11.InformationalResponse(status_code=100, headers=[]))
         while True:
             event = await self._next()
             if isinstance(event, h11.Data):
