@@ -13,6 +13,7 @@ from typing import Any
 
 from ballet.core.config import Runtime
 from ballet.sessions import SessionOptions, StageInfo, Workspaces, anonymous, run_session
+from ballet.sessions.confine import Isolation
 from ballet.sessions.gateway import ModelGateway
 from model_server import ModelServer
 from session_helpers import MakeSpec, WriteScript
@@ -144,3 +145,45 @@ def test_a_hostile_session_finds_no_key_and_no_other_token_works(
     # The provider saw the real key, once: for the session's own token.
     assert [r["headers"].get("x-api-key") for r in model_server.requests] == [real]
     assert hostile.spend is not None and hostile.spend.requests == 0  # unmetered here
+
+
+UNCONFINED = f"""
+import http.client, json, os, sys, urllib.parse
+{REQUEST}
+status, _ = ask({{"x-api-key": os.environ["ANTHROPIC_API_KEY"]}})
+json.dump({{"status": status, "env": dict(os.environ)}},
+          open(os.path.join(sys.argv[1], "unconfined.json"), "w"))
+json.dump({{"outcome": "done", "summary": "asked"}}, open(os.environ["BALLET_REPORT"], "w"))
+"""
+
+
+def test_an_unconfined_session_reaches_its_gateway_on_a_loopback_port(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
+    observed: Path,
+    model_server: ModelServer,
+) -> None:
+    real = "sk-ant-REAL-" + secrets.token_hex(16)
+    write_script("unconfined", UNCONFINED)
+    runtime = Runtime(
+        adapter="command", command=("unconfined", str(observed)), keys=("ANTHROPIC_API_KEY",)
+    )
+    gateway = ModelGateway(NoMeter(), upstreams={"anthropic": model_server.url})
+    options = SessionOptions(isolation=Isolation(mode="none"), gateway=gateway)
+    result = asyncio.run(
+        run_session(
+            make_spec(runtime=runtime),
+            workspaces=workspaces,
+            git_auth=anonymous,
+            parent_env={**parent_env, "ANTHROPIC_API_KEY": real},
+            options=options,
+        )
+    )
+    assert result.failure_reason is None, result.report.summary + result.output_tail
+    seen = json.loads((observed / "unconfined.json").read_text())
+    assert seen["status"] == 200
+    assert real not in json.dumps(seen["env"])
+    assert seen["env"]["BALLET_GATEWAY_URL"].startswith("http://127.0.0.1:")
+    assert [r["headers"].get("x-api-key") for r in model_server.requests] == [real]
