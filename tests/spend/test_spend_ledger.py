@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ballet.core.spend import Spend
-from ballet.spend_ledger import KEEP, ModelSpend, SpendLedger
+from ballet.spend_ledger import DAYS_KEPT, KEEP, ModelSpend, SpendLedger
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -115,11 +115,19 @@ async def test_months_say_models_and_repositories_and_keys_expire(redis: Redis) 
     [api] = await ledger.months(repo="acme/api", at=NOV, count=1)
     assert api.by_model == (ModelSpend("anthropic", "claude-sonnet-4-5-20250929", SONNET),)
 
-    keys = [key async for key in redis.scan_iter(match="ballet:spend:*")]
+    keys = [key async for key in redis.scan_iter(match="ballet:spend:2026-*")]
     assert len(keys) == 7  # per repository and installation: totals, models; one set
     for key in keys:
         ttl = await redis.ttl(key)
         assert KEEP.total_seconds() - 60 < ttl <= KEEP.total_seconds()
+    # The fleet page's cost per repository and day: only where something was priced.
+    [day] = [key async for key in redis.scan_iter(match="ballet:spend:day:*")]
+    assert day == b"ballet:spend:day:2026-11-20:repository:acme/api"
+    assert DAYS_KEPT.total_seconds() - 60 < await redis.ttl(day) <= DAYS_KEPT.total_seconds()
+    assert await ledger.days(["acme/api", "acme/web"], NOV, 1) == {
+        "acme/api": [SONNET.cost_usd],
+        "acme/web": [0.0],
+    }
 
 
 async def test_months_wants_one_repository_or_one_installation(redis: Redis) -> None:
