@@ -308,3 +308,48 @@ def test_a_client_waiting_for_100_continue_is_told_to_go_on(
     assert interim.startswith(b"HTTP/1.1 100 ")
     assert final.startswith(b"HTTP/1.1 200 ")
     assert "expect" not in model_server.requests[0]["headers"]
+
+
+def test_the_upstream_connection_is_kept_alive_across_requests(tmp_path: Path) -> None:
+    async def scenario() -> tuple[int, list[int]]:
+        accepted = 0
+
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            nonlocal accepted
+            accepted += 1
+            body = b'{"usage": {"input_tokens": 1, "output_tokens": 1}}'
+            try:
+                while True:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                    await reader.readexactly(length)
+                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                                 b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+            except asyncio.IncompleteReadError:
+                writer.close()
+
+        upstream = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = upstream.sockets[0].getsockname()[1]
+        gateway = ModelGateway(
+            CountingMetering(), upstreams={"anthropic": f"http://127.0.0.1:{port}"}
+        )
+        terms = SessionTerms(session="s1", repo="octo/demo")
+        statuses = []
+        async with (
+            gateway.session(
+                terms, {"ANTHROPIC_API_KEY": ("anthropic", REAL)}, tmp_path / "k.sock"
+            ) as served,
+            client_on(tmp_path / "k.sock") as client,
+        ):
+            for _ in range(3):
+                answer_ = await client.post(
+                    "/anthropic/v1/messages", **messages(served.tokens["ANTHROPIC_API_KEY"])
+                )
+                statuses.append(answer_.status_code)
+        await gateway.aclose()
+        upstream.close()
+        return accepted, statuses
+
+    accepted, statuses = asyncio.run(scenario())
+    assert statuses == [200, 200, 200]
+    assert accepted == 1

@@ -221,6 +221,7 @@ class _Connection:
         self.reader = reader
         self.writer = writer
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self._held: list[bytes] = []
         # The next chunk is read from upstream while this one is still being written.
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
 
@@ -287,7 +288,7 @@ class _Connection:
                 provider, method, path, content_type.decode("latin-1"), _path_model(path)
             )
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
-            await self._send(h11.Response(status_code=answer.status, headers=down))
+            await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
             async for chunk in answer.body():
                 if meter is not None:
                     meter.feed(chunk)
@@ -316,15 +317,19 @@ class _Connection:
         # Its body is not read: the connection closes after the answer.
         headers = [("content-type", "application/json"), ("content-length", str(len(body))),
                    ("connection", "close")]  # fmt: skip
-        await self._send(h11.Response(status_code=status, headers=headers))
-        await self._send(h11.Data(data=body))
+        await self._send(h11.Response(status_code=status, headers=headers), held=True)
+        await self._send(h11.Data(data=body), held=True)
         await self._send(h11.EndOfMessage())
 
-    async def _send(self, event: h11.Event) -> None:
-        # Its pieces as they are: an answer's chunk is never copied into a framed one.
-        pieces = self.h11.send_with_data_passthrough(event)
-        if pieces:
-            self.writer.writelines(pieces)
+    async def _send(self, event: h11.Event, *, held: bool = False) -> None:
+        """`held`: kept to go with the next event's bytes (an answer's head with its
+        first chunk: one write, not two). An answer's chunk is never copied into a
+        framed one, unless it goes with a held head."""
+        pieces = self.h11.send_with_data_passthrough(event) or []
+        self._held += pieces
+        if not held and self._held:
+            self.writer.writelines(self._held)
+            self._held = []
             await self.writer.drain()
 
 

@@ -55,6 +55,8 @@ class _Parsed:
 
     headers: Headers = field(default_factory=list)
     head_done: bool = False
+    keep_alive: bool = False
+    parser: httptools.HttpResponseParser | None = None
     chunks: list[bytes] = field(default_factory=list)
     done: bool = False
 
@@ -63,6 +65,8 @@ class _Parsed:
 
     def on_headers_complete(self) -> None:
         self.head_done = True
+        # Asked now: once the message is complete the parser has moved on to the next.
+        self.keep_alive = self.parser is not None and self.parser.should_keep_alive()
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
@@ -111,7 +115,7 @@ class Answer:
 
     def close(self) -> None:
         """Back to the pool when the answer was read whole on a kept-alive connection."""
-        if self._whole and self._parser.should_keep_alive():
+        if self._whole and self._parsed.keep_alive:
             self._clients.release(self._connection)
         else:
             self._connection.writer.close()
@@ -140,19 +144,21 @@ class UpstreamClients:
             head = [f"{method} {target} HTTP/1.1\r\nhost: {parts.netloc}\r\n".encode()]
             head += [name + b": " + value + b"\r\n" for name, value in headers]
             head.append(b"transfer-encoding: chunked\r\n\r\n" if chunked else b"\r\n")
-            connection.writer.write(b"".join(head))
+            # The head goes with the body's first piece: one write for a small request.
+            pending = b"".join(head)
             if body is not None:
                 async for chunk in body:
                     if chunk:
-                        connection.writer.write(
-                            b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk
-                        )
+                        framed = b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk
+                        connection.writer.write(pending + framed if pending else framed)
+                        pending = b""
                         await connection.writer.drain()
                 if chunked:
-                    connection.writer.write(b"0\r\n\r\n")
+                    pending += b"0\r\n\r\n"
+            connection.writer.write(pending)
             await connection.writer.drain()
             parsed = _Parsed()
-            parser = Parsing(parsed)
+            parser = parsed.parser = Parsing(parsed)
             while not parsed.head_done:
                 data = await connection.reader.read(READ_BYTES)
                 if not data:
