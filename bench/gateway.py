@@ -89,7 +89,11 @@ import asyncio, json, sys
 from pathlib import Path
 from ballet.sessions.gateway import ModelGateway, ProviderMetering, SessionTerms
 async def main():
-    gateway = ModelGateway(ProviderMetering(), upstreams={"anthropic": sys.argv[1]})
+    class Unmetered:
+        def meter(self, *args):
+            return None
+    metering = ProviderMetering() if sys.argv[3] == "meter" else Unmetered()
+    gateway = ModelGateway(metering, upstreams={"anthropic": sys.argv[1]})
     terms = SessionTerms(session="bench", repo="octo/bench")
     keys = {"ANTHROPIC_API_KEY": ("anthropic", "sk-ant-bench")}
     async with gateway.session(terms, keys, Path(sys.argv[2])) as served:
@@ -133,6 +137,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=1000)
     parser.add_argument("--megabytes", type=int, default=10)
     parser.add_argument("--big-runs", type=int, default=7)
+    parser.add_argument(
+        "--unmetered",
+        action="store_true",
+        help="the gateway without its meter: what metering costs",
+    )
     args = parser.parse_args()
     big = args.megabytes * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="ballet-gw-bench-") as scratch:
@@ -143,7 +152,8 @@ def main() -> None:
         assert upstream.stdout is not None
         port = int(upstream.stdout.readline())
         gateway = subprocess.Popen(
-            [sys.executable, "-c", GATEWAY, f"http://127.0.0.1:{port}", socket_path],
+            [sys.executable, "-c", GATEWAY, f"http://127.0.0.1:{port}", socket_path,
+             "none" if args.unmetered else "meter"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
         )  # fmt: skip
         assert gateway.stdout is not None and gateway.stdin is not None
