@@ -225,15 +225,20 @@ def test_the_real_cli_commits_reports_and_is_metered(
     )
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.adapter for c in CASES])
 def test_a_reached_cap_stops_the_next_request_and_the_session_ends_budget(
-    model_server: ModelServer, origin: Path, workspaces: Workspaces, parent_env: dict[str, str]
+    case: Case,
+    model_server: ModelServer,
+    origin: Path,
+    workspaces: Workspaces,
+    parent_env: dict[str, str],
 ) -> None:
-    require_cli("claude")
+    require_cli(case.executable)
     runtime = Runtime(
-        adapter="claude-code",
-        model="claude-sonnet-4-5",
-        env=("ANTHROPIC_API_KEY",),
-        base_url=model_server.url,
+        adapter=case.adapter,
+        model=case.model,
+        env=(case.key,),
+        base_url=model_server.url + case.path,
     )
     # A cap the first answer overruns: the next request is refused before it is sent.
     spec = spec_for(runtime, origin).model_copy(
