@@ -54,6 +54,19 @@ def test_no_matching_type_and_no_default_is_an_error() -> None:
         resolve_pipeline(valid("pipelines:\n  a: {stages: [{id: x, kind: agent}]}\n"), [])
 
 
+def test_a_file_without_pipelines_runs_the_built_in_default() -> None:
+    # Its own runtime and policy hold; the stages are the built-in template's.
+    text = (
+        "runtimes:\n  script: {adapter: command, command: [python3, a.py]}\n"
+        "default_runtime: script\npolicy: {merge: manual}\n"
+    )
+    resolved = resolve_pipeline(valid(text), ["ballet"])
+    assert (resolved.name, resolved.ticket_type) == ("default", "default")
+    assert [s.id for s in resolved.stages] == ["implement", "review", "verify", "integrate"]
+    assert resolved.stages[0].runtime == "script"
+    assert resolved.policy.merge == "manual"
+
+
 def test_stages_are_fully_resolved(design: BalletConfig) -> None:
     resolved = resolve_pipeline(design, [])
     implement, review, verify, approval, integrate = resolved.stages

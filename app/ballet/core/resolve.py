@@ -49,34 +49,46 @@ class SkillsTooLargeError(ResolveError):
     """The repository skills a pipeline uses exceed `MAX_CUSTOM_SKILL_BYTES`."""
 
 
+# The built-in pipeline (docs/configuration.md): a repository without
+# `.ballet.yml`, or whose file has no `pipelines:`, runs these stages.
+DEFAULT_STAGES = (
+    Stage(id="implement", kind="agent", skills=("implementer",), next={"done": "review"}),
+    Stage(
+        id="review",
+        kind="agent",
+        skills=("reviewer",),
+        next={"approve": "verify", "changes_requested": "implement"},
+    ),
+    Stage(
+        id="verify",
+        kind="agent",
+        skills=("verifier",),
+        next={"pass": "integrate", "fail": "implement"},
+    ),
+    Stage(
+        id="integrate",
+        kind="platform",
+        action="merge",
+        next={"merged": "$done", "returned": "implement"},
+    ),
+)
+
+
 def default_config(default_runtime: Runtime) -> BalletConfig:
     """The built-in template for a repository without `.ballet.yml` (docs/configuration.md)."""
-    stages = (
-        Stage(id="implement", kind="agent", skills=("implementer",), next={"done": "review"}),
-        Stage(
-            id="review",
-            kind="agent",
-            skills=("reviewer",),
-            next={"approve": "verify", "changes_requested": "implement"},
-        ),
-        Stage(
-            id="verify",
-            kind="agent",
-            skills=("verifier",),
-            next={"pass": "integrate", "fail": "implement"},
-        ),
-        Stage(
-            id="integrate",
-            kind="platform",
-            action="merge",
-            next={"merged": "$done", "returned": "implement"},
-        ),
-    )
     return BalletConfig(
         runtimes={DEPLOYMENT_RUNTIME: default_runtime},
         default_runtime=DEPLOYMENT_RUNTIME,
-        pipelines={"default": Pipeline(stages=stages)},
+        pipelines={"default": Pipeline(stages=DEFAULT_STAGES)},
     )
+
+
+def with_pipelines(config: BalletConfig) -> BalletConfig:
+    """A file that defines no `pipelines:` runs the built-in one, as `ballet validate`
+    and docs/configuration.md promise; its runtimes, policy and the rest still hold."""
+    if config.pipelines:
+        return config
+    return config.model_copy(update={"pipelines": {"default": Pipeline(stages=DEFAULT_STAGES)}})
 
 
 def choose_pipeline(config: BalletConfig, labels: Collection[str]) -> tuple[str, str]:
@@ -107,6 +119,7 @@ def resolve_pipeline(
     is the deployment's runtime for agents when the file names no `default_runtime`.
     Raises `ResolveError` (or its subclasses) when no pipeline can be built.
     """
+    config = with_pipelines(config)
     name, ticket_type = choose_pipeline(config, labels)
     pipeline = config.pipelines[name]
     roles = {

@@ -1,0 +1,33 @@
+"""How a ticket lands (issue 33): a file without `pipelines:` runs the built-in
+default; the seed's Integrate, an agent stage with the integrator skill, ends in
+Ballet's landing of the pull request."""
+
+from __future__ import annotations
+
+import pytest
+from ballet.demo.stack import Stack
+from scenarios import assert_merged_cleanly, merged, new_repo, outcomes, ticket, wait_until
+
+pytestmark = pytest.mark.anyio
+
+NO_PIPELINES = """\
+trigger_label: ballet
+runtimes:
+  script: {adapter: command, command: [python3, .ballet/agent.py]}
+default_runtime: script
+"""
+
+
+async def test_a_file_without_pipelines_runs_the_default_to_merged(stack: Stack) -> None:
+    repo = await new_repo(stack, "no-pipelines", ballet_yml=NO_PIPELINES)
+    number = await ticket(stack, repo)
+
+    view = await wait_until(stack, repo, number, merged, timeout=90)
+
+    assert outcomes(view) == [
+        ("implement", 1, "done"),
+        ("review", 1, "approve"),
+        ("verify", 1, "pass"),
+        ("integrate", 1, "merged"),
+    ]
+    await assert_merged_cleanly(stack, view, repo, number)
