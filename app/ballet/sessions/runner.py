@@ -297,7 +297,7 @@ async def _run(
         workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root,
         workspace.tmp,
     )  # fmt: skip
-    hosts = runtime_destinations(spec.runtime)
+    hosts = runtime_destinations(spec.runtime, gateway=session.access.gateway is not None)
     limits = session_limits(options.isolation, spec.runtime)
     if limits is not None:
         for line in (*limits.notes, limits_line(options.isolation, limits)):
@@ -352,9 +352,7 @@ async def _run(
     except PushError as error:
         reason: FailureReason = "secret" if isinstance(error, SecretInPush) else "push"
         push_failure = SessionFailure(reason, str(error))
-        failed = failed_result(
-            push_failure, report.usage, tail, workspace.start_sha, started, code
-        )
+        failed = failed_result(push_failure, report.usage, tail, workspace.start_sha, started, code)
         return _Ran(failed.model_copy(update=egress), redactor, code)
     result = SessionResult(
         report=report,

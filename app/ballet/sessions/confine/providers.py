@@ -31,13 +31,15 @@ PROVIDER_HOSTS: Mapping[Adapter, tuple[str, ...]] = {
 }
 
 
-def runtime_destinations(runtime: Runtime) -> tuple[EgressRule, ...]:
+def runtime_destinations(runtime: Runtime, *, gateway: bool = False) -> tuple[EgressRule, ...]:
     """Where a session of `runtime` may go: its provider, its `egress:`, and its
     `base_url`'s host when that is public (a local one is the operator's to allow,
     with BALLET_SESSION_EGRESS_ALLOW; the proxy then says so if it is not).
-    A runtime with provider keys reaches its providers only through Ballet's model
-    gateway (and `base_url` is the gateway's upstream): only its `egress:` then."""
-    if runtime.provider_keys:
+    A session whose provider keys the model gateway holds (`gateway`) reaches its
+    providers only through it (and `base_url` is the gateway's upstream): only its
+    `egress:` then. One whose worker has none of its keys (a subscription's token
+    instead, say) reaches its provider itself, as before."""
+    if gateway:
         return tuple(parse_rule(host) for host in runtime.egress)
     rules = [parse_rule(host) for host in (*PROVIDER_HOSTS[runtime.adapter], *runtime.egress)]
     url = urlsplit(runtime.base_url or "")
