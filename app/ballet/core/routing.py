@@ -9,6 +9,22 @@ from __future__ import annotations
 from ballet.core.config import Policy, ResolvedPipeline, ResolvedStage
 
 DONE, FAILED, QUESTION = "$done", "$failed", "$question"
+# Where an integrator's `done` leads: Ballet lands the pull request (steps.proceed).
+LAND = "$land"
+INTEGRATOR = "integrator"
+
+
+def lands(stage: ResolvedStage) -> bool:
+    """A stage whose end is the pull request's landing: a platform merge, or an agent
+    stage with the integrator skill, which Ballet lands once its session reports `done`
+    (the branch up to date with the base, the checks run); the landing's result is then
+    the stage's outcome, `merged` or `returned`."""
+    return stage.action == "merge" or (stage.kind == "agent" and INTEGRATOR in stage.skills)
+
+
+def integrator_stage(pipeline: ResolvedPipeline) -> str | None:
+    """The pipeline's switched-on agent stage that integrates, if any."""
+    return next((s.id for s in pipeline.stages if s.kind == "agent" and lands(s)), None)
 
 
 def index_of(pipeline: ResolvedPipeline, stage_id: str) -> int:
@@ -24,6 +40,8 @@ def following(pipeline: ResolvedPipeline, stage_id: str) -> str:
 def next_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> tuple[str, str]:
     """The target of an outcome, and why when it is a question."""
     stage = pipeline.stage(stage_id)
+    if outcome == "done" and stage.kind == "agent" and lands(stage):
+        return LAND, ""  # the landing's result, `merged` or `returned`, is routed instead
     if outcome in stage.next:
         target = stage.next[outcome]
         why = f"stage `{stage_id}` routes outcome `{outcome}` to a question"
@@ -82,12 +100,12 @@ def handed_over_by(pipeline: ResolvedPipeline, stage_id: str | None) -> str:
 
 def needs_signoffs(pipeline: ResolvedPipeline, target: str) -> bool:
     """Targets that move the ticket to "in review" or "done" wait for every sign-off."""
-    if target == DONE:
+    if target in (DONE, LAND):
         return True
     if target.startswith("$"):
         return False
     stage = pipeline.stage(target)
-    return stage.kind == "human" or stage.action == "merge" or stage.wait_for in ("review", "merge")
+    return stage.kind == "human" or lands(stage) or stage.wait_for in ("review", "merge")
 
 
 def job_key(ticket: str, stage: str, iteration: int, attempt: int, phase: str | None) -> str:

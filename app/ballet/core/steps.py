@@ -7,8 +7,6 @@ Each move works on a `Tx` (`ballet.core.tx`). Handlers in `machine` and
 
 from __future__ import annotations
 
-from typing import Any
-
 from ballet.core import render, routing
 from ballet.core.budgets import over_budget
 from ballet.core.effects import (
@@ -21,12 +19,15 @@ from ballet.core.effects import (
     RequestReviewers,
     StartSession,
 )
-from ballet.core.limits import RUN_SUMMARY_MAX, clip
 from ballet.core.pinned_text import TEXT_LOST
-from ballet.core.record import QA, Record, StageRun, Status, Waiting, WaitKind
+from ballet.core.record import QA, Record, StageRun, Status
 from ballet.core.report import Handoff, Report
 from ballet.core.returns import ReturnCause, ReturnKind, cause
-from ballet.core.routing import DONE, FAILED, QUESTION
+from ballet.core.routing import DONE, FAILED, LAND, QUESTION
+from ballet.core.runs import close_run as close_run
+from ballet.core.runs import open_run as open_run
+from ballet.core.runs import set_status as set_status
+from ballet.core.runs import wait as wait
 from ballet.core.session_spec import session_spec
 from ballet.core.tx import Tx
 
@@ -34,21 +35,6 @@ from ballet.core.tx import Tx
 def tracking_key(rec: Record) -> MarkerKey:
     """The tracking comment's key: one per ticket, whatever stage it is in."""
     return MarkerKey(ticket=rec.key, kind="tracking")
-
-
-def close_run(tx: Tx, outcome: str, summary: str = "", **extra: Any) -> StageRun | None:
-    """End the open stage run, if any: every run gets exactly one end."""
-    run = tx.rec.open_run
-    if run is None:
-        return None
-    kept = clip(summary, RUN_SUMMARY_MAX)  # the report comment has it all
-    done = run.model_copy(update={"outcome": outcome, "summary": kept, "end": tx.now, **extra})
-    tx.set(history=(*tx.rec.history[:-1], done))
-    return done
-
-
-def set_status(tx: Tx, status: Status, waiting: Waiting | None = None) -> None:
-    tx.set(status=status, waiting=waiting)
 
 
 def go(
@@ -105,7 +91,8 @@ def settle(
     """A human or platform stage has its outcome: report it and route it."""
     rec = tx.rec
     stage = rec.stage or ""
-    key = tx.marker("report")
+    # An integrator's landing: its session's report keeps its own comment.
+    key = tx.marker("report", extra="landing" if rec.pipeline.stage(stage).kind == "agent" else "")
     done = close_run(tx, outcome, summary, report_ref=key.render())
     assert done is not None, "a waiting stage has an open run"
     target, why = routing.next_target(rec.pipeline, stage, outcome)
@@ -150,6 +137,11 @@ def proceed(tx: Tx, target: str, note: str = "", gated: bool = True) -> None:
     tx.set(gate_target=None, signoff_role=None)
     if target == DONE:
         end(tx, "done", "the pipeline finished")
+        return
+    if target == LAND:
+        # The integrator reported done: its stage's run goes on as the landing.
+        open_run(tx, tx.rec.stage or "")
+        land(tx)
         return
     enter(tx, target, note=note)
 
@@ -231,28 +223,45 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
         ask(tx, f"stage `{stage_id}` needs a pull request and the ticket has none")
         return
     open_run(tx, stage_id)
-    anyone: tuple[str, ...] = rec.pipeline.approvers or ()
-    if stage.action == "merge" and rec.policy.merge == "auto":
-        seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
-        if seen is not None and seen.outcome == "fail":
-            red = red_checks(tx, "merge_checks_failed", seen.summary)
-            settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red,))
-        elif seen is not None and seen.outcome is None:
-            wait_checks_before_merge(tx)
-        else:
-            merge_now(tx)
-    elif stage.action == "merge" or stage.wait_for == "merge":
-        wait(
-            tx,
-            "merge",
-            "a person to merge the pull request (policy merge=manual)",
-            anyone,
-            "merge the pull request on GitHub",
-        )
+    if stage.action == "merge":
+        land(tx)
+    elif stage.wait_for == "merge":
+        wait_for_person_to_merge(tx, "")
     elif stage.wait_for == "review":
-        wait(tx, "review", "a pull request review", anyone, "submit a review on the pull request")
+        who = rec.pipeline.approvers or ()
+        wait(tx, "review", "a pull request review", who, "submit a review on the pull request")
     else:
         enter_checks_wait(tx)
+
+
+def land(tx: Tx) -> None:
+    """Land the pull request by the repository's rules (the edge's `MergePR`:
+    tickets/interpret.py), or wait for a person to merge it (policy merge=manual).
+    Its result settles the open run: `merged`, or `returned` with its cause."""
+    rec = tx.rec
+    if rec.pr_number is None:
+        ask(tx, f"stage `{rec.stage}` lands a pull request and the ticket has none")
+        return
+    if rec.policy.merge != "auto":
+        wait_for_person_to_merge(tx, " (policy merge=manual)")
+        return
+    seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
+    agent = rec.stage is not None and rec.pipeline.stage(rec.stage).kind == "agent"
+    if seen is not None and seen.outcome == "fail":
+        red = red_checks(tx, "merge_checks_failed", seen.summary)
+        settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red,))
+    elif seen is not None and seen.outcome is None and not agent:
+        wait_checks_before_merge(tx)
+    else:
+        # Checks still running after an integrator's session: the edge's merge waits
+        # for them itself (interpret.py `_merge`) and answers with its result.
+        merge_now(tx)
+
+
+def wait_for_person_to_merge(tx: Tx, why: str) -> None:
+    who = tx.rec.pipeline.approvers or ()
+    reason = f"a person to merge the pull request{why}"
+    wait(tx, "merge", reason, who, "merge the pull request on GitHub")
 
 
 def enter_checks_wait(tx: Tx) -> None:
@@ -306,43 +315,6 @@ def wait_checks_before_merge(tx: Tx) -> None:
     if sha is not None:
         tx.emit(ReadChecks(repo=tx.rec.ticket.repo, sha=sha))
     wait(tx, "checks", reason, (), "", sha=sha, started=True)
-
-
-def open_run(
-    tx: Tx, stage_id: str, phase: str | None = None, role: str | None = None, job: str | None = None
-) -> None:
-    rec = tx.rec
-    run = StageRun(
-        stage=stage_id,
-        iteration=rec.iteration,
-        attempt=rec.attempt,
-        phase=phase,
-        role=role,
-        start=tx.now,
-        job_key=job,
-    )
-    tx.set(history=(*rec.history, run))
-
-
-def wait(
-    tx: Tx,
-    kind: WaitKind,
-    reason: str,
-    who: tuple[str, ...],
-    command: str,
-    sha: str | None = None,
-    started: bool = False,
-) -> None:
-    w = Waiting(
-        kind=kind,
-        reason=reason,
-        who=who,
-        command=command,
-        since=tx.now,
-        sha=sha,
-        checks_started=started,
-    )
-    set_status(tx, "waiting", w)
 
 
 def start_session(
