@@ -10,6 +10,8 @@ working directory and the `BALLET_*` variables of the session contract.
   them, commits;
 - review: reads `git diff base...HEAD` and approves a diff that adds code and a test;
 - verify: runs the repository's tests (`python3 -m unittest`);
+- a stage with the integrator skill: merges the base into the branch, conflicts
+  resolved by keeping both sides' lines (git's union merge), runs the tests, commits;
 - any role stage (sign-off): signs off;
 - spike stages: writes a knowledge report about the repository.
 
@@ -124,6 +126,34 @@ def verify() -> dict[str, Any]:
     }
 
 
+def integrate(ctx: dict[str, Any]) -> dict[str, Any]:
+    base = ctx.get("base") or "main"
+    # Both intents kept: each conflicting hunk keeps the base's lines and the branch's.
+    Path(git("rev-parse", "--git-dir").strip(), "info").mkdir(exist_ok=True)
+    Path(git("rev-parse", "--git-path", "info/attributes").strip()).write_text("* merge=union\n")
+    merged = subprocess.run(
+        ["git", "merge", "--no-edit", f"origin/{base}"], capture_output=True, text=True
+    )
+    if merged.returncode != 0:
+        return {
+            "outcome": "returned",
+            "summary": f"`git merge origin/{base}` failed: "
+            + (merged.stdout + merged.stderr)[-500:],
+        }
+    checks = verify()
+    if checks["outcome"] != "pass":
+        return {
+            "outcome": "returned",
+            "summary": f"after the merge: {checks['summary']}",
+            "details": checks["details"],
+        }
+    return {
+        "outcome": "done",
+        "summary": f"Merged `{base}` into the branch; tests pass.",
+        "details": merged.stdout[-500:],
+    }
+
+
 def knowledge() -> dict[str, Any]:
     files = [f for f in git("ls-files").splitlines() if not f.startswith(".ballet")]
     return {
@@ -180,6 +210,8 @@ def main() -> int:
         report = review(ctx)
     elif stage_id.startswith("verify"):
         report = verify()
+    elif "integrator" in stage.get("skills", ()):
+        report = integrate(ctx)
     elif stage_id.startswith("signoff-"):
         role = stage_id.removeprefix("signoff-")
         report = {"outcome": "signed_off", "summary": f"Signed off as {role}."}
