@@ -316,3 +316,13 @@ def test_a_request_that_asks_already_or_need_not_is_left_alone(
     assert usage_asked(api, json.dumps(body).encode()) is None
     assert usage_asked("openai_chat", b"not json {") is None
     assert usage_asked("openai_chat", b"[1, 2]") is None
+
+
+def test_only_reads_and_token_counts_spend_nothing() -> None:
+    from ballet.core.metering import spends_nothing
+
+    assert spends_nothing("GET", "/v1/models") and spends_nothing("HEAD", "/v1/models")
+    assert spends_nothing("POST", "/v1/messages/count_tokens")
+    assert spends_nothing("POST", "/v1beta/models/gemini-2.5-pro:countTokens?alt=json")
+    for path in ("/v1/complete", "/v1/embeddings", "/v1/messages", "/v1/images/generations"):
+        assert not spends_nothing("POST", path)

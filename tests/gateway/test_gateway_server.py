@@ -353,3 +353,61 @@ def test_the_upstream_connection_is_kept_alive_across_requests(tmp_path: Path) -
     accepted, statuses = asyncio.run(scenario())
     assert statuses == [200, 200, 200]
     assert accepted == 1
+
+
+def test_only_metered_calls_and_requests_that_spend_nothing_go_upstream(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    """A call the meter cannot read (a legacy completion, an embedding) would spend
+    what no cap sees: refused before it leaves. Reads and token counts go on."""
+
+    async def scenario() -> None:
+        gateway = ModelGateway(CountingMetering(), upstreams={"anthropic": model_server.url})
+        terms = SessionTerms(session="s1", repo="octo/demo")
+        keys = {"ANTHROPIC_API_KEY": ("anthropic", REAL)}
+        async with (
+            gateway.session(terms, keys, tmp_path / "g.sock") as served,
+            client_on(tmp_path / "g.sock") as client,
+        ):
+            token = {"x-api-key": served.tokens["ANTHROPIC_API_KEY"]}
+            listed = await client.get("/anthropic/v1/models", headers=token)
+            counted = await client.post("/anthropic/v1/messages/count_tokens", headers=token, json={})
+            refused = await client.post("/anthropic/v1/complete", headers=token, json={})
+        assert listed.status_code == 200 and counted.status_code == 200, counted.text
+        assert refused.status_code == 403
+        assert "POST /anthropic/v1/complete is neither" in refused.json()["error"]["message"]
+        assert [r["path"] for r in model_server.requests] == ["/v1/messages/count_tokens"]
+
+    asyncio.run(scenario())
+
+
+def test_a_streamed_chat_request_is_asked_for_its_usage(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    """Without `stream_options.include_usage` a streamed Chat answer says no usage and
+    no cap would hold: the gateway asks for it, the CLI's other options kept."""
+
+    async def scenario() -> None:
+        gateway = ModelGateway(CountingMetering(), upstreams={"openai": model_server.url + "/v1"})
+        terms = SessionTerms(session="s1", repo="octo/demo")
+        async with (
+            gateway.session(
+                terms, {"OPENAI_API_KEY": ("openai", "sk-real")}, tmp_path / "c.sock"
+            ) as served,
+            client_on(tmp_path / "c.sock") as client,
+        ):
+            auth = {"authorization": f"Bearer {served.tokens['OPENAI_API_KEY']}"}
+            body = {
+                "model": "gpt-4.1",
+                "stream": True,
+                "stream_options": {"continuous_usage_stats": False},
+                "messages": [{"role": "user", "content": "include_usage: false"}],
+            }
+            answer = await client.post("/openai/chat/completions", headers=auth, json=body)
+            assert answer.status_code == 200, answer.text
+        sent = model_server.requests[0]["body"]
+        assert sent["stream_options"] == {"continuous_usage_stats": False, "include_usage": True}
+        assert sent["messages"] == body["messages"]
+        assert served.spend.requests == 1
+
+    asyncio.run(scenario())

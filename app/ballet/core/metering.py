@@ -66,6 +66,16 @@ def api_of(provider: str, method: str, path: str) -> Api | None:
     return None
 
 
+def spends_nothing(method: str, path: str) -> bool:
+    """A request no provider charges for: a read (`GET`: a list of models, a stored
+    answer) or a token count. The gateway forwards only these and metered calls
+    (`api_of`): any other request could spend what no cap would see."""
+    path = path.partition("?")[0].rstrip("/")
+    if method.upper() in ("GET", "HEAD"):
+        return True
+    return method.upper() == "POST" and path.endswith(("/count_tokens", ":countTokens"))
+
+
 def gemini_model_of(path: str) -> str | None:
     """The model a Gemini call names in its path (its body names none)."""
     found = _GEMINI_CALL.search(path.partition("?")[0].rstrip("/"))

@@ -68,6 +68,12 @@ def upstream_headers(headers: Iterable[tuple[bytes, bytes]], form: HeaderForm, k
     return [*kept, (header, value.encode()), (b"accept-encoding", b"identity")]
 
 
+def with_length(headers: Headers, length: int) -> Headers:
+    """`headers` for a body of `length` bytes sent whole (not chunked)."""
+    kept = [(n, v) for n, v in headers if n not in (b"content-length", b"transfer-encoding")]
+    return [*kept, (b"content-length", str(length).encode())]
+
+
 def without_key(query: str) -> str:
     """Gemini's `?key=` is the session's token: it never goes upstream."""
     return urlencode([(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != "key"])

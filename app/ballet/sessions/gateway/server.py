@@ -35,6 +35,7 @@ from typing import Protocol
 import h11
 import structlog
 
+from ballet.core.metering import Api, api_of, spends_nothing, usage_asked
 from ballet.core.provider_keys import PROVIDERS, Provider
 from ballet.core.spend import Cap, SessionBudget, Spend, first_reached
 from ballet.sessions.gateway.forms import (
@@ -42,6 +43,7 @@ from ballet.sessions.gateway.forms import (
     error_body,
     presented,
     upstream_headers,
+    with_length,
     without_key,
 )
 from ballet.sessions.gateway.grants import Grant, SessionGrants
@@ -53,6 +55,7 @@ log = structlog.get_logger("ballet.gateway")
 READ_BYTES = 1 << 16
 MAX_HEAD_BYTES = 64 * 1024
 WRITE_BUFFER_BYTES = 1 << 20
+MAX_ASKED_BYTES = 64 << 20  # a Chat request read whole to ask for its usage
 
 
 class Ledger(Protocol):
@@ -266,10 +269,25 @@ class _Connection:
             self.session.cap_reached = self.session.cap_reached or cap
             message = f"Ballet stopped this session: {cap.says()}. A writer may raise it."
             return await self._refuse(provider, 400, message)
-        await self._forward(request, provider, grant, "/" + rest, query)
+        method = request.method.decode("ascii")
+        api = api_of(provider, method, "/" + rest)
+        if api is None and not spends_nothing(method, "/" + rest):
+            self.session.refused += 1
+            message = (
+                f"Ballet's model gateway forwards only the model calls it meters and requests "
+                f"that spend nothing; {method} {path} is neither"
+            )
+            return await self._refuse(provider, 403, message)
+        await self._forward(request, provider, grant, "/" + rest, query, api)
 
     async def _forward(
-        self, request: h11.Request, provider: Provider, grant: Grant, path: str, query: str
+        self,
+        request: h11.Request,
+        provider: Provider,
+        grant: Grant,
+        path: str,
+        query: str,
+        api: Api | None,
     ) -> None:
         session = self.session
         query = without_key(query) if provider == "gemini" else query
@@ -277,6 +295,13 @@ class _Connection:
         method = request.method.decode("ascii")
         headers = upstream_headers(request.headers, grant.form, grant.key)
         body = self._body() if _has_body(request) else None
+        if api == "openai_chat" and body is not None:
+            # A streamed Chat answer says its usage only when asked: the body is read
+            # whole (bounded) to ask it, or no cap would ever see what it spent.
+            whole = b"".join([chunk async for chunk in _bounded(body, MAX_ASKED_BYTES)])
+            whole = usage_asked(api, whole) or whole
+            headers = with_length(headers, len(whole))
+            body = _once(whole)
         try:
             answer = await session.gateway.clients.send(method, url, headers, body)
         except UpstreamError as error:
@@ -331,6 +356,19 @@ class _Connection:
             self.writer.writelines(self._held)
             self._held = []
             await self.writer.drain()
+
+
+async def _bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    seen = 0
+    async for chunk in body:
+        seen += len(chunk)
+        if seen > limit:
+            raise h11.RemoteProtocolError(f"a Chat Completions request over {limit:,} bytes")
+        yield chunk
+
+
+async def _once(data: bytes) -> AsyncIterator[bytes]:
+    yield data
 
 
 def _has_body(request: h11.Request) -> bool:
