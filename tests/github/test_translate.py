@@ -20,6 +20,7 @@ from ballet.core.events import (
 )
 from ballet.github.forge import AppIdentity
 from ballet.github.intents import (
+    BaseMoved,
     ConfigChanged,
     ForTicket,
     Ignored,
@@ -236,10 +237,34 @@ def test_push_touching_config_on_default_branch(webhooks_dir: Path) -> None:
         after="c" * 40,
         commits=[{"added": [], "modified": [".ballet.yml"], "removed": []}],
     )
+    repo = "Codertocat/Hello-World"
     assert translate("push", push, app=APP, now=NOW) == (
-        ConfigChanged(77, "Codertocat/Hello-World", "c" * 40),
+        ConfigChanged(77, repo, "c" * 40),
+        BaseMoved(77, repo, "master", "c" * 40, (".ballet.yml",)),
     )
     push["commits"] = [{"added": ["README.md"], "modified": [], "removed": []}]
+    assert translate("push", push, app=APP, now=NOW) == (
+        BaseMoved(77, repo, "master", "c" * 40, ("README.md",)),
+    )
+
+
+def test_a_push_to_any_branch_moves_it_as_a_base_and_a_deletion_is_ignored(
+    webhooks_dir: Path,
+) -> None:
+    push = _load(
+        webhooks_dir,
+        "push/payload.json",
+        ref="refs/heads/release",
+        after="d" * 40,
+        commits=[{"added": ["a.py"], "modified": [".ballet.yml"], "removed": ["b.py"]}],
+    )
+    # Not the default branch: its .ballet.yml is nobody's configuration.
+    assert translate("push", push, app=APP, now=NOW) == (
+        BaseMoved(
+            77, "Codertocat/Hello-World", "release", "d" * 40, (".ballet.yml", "a.py", "b.py")
+        ),
+    )
+    push["after"] = "0" * 40
     (ignored,) = translate("push", push, app=APP, now=NOW)
     assert isinstance(ignored, Ignored)
 

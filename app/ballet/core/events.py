@@ -193,6 +193,16 @@ class HeadPushed(Event):
     pusher: str
 
 
+class BaseConflict(Event):
+    """The base moved while the ticket waited and its pull request now conflicts with it."""
+
+    kind: Literal["base_conflict"] = "base_conflict"
+    base: str
+    base_sha: str
+    head_sha: str | None = None  # the head GitHub found conflicting
+    files: tuple[str, ...] = ()  # changed by both the base's push and the pull request
+
+
 class MergeResult(Event):
     kind: Literal["merge_result"] = "merge_result"
     result: Literal[
@@ -229,6 +239,7 @@ AnyEvent = Annotated[
     | PullRequestOpened
     | PullRequestClosed
     | HeadPushed
+    | BaseConflict
     | MergeResult
     | ReconcileTick
     | RolesInConfig,

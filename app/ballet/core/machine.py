@@ -19,6 +19,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from ballet.core import (
+    base_moves,
     budgets,
     check_runs,
     edits,
@@ -117,6 +118,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # A new head: checks wait for it, and an approval for an older head lapses.
     ("running", "head_pushed"): Rule(h.head_pushed, ("running",), "new head"),
     ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),
+    # The base moved while people or a merge waited, and the pull request conflicts
+    # with it now: to the integrator, else to rework (core/base_moves.py).
+    ("waiting", "base_conflict"): Rule(base_moves.base_conflict, ONWARD,
+                                       "the base moved into a conflict: integrator, or rework"),
     ("paused", "head_pushed"): Rule(h.head_pushed, ("paused",), "new head"),
     # The issue's title or body edited: a writer's edit is the ticket's text from now
     # on; anyone else's is not heard, and the issue is told so once (core/edits.py).

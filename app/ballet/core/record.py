@@ -147,6 +147,9 @@ class Record(Frozen):
     signoff_changes: tuple[SignoffChange, ...] = ()  # what people required and waived
     signoff_role: str | None = None  # the role whose sign-off session runs now
     gate_target: str | None = None  # where the ticket goes once sign-offs are in
+    # The gate a conflict with the moved base took the ticket from to its integrator,
+    # which brings it back there instead of landing it (core/base_moves.py).
+    resume_at: str | None = None
     ready_for_review: bool = False
     questions: tuple[QA, ...] = ()
     policy: Policy

@@ -71,7 +71,7 @@ def go(
             return
         here = rec.stage or target
         own = causes or (cause("stage_report", here, tx.now, by=f"stage:{here}", text=note),)
-        tx.set(iteration=rec.iteration + 1, returned=own)
+        tx.set(iteration=rec.iteration + 1, returned=own, resume_at=None)
         back_to_draft(tx)
     proceed(tx, target, note=note, gated=gated)
 
@@ -86,18 +86,24 @@ def back_to_draft(tx: Tx) -> None:
 
 
 def settle(
-    tx: Tx, outcome: str, summary: str, causes: tuple[ReturnCause, ...] = (), gated: bool = True
+    tx: Tx,
+    outcome: str,
+    summary: str,
+    causes: tuple[ReturnCause, ...] = (),
+    gated: bool = True,
+    to: str | None = None,
 ) -> None:
-    """A human or platform stage has its outcome: report it and route it."""
+    """A human or platform stage has its outcome: report it and route it (`to`:
+    sent there as a return, whatever the stage's `next` says)."""
     rec = tx.rec
     stage = rec.stage or ""
     # An integrator's landing: its session's report keeps its own comment.
     key = tx.marker("report", extra="landing" if rec.pipeline.stage(stage).kind == "agent" else "")
     done = close_run(tx, outcome, summary, report_ref=key.render())
     assert done is not None, "a waiting stage has an open run"
-    target, why = routing.next_target(rec.pipeline, stage, outcome)
+    target, why = (to, "") if to else routing.next_target(rec.pipeline, stage, outcome)
     note = f"`{stage}` returned `{outcome}`: {summary}"
-    go(tx, target, why, note=note, causes=causes, gated=gated)
+    go(tx, target, why, note=note, causes=causes, returning=to is not None, gated=gated)
     post_report(tx, key, done, Report(outcome=outcome, summary=summary), None, f"`{target}`")
 
 
@@ -137,6 +143,12 @@ def proceed(tx: Tx, target: str, note: str = "", gated: bool = True) -> None:
     tx.set(gate_target=None, signoff_role=None)
     if target == DONE:
         end(tx, "done", "the pipeline finished")
+        return
+    if target == LAND and tx.rec.resume_at is not None:
+        # The integrator resolved a conflict the base made at a gate: back to its people.
+        back = tx.rec.resume_at
+        tx.set(resume_at=None)
+        enter(tx, back, note=note)
         return
     if target == LAND:
         # The integrator reported done: its stage's run goes on as the landing.

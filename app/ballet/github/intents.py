@@ -93,6 +93,17 @@ class ConfigChanged:
 
 
 @dataclass(frozen=True)
+class BaseMoved:
+    """A branch moved: tickets waiting on it as their base look at their pull request."""
+
+    installation_id: int
+    repo: str
+    branch: str
+    sha: str
+    files: tuple[str, ...]  # added, modified or removed by the push's commits
+
+
+@dataclass(frozen=True)
 class InstallationChanged:
     installation_id: int
     action: str
@@ -111,6 +122,7 @@ Intent = (
     | ForTicket
     | ValidateConfigInPR
     | ConfigChanged
+    | BaseMoved
     | InstallationChanged
     | Ignored
 )

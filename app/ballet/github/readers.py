@@ -25,6 +25,7 @@ from ballet.core.events import (
 )
 from ballet.github.forge import AppIdentity
 from ballet.github.intents import (
+    BaseMoved,
     ConfigChanged,
     ForTicket,
     Ignored,
@@ -331,18 +332,25 @@ def status(c: Context) -> tuple[Intent, ...]:
 
 
 def push(c: Context) -> tuple[Intent, ...]:
+    """A branch moved: tickets based on it look at their pull request (tickets/base_moves.py);
+    on the default branch, a changed `.ballet.yml` or skill is news for live tickets too."""
     p = c.payload
-    default = c.env.repository.default_branch if c.env.repository else None
-    if not default or p.ref != f"refs/heads/{default}":
-        return (Ignored("a push to a branch other than the default branch"),)
+    ref, after = p.ref or "", p.after or ""
+    if not ref.startswith("refs/heads/") or not after.strip("0"):
+        return (Ignored("a push that deletes a branch, or moves a tag"),)
     touched = {
         path
         for commit in p.commits or ()
         for path in (*(commit.added or ()), *(commit.modified or ()), *(commit.removed or ()))
     }
+    branch = ref.removeprefix("refs/heads/")
+    moved = BaseMoved(c.installation_id, c.repo, branch, after, tuple(sorted(touched)))
+    default = c.env.repository.default_branch if c.env.repository else None
+    if branch != default:
+        return (moved,)
     if not any(path == CONFIG_PATH or path.startswith(SKILLS_DIR) for path in touched):
-        return (Ignored("a push to the default branch that leaves .ballet.yml and skills alone"),)
-    return (ConfigChanged(c.installation_id, c.repo, p.after or ""),)
+        return (moved,)
+    return (ConfigChanged(c.installation_id, c.repo, after), moved)
 
 
 def installation(c: Context) -> tuple[Intent, ...]:

@@ -43,6 +43,7 @@ from ballet.github.forge import (
     RateLimited,
 )
 from ballet.github.intents import (
+    BaseMoved,
     ConfigChanged,
     ForTicket,
     Ignored,
@@ -54,7 +55,7 @@ from ballet.github.intents import (
     ValidateConfigInPR,
 )
 from ballet.github.translate import translate
-from ballet.tickets import config_roles, heard, repo_config
+from ballet.tickets import base_moves, config_roles, heard, repo_config
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.decided import carrying_out, committed, deciding
 from ballet.tickets.drain import Drain, Later
@@ -163,6 +164,9 @@ class TicketService:
                 await config_roles.tell_live_tickets(
                     forge, self._live, intent, self.handle, self._clock, event_id, self._pools
                 )
+            case BaseMoved():  # tickets waiting on that base: up to date, or a conflict
+                move = (self._store, self._live, intent, self.handle, self._clock, event_id)
+                await base_moves.on_base_moved(self._forges(intent.installation_id), *move)
             case InstallationChanged():
                 await self._installation(intent)
 

@@ -1,0 +1,56 @@
+"""The base branch moves while the ticket waits for people or for the merge.
+
+A pull request that waits (a human stage, a review, a person's merge) may fall
+behind its base, or come to conflict with it, with nobody at work on it. Behind
+but clean, the edge brings it up to date itself where the base's rules want
+up-to-date branches (tickets/base_moves.py): no person, and nothing here. A
+conflict needs work: it goes to the pipeline's integrator (else to rework,
+`implement`) with a `merge_conflict` cause naming the files both sides changed.
+From a gate before the integrator, the integrator's `done` brings the ticket back
+to that gate (`Record.resume_at`), not to the landing: people decide on the
+resolved head, then the ticket lands as it would have.
+"""
+
+from __future__ import annotations
+
+from ballet.core import routing, steps
+from ballet.core.events import BaseConflict
+from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record, WaitKind
+from ballet.core.returns import cause
+from ballet.core.tx import Tx
+
+# The waits in which nobody works on the branch. A merge under way is the edge's
+# (it answers a conflict itself); checks and questions end by themselves or by a person.
+HEEDS_BASE: tuple[WaitKind, ...] = ("approval", "review", "merge")
+
+
+def heeds_base(rec: Record) -> bool:
+    """Whether a move of the ticket's base concerns it now."""
+    w = rec.waiting
+    return rec.status == "waiting" and w is not None and w.kind in HEEDS_BASE
+
+
+def base_conflict(tx: Tx, ev: BaseConflict) -> None:
+    rec = tx.rec
+    if not heeds_base(rec) or rec.stage is None:
+        raise IllegalEvent("a base conflict concerns only a ticket waiting for people or a merge")
+    if ev.head_sha is not None and ev.head_sha != rec.head_sha:
+        raise IllegalEvent(
+            f"the conflict was found on {ev.head_sha}, but the head is {rec.head_sha}"
+        )
+    here = rec.stage
+    files = ", ".join(f"`{f}`" for f in ev.files) or "files GitHub does not name"
+    text = (
+        f"`{ev.base}` moved to {ev.base_sha[:12]} while the ticket waited at `{here}`, and the "
+        f"pull request now conflicts with it; both changed {files}. Merge `{ev.base}` into the "
+        "branch keeping both intents: the base's change and the ticket's."
+    )
+    why = cause("merge_conflict", here, tx.now, by=f"base:{ev.base}", sha=rec.head_sha, text=text)
+    integrator = routing.integrator_stage(rec.pipeline)
+    target = integrator or routing.rework_stage(rec.pipeline)
+    steps.settle(tx, "returned", text, causes=(why,), to=target)
+    order = [s.id for s in rec.pipeline.stages]
+    ahead = integrator is not None and order.index(here) < order.index(integrator)
+    if ahead and tx.rec.stage == integrator and tx.rec.status == "running":
+        tx.set(resume_at=here)  # the resolved head goes back to this gate's people
