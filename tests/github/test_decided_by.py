@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ballet.core.effects import AnyEffect
@@ -29,9 +30,13 @@ class CommitTimes(RecordStore):
         self.ended: list[tuple[float, tuple[str, ...]]] = []
 
     async def commit(
-        self, record: Record, effects: Sequence[AnyEffect], event_id: str | None
+        self,
+        record: Record,
+        effects: Sequence[AnyEffect],
+        event_id: str | None,
+        **extra: Any,  # what else the store takes: passed on as it is
     ) -> None:
-        await super().commit(record, effects, event_id)
+        await super().commit(record, effects, event_id, **extra)
         self.ended.append((time.monotonic(), tuple(e.kind for e in effects)))
 
 
