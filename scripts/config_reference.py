@@ -171,6 +171,23 @@ pipelines:
   settings and `/ballet retry`, or merge the pull request by hand. A repository
   that deletes head branches itself (`delete_branch_on_merge`) deletes the branch
   whatever `delete_branch` says.
+- An agent stage with the `integrator` skill (the seeds' Integrate, e.g.
+  `{id: integrate, kind: agent, skills: [integrator], next: {merged: $done,
+  returned: implement}}`) merges the base into the branch, resolves conflicts
+  keeping both intents and runs the project's checks; when it reports `done`,
+  Ballet lands the pull request as an `action: merge` stage does, and the stage's
+  outcome is the landing's: `merged`, or `returned` with its cause (its `next`
+  routes those two; `done` itself never leaves the stage). How a ticket lands
+  depends on the repository: without rules, it merges once the head's checks
+  pass; with required reviews or checks, it waits for them; with a strict
+  required-checks rule, Ballet brings a branch that is behind up to date first
+  (`update-branch`); with a merge queue required, through GitHub's queue; with
+  `policy: merge: manual`, a person merges it. While the ticket waits for people or a
+  person's merge and the base moves, a pull request behind but clean is brought
+  up to date where the rules want it, with no person, and one that now conflicts
+  goes to the integrator (`implement` where the pipeline has none) with a
+  `merge_conflict` cause naming the files; from a review or human stage before
+  the integrator, the resolved head comes back to that stage's people first.
 - `pool` (on a runtime, or on an agent stage, whose own wins; a sign-off role
   takes its runtime's) names the agent pool whose workers run the sessions,
   e.g. `pool: gpu` for a runtime that needs a GPU or a private network: only
