@@ -170,7 +170,17 @@ pipelines:
   what to change instead of trying again: allow the method in the repository's
   settings and `/ballet retry`, or merge the pull request by hand. A repository
   that deletes head branches itself (`delete_branch_on_merge`) deletes the branch
-  whatever `delete_branch` says.
+  whatever `delete_branch` says. Where the base branch's rulesets require
+  GitHub's merge queue, Ballet makes no merge call: it reads the branch's rules
+  before landing and puts the pull request in the queue, naming the head its
+  checks passed on; the ticket waits for the queue, Ballet reports its own check
+  runs on each queue group's commit as they passed on the head (so requiring
+  `ballet/verify` in the ruleset holds in the queue too), and the group's merge
+  ends the stage `merged`. The group's required checks failing returns the ticket
+  with those checks and their annotations on the group's commit, a conflict in
+  the queue returns it as a merge conflict, and a pull request taken out of the
+  queue otherwise asks a person. The queue merges by the ruleset's merge method,
+  not `method`, and does not delete the branch.
 - An agent stage with the `integrator` skill (the seeds' Integrate, e.g.
   `{id: integrate, kind: agent, skills: [integrator], next: {merged: $done,
   returned: implement}}`) merges the base into the branch, resolves conflicts

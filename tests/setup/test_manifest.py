@@ -28,6 +28,7 @@ LEAST_PRIVILEGE = {
     "checks": "write",
     "statuses": "read",
     "actions": "read",
+    "merge_queues": "read",
     "metadata": "read",
 }
 

@@ -206,10 +206,34 @@ class BaseConflict(Event):
 class MergeResult(Event):
     kind: Literal["merge_result"] = "merge_result"
     result: Literal[
-        "merged", "conflict", "checks_failed", "checks_pending", "closed", "method_not_allowed"
+        "merged",
+        "conflict",
+        "checks_failed",
+        "checks_pending",
+        "closed",
+        "method_not_allowed",
+        "queued",  # the base's rules require the merge queue: the pull request joined it
     ]
     detail: str = ""
-    sha: str | None = None  # the merge commit when merged
+    sha: str | None = None  # the merge commit when merged; the head queued when queued
+
+
+class MergeGroupRequested(Event):
+    """GitHub's merge queue built a group for the ticket's pull request (`merge_group`
+    `checks_requested`): its commit, whose required checks decide the merge."""
+
+    kind: Literal["merge_group_requested"] = "merge_group_requested"
+    group_sha: str
+    head_sha: str  # the pull request's head the group was built from
+
+
+class MergeQueueLeft(Event):
+    """The pull request left the merge queue unmerged (`pull_request` `dequeued`), with
+    GitHub's reason: CI_FAILURE, MERGE_CONFLICT, MANUAL, ..."""
+
+    kind: Literal["merge_queue_left"] = "merge_queue_left"
+    reason: str
+    by: str = ""
 
 
 class ReconcileTick(Event):
@@ -241,6 +265,8 @@ AnyEvent = Annotated[
     | HeadPushed
     | BaseConflict
     | MergeResult
+    | MergeGroupRequested
+    | MergeQueueLeft
     | ReconcileTick
     | RolesInConfig,
     Field(discriminator="kind"),

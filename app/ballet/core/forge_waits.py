@@ -1,11 +1,12 @@
 """What the forge's own events do to a waiting ticket: checks starting and
-finishing, and the result of a merge Ballet asked for. `machine.TABLE` says
+finishing, and the result of a merge Ballet asked for (or its place in GitHub's
+merge queue, then `merge_queue.py`). `machine.TABLE` says
 in which status each runs; a refused event raises `IllegalEvent`.
 """
 
 from __future__ import annotations
 
-from ballet.core import rework, steps
+from ballet.core import merge_queue, rework, steps
 from ballet.core.effects import ReadChecks
 from ballet.core.events import ChecksCompleted, ChecksStarted, MergeResult
 from ballet.core.handlers import IllegalEvent
@@ -81,6 +82,10 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
         # there would leave the integrate check on the merged PR as superseded.
         merge = f" as {ev.sha[:12]}" if ev.sha else ""
         steps.settle(tx, "merged", f"merged by Ballet{merge}")
+        return
+    if ev.result == "queued":
+        # The base's rules require GitHub's merge queue: its group decides (core/merge_queue.py).
+        merge_queue.queued(tx, ev.sha or tx.rec.head_sha)
         return
     if ev.result == "checks_pending" and tx.rec.pending_reviews:
         # Nothing was merged, and people asked for changes meanwhile: those come first.

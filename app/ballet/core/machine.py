@@ -32,11 +32,13 @@ from ballet.core import (
 )
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
+from ballet.core import merge_queue as mq
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
 from ballet.core.effects import (
     ALL_LABELS,
     AnyEffect,
     Label,
+    MergePR,
     React,
     RemoveLabels,
     SetLabels,
@@ -108,6 +110,12 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("waiting", "merge_result"): Rule(
         fw.merge_result, ONWARD, "merged, returned to rework, or a question (method refused)"
     ),
+    # GitHub's merge queue (core/merge_queue.py): Ballet's checks reported on the
+    # group's commit; the PR leaving the queue unmerged returns the work, or asks.
+    ("waiting", "merge_group_requested"): Rule(mq.group_requested, ("waiting",),
+                                               "Ballet's checks on the queue's group"),
+    ("waiting", "merge_queue_left"): Rule(mq.queue_left, ONWARD,
+                                          "left the merge queue: returned, or a question"),
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
     ("waiting", "pull_request_opened"): Rule(h.pr_opened, ("waiting",), "PR known"),
@@ -193,7 +201,11 @@ def advance(
     version = record.version if record is not None else 0
     tx.set(version=version + 1, updated_at=event.now)
     sync_labels(tx, record)
-    tx.emit(*check_runs.check_run_effects(record, tx.rec))
+    # Ahead of a merge: a base whose rules require Ballet's own checks refuses a merge
+    # (or a place in its merge queue) asked for before they were written.
+    merge_at = next((i for i, e in enumerate(tx.effects) if isinstance(e, MergePR)), None)
+    at = len(tx.effects) if merge_at is None else merge_at
+    tx.effects[at:at] = check_runs.check_run_effects(record, tx.rec)
     if shows_change(record, tx.rec):
         key = steps.tracking_key(tx.rec)
         target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"

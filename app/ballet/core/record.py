@@ -28,7 +28,9 @@ from ballet.core.spend import Spend
 Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
 TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
 # What a waiting ticket waits for; `question` and `approval` need a person.
-WaitKind = Literal["question", "approval", "checks", "review", "merge", "merge_result"]
+WaitKind = Literal[
+    "question", "approval", "checks", "review", "merge", "merge_result", "merge_queue"
+]
 
 STATE_FORMAT = "v1"
 _BLOCK = re.compile(r"<!-- ballet:state (?P<fmt>\S+) (?P<data>[A-Za-z0-9+/=\s]*?) -->")
@@ -70,6 +72,7 @@ class Waiting(Frozen):
     since: datetime
     sha: str | None = None  # the head SHA a checks wait is for
     checks_started: bool = False  # a checks wait with nothing started times out sooner
+    group_sha: str | None = None  # a merge-queue wait: the commit of the pull request's group
 
 
 class ChecksSeen(Frozen):

@@ -44,7 +44,9 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     if rec.pipeline.reviews == "ignore":
         raise IllegalEvent("the pipeline says `reviews: ignore`")
     c = review_cause(rec, ev)
-    if rec.status in ("running", "paused") or (w is not None and w.kind == "merge_result"):
+    if rec.status in ("running", "paused") or (
+        w is not None and w.kind in ("merge_result", "merge_queue")
+    ):
         # The running session (or merge) ends first; its outcome's next stage gives way.
         kept = tuple(p for p in rec.pending_reviews if p.review_id != ev.review_id)
         tx.set(pending_reviews=(*kept, c)[-PENDING_MAX:])

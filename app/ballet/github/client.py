@@ -241,7 +241,8 @@ class GitHubClient:
             try:
                 await self._gh.async_graphql(query, variables)
             except GraphQLFailed as exc:
-                raise ForgeError(f"GraphQL: {exc!r}") from exc
+                said = "; ".join(e.message for e in exc.response.errors or ()) or repr(exc)
+                raise ForgeError(f"GraphQL: {said}") from exc
 
 
 @contextlib.contextmanager

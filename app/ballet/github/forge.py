@@ -68,6 +68,7 @@ class PullRequest:
     mergeable_state: str
     html_url: str
     body: str = ""
+    node_id: str = ""  # GraphQL's id of the pull request (its mutations name it)
 
 
 @dataclass(frozen=True)
@@ -309,6 +310,14 @@ class Forge(Protocol):
 
     async def delete_branch(self, repo: str, branch: str) -> None:
         """Delete `branch`; a branch that is already gone is not an error."""
+        ...
+
+    async def base_rules(self, repo: str, branch: str) -> frozenset[str]:
+        """The types of the rules `branch` is under (`merge_queue`, ...; github/merge_queue.py)."""
+        ...
+
+    async def enqueue_pr(self, node_id: str, expected_head: str) -> None:
+        """Put a pull request in its base's merge queue; `QueueRefused` if GitHub will not."""
         ...
 
     async def update_branch(self, repo: str, number: int) -> bool:

@@ -17,12 +17,21 @@ from ballet.core.events import (
     ChecksStarted,
     HeadPushed,
     IssueEdited,
+    MergeGroupRequested,
+    MergeQueueLeft,
     PullRequestClosed,
     ReviewSubmitted,
 )
 
 TicketBoundEvent = (
-    ChecksStarted | ChecksCompleted | HeadPushed | IssueEdited | PullRequestClosed | ReviewSubmitted
+    ChecksStarted
+    | ChecksCompleted
+    | HeadPushed
+    | IssueEdited
+    | PullRequestClosed
+    | ReviewSubmitted
+    | MergeGroupRequested
+    | MergeQueueLeft
 )
 
 

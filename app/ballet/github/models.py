@@ -281,6 +281,7 @@ def pull_request_of(pr: PullRequestData) -> PullRequest:
         mergeable_state=pr.mergeable_state,
         html_url=pr.html_url,
         body=pr.body or "",
+        node_id=pr.node_id,
     )
 
 

@@ -20,6 +20,8 @@ from ballet.core.events import (
     ChecksStarted,
     HeadPushed,
     IssueEdited,
+    MergeGroupRequested,
+    MergeQueueLeft,
     PullRequestClosed,
     ReviewSubmitted,
 )
@@ -36,6 +38,7 @@ from ballet.github.intents import (
     TicketTarget,
     ValidateConfigInPR,
 )
+from ballet.github.merge_queue import pull_of_queue_ref
 from ballet.github.payloads import Account, Envelope
 from ballet.github.webhook_models import AppRef, Payload, PullRef
 
@@ -213,6 +216,26 @@ def pr_pushed(c: Context) -> tuple[Intent, ...]:
         return checks or (Ignored(f"pull_request.{c.env.action} changes no file"),)
     pushed = HeadPushed(now=c.now, sha=sha, pusher=_login(c.env.sender))
     return (ForTicket(c.installation_id, target, pushed), *checks)
+
+
+def pr_dequeued(c: Context) -> tuple[Intent, ...]:
+    """The pull request left the merge queue: merged ones leave by `closed`, not this."""
+    target = _pr_target(c)
+    if target is None:
+        return (Ignored("pull_request.dequeued without a pull request number"),)
+    left = MergeQueueLeft(now=c.now, reason=c.payload.reason or "", by=_login(c.env.sender))
+    return (ForTicket(c.installation_id, target, left),)
+
+
+def merge_group_requested(c: Context) -> tuple[Intent, ...]:
+    """A merge group wants its checks: the pull request it was built from is in its ref."""
+    group = c.payload.merge_group
+    pull = pull_of_queue_ref(group.head_ref or "") if group else None
+    if group is None or not group.head_sha or pull is None:
+        return (Ignored("merge_group.checks_requested without a group's sha or queue ref"),)
+    number, head = pull
+    event = MergeGroupRequested(now=c.now, group_sha=group.head_sha, head_sha=head)
+    return (ForTicket(c.installation_id, TicketTarget(repo=c.repo, pr=number), event),)
 
 
 def review_submitted(c: Context) -> tuple[Intent, ...]:

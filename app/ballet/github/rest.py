@@ -36,6 +36,7 @@ from ballet.github.forge import (
 )
 from ballet.github.issue_graph import IssueGraphCalls
 from ballet.github.merge_methods import MergeStrategyCalls
+from ballet.github.merge_queue import MergeQueueCalls
 from ballet.github.reviews import ReviewCalls
 from ballet.github.urls import git_url
 
@@ -49,7 +50,9 @@ _pr_list = TypeAdapter(list[m.PullRequestData])
 _file_list = TypeAdapter(list[m.PullFile])
 
 
-class GitHubForge(BranchCalls, ChecksCalls, IssueGraphCalls, MergeStrategyCalls, ReviewCalls):
+class GitHubForge(
+    BranchCalls, ChecksCalls, IssueGraphCalls, MergeQueueCalls, MergeStrategyCalls, ReviewCalls
+):
     """The `Forge` Protocol on one installation's token."""
 
     _client: GitHubClient

@@ -40,6 +40,8 @@ TABLE: dict[tuple[str, str], Route] = {
     ("pull_request", "synchronize"):             Route(r.pr_pushed),
     ("pull_request", "opened"):                  Route(r.pr_pushed),
     ("pull_request", "reopened"):                Route(r.pr_pushed),
+    ("pull_request", "dequeued"):                Route(r.pr_dequeued),
+    ("merge_group", "checks_requested"):         Route(r.merge_group_requested),
     ("pull_request_review", "submitted"):        Route(r.review_submitted),
     ("check_suite", "requested"):                Route(r.check_suite_started),
     ("check_suite", "rerequested"):              Route(r.check_suite_started),

@@ -102,6 +102,11 @@ class WorkflowRunData(_Model):
     pull_requests: Lenient[tuple[Lenient[PullRef], ...]] = None
 
 
+class MergeGroupData(_Model):
+    head_sha: Lenient[str] = None
+    head_ref: Lenient[str] = None  # refs/heads/gh-readonly-queue/{base}/pr-{number}-{head}
+
+
 class StatusBranch(_Model):
     name: Lenient[str] = None
 
@@ -130,6 +135,8 @@ class Payload(_Model):
     check_suite: Lenient[CheckSuiteData] = None
     check_run: Lenient[CheckRunData] = None
     workflow_run: Lenient[WorkflowRunData] = None
+    merge_group: Lenient[MergeGroupData] = None
+    reason: Lenient[str] = None  # pull_request.dequeued, merge_group.destroyed
     # status
     sha: Lenient[str] = None
     state: Lenient[str] = None

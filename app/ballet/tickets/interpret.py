@@ -62,6 +62,7 @@ from ballet.tickets import branch_writes
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.checks import read_checks
 from ballet.tickets.memo import Memo
+from ballet.tickets.merge_queue import land_by_queue
 from ballet.tickets.page_links import PageLinks, with_ticket_link
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -335,7 +336,11 @@ class Interpreter:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
             await self._memo.remember_pending_merge(effect)
             return None
-        return await self._merge_now(effect, pr)
+        queued = await land_by_queue(self._forge, effect, pr, self._clock())
+        if queued is None:
+            return await self._merge_now(effect, pr)
+        await self._memo.forget_pending_merge(repo, number)
+        return queued
 
     async def resume_merge(self, repo: str, number: int) -> AnyEvent | None:
         """Try a merge that waited for checks again; None if none waits or checks still run."""
