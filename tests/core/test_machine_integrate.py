@@ -3,7 +3,7 @@ lands the pull request; the landing's result is the stage's outcome (issue 33)."
 
 from __future__ import annotations
 
-from ballet.core.config import Policy
+from ballet.core.config import MergeStrategy, Policy
 from ballet.core.effects import MarkReadyForReview, MergePR, PostReportComment, StartSession
 from ballet.core.events import MergeResult
 from core_kit import Ticket, agent, make_pipeline
@@ -78,3 +78,13 @@ def test_sign_offs_come_before_the_integrator_and_the_pull_request_is_ready() ->
     assert t.rec.stage == "integrate" and t.one(MarkReadyForReview)
     t.finish("done", sha="merged-base")
     assert t.one(MergePR).sha == "merged-base"
+
+
+def test_the_integrators_session_is_told_how_the_project_updates_branches() -> None:
+    t = _integrating()
+    assert t.one(StartSession).spec.update_with == "merge"
+    rebasing = Ticket(make_pipeline(SEED, merge=MergeStrategy(update="rebase")))
+    assert rebasing.one(StartSession).spec.update_with is None  # implement: not its business
+    rebasing.open_pr()
+    rebasing.finish("done", sha="impl")
+    assert rebasing.one(StartSession).spec.update_with == "rebase"

@@ -92,7 +92,7 @@ async def test_a_conflict_while_waiting_for_review_is_resolved_and_lands(
     assert why.kind == "merge_conflict" and "`calc.py`" in why.text
     session = next(r for r in rec.history if r.stage == "integrate")
     report = next(c["body"] for c in view.state["comments"] if session.report_ref in c["body"])
-    assert "Merged `main` into the branch" in report
+    assert "up to date with `main` by merge" in report
 
     await approve(stack, repo, view)
     view = await wait_until(stack, repo, number, merged, timeout=90)
@@ -152,3 +152,31 @@ async def test_a_branch_behind_but_clean_is_brought_up_to_date_by_nobody(
     await approve(stack, repo, view)
     view = await wait_until(stack, repo, number, merged, timeout=90)
     assert outcomes(view)[-2:] == [("integrate", 1, "done"), ("integrate", 1, "merged")]
+
+
+async def test_an_integrator_told_to_rebase_rewrites_the_branch_and_it_lands(
+    stack: Stack, tmp_path: Path
+) -> None:
+    yml = GATED.replace("pipelines:\n", "merge: {update: rebase}\npipelines:\n")
+    repo = await new_repo(stack, "base-rebase", yml)
+    number = await ticket(stack, repo)
+    await wait_until(stack, repo, number, waiting_at("people", 1), timeout=90)
+
+    clone = Clone(tmp_path / "clone", f"{stack.api_url}/{repo}.git", "carol")
+    base = clone.commit_file("calc.py", demo.CALC + SUBTRACT, "Add subtract")
+    clone.git("push", "-q", "origin", "main")
+
+    view = await wait_until(stack, repo, number, waiting_at("people", 2), timeout=90)
+    rec = view.record
+    assert rec is not None and rec.branch is not None and view.pull is not None
+    head = view.pull["head_sha"]
+    # Replayed on the base: the base is in the branch, with no merge commit.
+    clone.git("fetch", "-q", "origin", rec.branch)
+    clone.git("merge-base", "--is-ancestor", base, head)
+    assert clone.git("rev-list", "--merges", f"{base}..{head}") == ""
+    assert outcomes(view)[-2:] == [("integrate", 2, "done"), ("people", 2, None)]
+
+    await approve(stack, repo, view)
+    view = await wait_until(stack, repo, number, merged, timeout=90)
+    calc = await main_file(stack, repo, "calc.py")
+    assert "def subtract" in calc and "def multiply" in calc

@@ -37,6 +37,7 @@ Phase = Literal["research", "plan", "implement", "verify"]
 # The order phases run in: each works from the handoff of the one before.
 PHASE_ORDER: tuple[Phase, ...] = get_args(Phase)
 MergeMethod = Literal["squash", "merge", "rebase"]
+UpdateMethod = Literal["merge", "rebase"]
 
 # Targets a stage's `next` may name besides another stage's id.
 TERMINAL_TARGETS = ("$done", "$failed", "$question")
@@ -192,6 +193,11 @@ class MergeStrategy(Strict):
     commit_title: str | None = None
     """Title of the squash or merge commit, with {title} (the issue's title), {pr}
     and {ticket} (numbers), e.g. "{title} (#{pr})"; default: GitHub's. Not for `rebase`."""
+    update: UpdateMethod = "merge"
+    """How an integrator stage brings the branch up to date with its base: `merge`
+    merges the base in (a merge commit); `rebase` replays the branch's commits on
+    the base, and Ballet pushes the rewritten branch leased on the head the session
+    started from (a push by anyone meanwhile refuses it)."""
 
 
 class TicketType(Strict):

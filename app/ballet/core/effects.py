@@ -169,6 +169,8 @@ class SessionSpec(Frozen):
     timeout_minutes: int
     branch: str | None
     base: str
+    # An integrator's session: how it brings the branch up to date (`merge: update:`).
+    update_with: Literal["merge", "rebase"] | None = None
     pr_number: int | None = None
     pipeline: str  # name
     pipeline_version: int

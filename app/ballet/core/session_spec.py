@@ -31,6 +31,7 @@ def session_spec(
         # adapter (`ballet.sessions.routing`), which only it knows how to name.
         model, effort = s.model, s.effort
         skills, instructions, timeout = s.skills, s.instructions, s.timeout_minutes
+    lands = role is None and routing.lands(rec.pipeline.stage(stage_id))
     job = routing.job_key(rec.key, run_stage, rec.iteration, rec.attempt, phase)
     return SessionSpec(
         job_key=job,
@@ -54,6 +55,7 @@ def session_spec(
         timeout_minutes=timeout,
         branch=rec.branch,
         base=rec.base,
+        update_with=rec.pipeline.merge.update if lands else None,
         pr_number=rec.pr_number,
         pipeline=rec.pipeline.name,
         pipeline_version=rec.pipeline.version,

@@ -131,13 +131,13 @@ def integrate(ctx: dict[str, Any]) -> dict[str, Any]:
     # Both intents kept: each conflicting hunk keeps the base's lines and the branch's.
     Path(git("rev-parse", "--git-dir").strip(), "info").mkdir(exist_ok=True)
     Path(git("rev-parse", "--git-path", "info/attributes").strip()).write_text("* merge=union\n")
-    merged = subprocess.run(
-        ["git", "merge", "--no-edit", f"origin/{base}"], capture_output=True, text=True
-    )
+    how = ctx.get("update_with") or "merge"
+    command = ["merge", "--no-edit"] if how == "merge" else ["rebase"]
+    merged = subprocess.run(["git", *command, f"origin/{base}"], capture_output=True, text=True)
     if merged.returncode != 0:
         return {
             "outcome": "returned",
-            "summary": f"`git merge origin/{base}` failed: "
+            "summary": f"`git {how} origin/{base}` failed: "
             + (merged.stdout + merged.stderr)[-500:],
         }
     checks = verify()
@@ -149,7 +149,7 @@ def integrate(ctx: dict[str, Any]) -> dict[str, Any]:
         }
     return {
         "outcome": "done",
-        "summary": f"Merged `{base}` into the branch; tests pass.",
+        "summary": f"Brought the branch up to date with `{base}` by {how}; tests pass.",
         "details": merged.stdout[-500:],
     }
 

@@ -117,6 +117,7 @@ async def build_runner_spec(
         pipeline_version=spec.pipeline_version,
         branch=spec.branch,
         base=spec.base,
+        update_with=spec.update_with,
         pr_number=spec.pr_number,
         earlier_reports=earlier_reports,
         answers=answers,

@@ -57,6 +57,7 @@ def build_context(spec: RunnerSpec) -> dict[str, Any]:
         "pipeline": {"name": spec.pipeline_name, "version": spec.pipeline_version},
         "branch": spec.branch,
         "base": spec.base,
+        "update_with": spec.update_with,
         "pr_number": spec.pr_number,
         "earlier_reports": [r.model_dump(mode="json") for r in visible_reports(spec)],
         "answers": [a.model_dump(mode="json") for a in spec.answers],

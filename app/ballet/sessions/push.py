@@ -1,5 +1,6 @@
-"""Pushing a session's commits: the ticket branch only, never forced, never through
-anything the session wrote that git would execute or follow.
+"""Pushing a session's commits: the ticket branch only, never forced (but for an
+integrator told to rebase, whose push is leased on the head its session started
+from), never through anything the session wrote that git would execute or follow.
 
 Everything in the clone is the agent's to write: `.git/config` (an `insteadOf`,
 an fsmonitor command), hooks, symbolic links, alternates. So no git command
@@ -74,12 +75,14 @@ async def push_ticket_branch(
     token: str | None,
     redactor: Redactor | None = None,
     artefacts: Mapping[str, bytes | None] | None = None,
+    rewrite: bool = False,
 ) -> str:
     """Push the clone's ticket branch if it moved; returns its head commit. With a
     `redactor`, the commits new to the branch are searched for its secrets first
     (secrets_scan.py) and a branch that carries one is not pushed (SecretInPush).
     `artefacts`: files Ballet writes (or removes, None) in a commit of its own on top
-    of the session's (artefacts.py)."""
+    of the session's (artefacts.py). `rewrite`: the branch may have been rebased; the
+    push replaces it only if GitHub's head is still the one the session started from."""
     branch = workspace.branch
     if branch == base:
         raise PushError(
@@ -111,8 +114,9 @@ async def push_ticket_branch(
     # What the mirror will take once GitHub has the push, received aside meanwhile.
     incoming = Incoming(mirror, env, workspaces.git_env, sha, workspace.start_sha)
     try:
+        lease = [f"--force-with-lease=refs/heads/{branch}:{workspace.start_sha}"] if rewrite else []
         await run_git(
-            "push", "--quiet", "--no-verify", url, f"{sha}:refs/heads/{branch}",
+            "push", "--quiet", "--no-verify", *lease, url, f"{sha}:refs/heads/{branch}",
             cwd=mirror, env=auth_environment(env, token),
         )  # fmt: skip
     except BaseException as error:

@@ -381,7 +381,7 @@ async def _push(
         redactor = redactor.adding({GIT_TOKEN: token})
     head = await push_ticket_branch(
         workspaces, workspace, url=spec.clone_url, base=spec.base, token=token,
-        redactor=redactor, artefacts=artefacts,
+        redactor=redactor, artefacts=artefacts, rewrite=spec.update_with == "rebase",
     )  # fmt: skip
     return head, redactor
 

@@ -105,6 +105,8 @@ class RunnerSpec(Frozen):
     # None: a pipeline without a branch (nothing is pushed; the base is checked out).
     branch: str | None
     base: str
+    # An integrator's session: `merge` or `rebase` the base in; `rebase` may rewrite the branch.
+    update_with: Literal["merge", "rebase"] | None = None
     pr_number: int | None = None
     earlier_reports: tuple[EarlierReport, ...] = ()  # oldest first
     answers: tuple[Answer, ...] = ()
