@@ -6,6 +6,7 @@ from __future__ import annotations
 from ballet.core.config import MergeStrategy, Policy
 from ballet.core.effects import MarkReadyForReview, MergePR, PostReportComment, StartSession
 from ballet.core.events import MergeResult
+from ballet.core.outcomes import stage_outcomes
 from core_kit import Ticket, agent, make_pipeline
 
 SEED = (
@@ -88,3 +89,11 @@ def test_the_integrators_session_is_told_how_the_project_updates_branches() -> N
     rebasing.open_pr()
     rebasing.finish("done", sha="impl")
     assert rebasing.one(StartSession).spec.update_with == "rebase"
+
+
+def test_the_integrator_is_told_done_lands_and_is_not_offered_merged() -> None:
+    told = _integrating().one(StartSession).spec
+    outcomes = stage_outcomes(make_pipeline(SEED), told.stage)
+    assert set(outcomes) == {"done", "returned"}
+    assert "Ballet lands the pull request" in outcomes["done"]
+    assert outcomes["returned"] == "the ticket goes to stage `implement`."

@@ -4,7 +4,7 @@ prompt and context, so an agent never guesses a word the pipeline does not know.
 from __future__ import annotations
 
 from ballet.core.config import ResolvedPipeline
-from ballet.core.routing import following
+from ballet.core.routing import following, lands
 
 # A sign-off session's outcomes are fixed; anything else it reports asks a person.
 SIGNOFF_OUTCOMES = ("signed_off", "changes")
@@ -31,7 +31,19 @@ def stage_outcomes(
         return {"done": f"phase `{after}` starts, given only your handoff."}
     targets = dict(stage.next)
     targets.setdefault("done", following(pipeline, stage_id))
+    if stage.kind == "agent" and lands(stage):
+        # An integrator: its `done` is Ballet's landing, whose result is `merged` or
+        # `returned`; a session never reports `merged` itself.
+        told = {o: _goes_to(t) for o, t in targets.items() if o not in ("done", "merged")}
+        return {"done": LANDS, **told}
     return {outcome: _goes_to(target) for outcome, target in targets.items()}
+
+
+LANDS = (
+    "the branch is up to date with the base and the checks pass: Ballet lands the pull "
+    "request by the repository's rules, and the stage's outcome is the landing's "
+    "(merged, or returned with its cause)."
+)
 
 
 def _goes_to(target: str) -> str:
