@@ -97,3 +97,12 @@ def test_the_integrator_is_told_done_lands_and_is_not_offered_merged() -> None:
     assert set(outcomes) == {"done", "returned"}
     assert "Ballet lands the pull request" in outcomes["done"]
     assert outcomes["returned"] == "the ticket goes to stage `implement`."
+
+
+def test_an_integrator_session_saying_merged_asks_a_person_instead_of_ending() -> None:
+    t = _integrating()
+    t.finish("merged", "I merged it", sha="merged-base")
+    assert not t.of(MergePR)
+    assert t.rec.status == "waiting" and t.rec.waiting is not None
+    assert t.rec.waiting.kind == "question"
+    assert "only Ballet's landing says" in t.rec.waiting.reason

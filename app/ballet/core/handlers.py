@@ -228,7 +228,7 @@ def route_session(
         tx.set(handoff=clip_handoff(handoff))
         steps.start_session(tx, stage.id, nxt)
         return f"phase `{nxt}`"
-    target, why = routing.next_target(rec.pipeline, stage.id, rep.outcome)
+    target, why = routing.session_target(rec.pipeline, stage.id, rep.outcome)
     steps.go(tx, target, why, note=f"`{stage.id}` reported `{rep.outcome}`: {rep.summary}")
     return f"`{target}`"
 

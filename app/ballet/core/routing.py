@@ -51,6 +51,18 @@ def next_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> tupl
     return QUESTION, f"stage `{stage_id}` reported outcome `{outcome}`, which has no target"
 
 
+def session_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> tuple[str, str]:
+    """The target of a session's report. An integrator's `merged` is Ballet's to say,
+    after its landing: from the session itself it is a question, not the ticket's end."""
+    stage = pipeline.stage(stage_id)
+    if outcome == "merged" and stage.kind == "agent" and lands(stage):
+        return QUESTION, (
+            f"the `{stage_id}` session reported `merged`, which only Ballet's landing says: "
+            "an integrator reports `done` and Ballet lands the pull request"
+        )
+    return next_target(pipeline, stage_id, outcome)
+
+
 def is_on(stage: ResolvedStage, policy: Policy) -> bool:
     # The policy's only switch is human review: optional stages run with it.
     return not stage.optional or policy.review == "agent+human"
