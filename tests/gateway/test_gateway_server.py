@@ -371,7 +371,8 @@ def test_only_metered_calls_and_requests_that_spend_nothing_go_upstream(
         ):
             token = {"x-api-key": served.tokens["ANTHROPIC_API_KEY"]}
             listed = await client.get("/anthropic/v1/models", headers=token)
-            counted = await client.post("/anthropic/v1/messages/count_tokens", headers=token, json={})
+            count = "/anthropic/v1/messages/count_tokens"
+            counted = await client.post(count, headers=token, json={})
             refused = await client.post("/anthropic/v1/complete", headers=token, json={})
         assert listed.status_code == 200 and counted.status_code == 200, counted.text
         assert refused.status_code == 403
