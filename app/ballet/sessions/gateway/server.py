@@ -13,10 +13,10 @@ token per provider key. Per request, in order:
    with this month's spend; one reached refuses the request (400, the cap's
    words as the message) and is remembered as the session's `cap_reached`;
 3. the request goes upstream with the real key in the provider's header form,
-   its body streamed as it comes; the answer comes back the same way, each chunk
-   written down as soon as it is read (SSE and chunked answers unbuffered) and
-   fed to the answer's meter on the way; its spend is added to the session's,
-   the ledger's and the metrics once the answer has ended.
+   its body streamed as it comes; the answer comes back the same way, what has
+   come written down as soon as it is read, in one chunk (SSE and chunked answers
+   unbuffered), and fed to the answer's meter on the way; its spend is added to
+   the session's, the ledger's and the metrics once the answer has ended.
 A stream already under way is never cut: a cap is overrun by at most the
 answers in flight when it is reached.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import socket
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -54,8 +55,12 @@ log = structlog.get_logger("ballet.gateway")
 
 READ_BYTES = 1 << 16
 MAX_HEAD_BYTES = 64 * 1024
-WRITE_BUFFER_BYTES = 1 << 20
+# What waits to go down waits in the socket's buffer (2 MiB: the kernel doubles it), then
+# asyncio's, small: 3.11's moves its rest after each send (40 MB per 10 MB answer at 1 MiB).
+WRITE_BUFFER_BYTES = 1 << 18
+SOCKET_BUFFER_BYTES = 1 << 20
 MAX_ASKED_BYTES = 64 << 20  # a Chat request read whole to ask for its usage
+_CHUNKED = b"\r\ntransfer-encoding: chunked\r\n"  # in a head as h11 writes it, lowered
 
 
 class Ledger(Protocol):
@@ -227,6 +232,9 @@ class _Connection:
         self._held: list[bytes] = []
         # The next chunk is read from upstream while this one is still being written.
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
+        sock = writer.get_extra_info("socket")
+        if sock is not None and sock.family == socket.AF_UNIX:  # TCP sizes its own
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
 
     async def serve(self) -> None:
         while True:
@@ -314,10 +322,12 @@ class _Connection:
             )
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
             await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
-            async for chunk in answer.body():
+            chunked = _CHUNKED in b"".join(self._held).lower()
+            async for pieces in answer.body():
                 if meter is not None:
-                    meter.feed(chunk)
-                await self._send(h11.Data(data=chunk))
+                    for piece in pieces:
+                        meter.feed(piece)
+                await self._pieces(pieces, chunked)
             await self._send(h11.EndOfMessage())
         finally:
             answer.close()
@@ -346,10 +356,19 @@ class _Connection:
         await self._send(h11.Data(data=body), held=True)
         await self._send(h11.EndOfMessage())
 
+    async def _pieces(self, pieces: list[bytes], chunked: bool) -> None:
+        """What has come, in one write: one chunk, framed here when chunked (h11 would
+        frame each piece apart); drain() waits only past the high-water mark."""
+        size = sum(len(piece) for piece in pieces)
+        if not chunked or not size:  # (a chunk of nothing would end the answer)
+            return await self._send(h11.Data(data=b"".join(pieces)))
+        self.writer.writelines([*self._held, b"%x\r\n" % size, *pieces, b"\r\n"])  # one copy
+        self._held = []
+        await self.writer.drain()
+
     async def _send(self, event: h11.Event, *, held: bool = False) -> None:
         """`held`: kept to go with the next event's bytes (an answer's head with its
-        first chunk: one write, not two). An answer's chunk is never copied into a
-        framed one, unless it goes with a held head."""
+        first chunk: one write, not two)."""
         pieces = self.h11.send_with_data_passthrough(event) or []
         self._held += pieces
         if not held and self._held:

@@ -6,11 +6,15 @@ entry, the provider's public API. Each is the base the CLI's own path is put
 under: `https://api.anthropic.com` for `/v1/messages`, `https://api.openai.com/v1`
 for `/responses` and `/chat/completions`, Gemini's host for `/v1beta/models/…`.
 
-The client is Ballet's own, small on purpose: HTTP/1.1 on asyncio streams (TLS
-to the real providers, verified against the system's CAs), answers parsed by
-httptools (llhttp, the parser uvicorn uses) in reads of up to 256 KiB, their
-body handed on chunk by chunk as it arrives. httpx, tried first, parsed a 10 MB
-stream at a sixth of the speed of the bytes arriving (bench/gateway.py). Idle
+The client is Ballet's own, small on purpose: HTTP/1.1 on an asyncio buffered
+protocol (TLS to the real providers, verified against the system's CAs), what
+arrives received into one buffer per connection and parsed there by httptools
+(llhttp, the parser uvicorn uses): the body's chunks are its only copies. The
+body is handed on as it comes, all of what has come at once (an upstream's many
+small events go down as one piece); reading waits while more than READ_BYTES of
+it is yet to be taken. httpx, tried first, parsed a 10 MB stream at a sixth of
+the speed of the bytes arriving (bench/gateway.py); asyncio's streams copied
+every byte twice more than this does. Idle
 connections are kept per worker and origin and reused; one idle longer than
 a provider keeps it open is not.
 """
@@ -37,7 +41,7 @@ PUBLIC_APIS: Mapping[Provider, str] = {
 CONNECT_TIMEOUT_SECONDS = 15.0
 IDLE_SECONDS = 30.0  # under the providers' own keep-alive time
 IDLE_PER_ORIGIN = 64
-READ_BYTES = 1 << 18
+READ_BYTES = 1 << 18  # a receive's most, and the most body waiting to be taken
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -58,6 +62,7 @@ class _Parsed:
     keep_alive: bool = False
     parser: httptools.HttpResponseParser | None = None
     chunks: list[bytes] = field(default_factory=list)
+    size: int = 0  # of `chunks`
     done: bool = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -70,25 +75,127 @@ class _Parsed:
 
     def on_body(self, body: bytes) -> None:
         self.chunks.append(body)
+        self.size += len(body)
 
     def on_message_complete(self) -> None:
         self.done = True
 
 
+class _Stream(asyncio.BufferedProtocol):
+    """A connection's protocol: what arrives is received into one buffer and parsed
+    there (the body's chunks are the only copies), read no further while more than
+    READ_BYTES of body waits to be taken; writes wait while the transport is full."""
+
+    def __init__(self) -> None:
+        self._buffer = memoryview(bytearray(READ_BYTES))  # its pages faulted in as used
+        self.transport: asyncio.Transport | None = None
+        self.parsed: _Parsed | None = None  # the answer being read
+        self.eof = False
+        self.error: Exception | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._writable: asyncio.Future[None] | None = None
+        self._paused = False
+        self.closed = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        parsed = self.parsed
+        if parsed is None or parsed.parser is None or self.error is not None:  # idle
+            self.error = self.error or UpstreamError("the upstream spoke unasked")
+            self._lost()
+            return
+        try:
+            parsed.parser.feed_data(self._buffer[:nbytes])
+        except httptools.HttpParserError as error:
+            self.error = error
+            self._lost()
+            return
+        if parsed.size > READ_BYTES and not self._paused and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def taken(self) -> None:
+        """The body's chunks were taken: read on."""
+        if self._paused and self.transport is not None and not self.transport.is_closing():
+            self._paused = False
+            self.transport.resume_reading()
+
+    def eof_received(self) -> bool | None:
+        self.eof = True
+        self._wake()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = self.error or exc
+        self._wake()
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if self._writable is not None and not self._writable.done():
+            self._writable.set_result(None)
+        self._writable = None
+
+    async def write(self, data: bytes) -> None:
+        if self.transport is None or self.eof:
+            raise ConnectionResetError("the upstream closed the connection")
+        self.transport.write(data)
+        if self._writable is not None:
+            await self._writable
+
+    async def arrived(self) -> None:
+        """Until more has been parsed, or the connection has ended."""
+        if self.eof:
+            raise self.error or ConnectionResetError("the upstream closed the connection")
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+        if self.error is not None:
+            raise self.error
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _lost(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self.eof = True
+        self._wake()
+
+
 @dataclass
 class _Connection:
     origin: str
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
+    transport: asyncio.Transport
+    stream: _Stream
     idle_since: float = 0.0
 
     def usable(self) -> bool:
         fresh = time.monotonic() - self.idle_since < IDLE_SECONDS
-        return fresh and not self.reader.at_eof() and not self.writer.is_closing()
+        return fresh and not self.stream.eof and not self.transport.is_closing()
+
+    def close(self) -> None:
+        self.transport.close()
 
 
 class Answer:
-    """An upstream's answer: its head, and its body as an async iterator of chunks."""
+    """An upstream's answer: its head, and its body as an async iterator of pieces."""
 
     def __init__(
         self, clients: UpstreamClients, connection: _Connection, parser: Parsing, parsed: _Parsed
@@ -96,29 +203,33 @@ class Answer:
         self.status = parser.get_status_code()
         self.headers = parsed.headers
         self._clients, self._connection = clients, connection
-        self._parser, self._parsed = parser, parsed
+        self._parsed = parsed
         self._whole = False
 
-    async def body(self) -> AsyncIterator[bytes]:
-        parsed = self._parsed
+    async def body(self) -> AsyncIterator[list[bytes]]:
+        """All of the body that has come, as it comes: the chunks parsed from what each
+        read brought (an upstream's many small events go down as one piece)."""
+        parsed, stream = self._parsed, self._connection.stream
         while True:
-            chunks, parsed.chunks = parsed.chunks, []
-            for chunk in chunks:
-                yield chunk
+            chunks, parsed.chunks, parsed.size = parsed.chunks, [], 0
+            if chunks:
+                stream.taken()
+                yield chunks
+                continue  # more may have come while these went down
             if parsed.done:
                 self._whole = True
                 return
-            data = await self._connection.reader.read(READ_BYTES)
-            if not data:  # a body delimited by the connection's end
+            if stream.eof and stream.error is None:  # a body delimited by the connection's end
                 return
-            self._parser.feed_data(data)
+            await stream.arrived()
 
     def close(self) -> None:
         """Back to the pool when the answer was read whole on a kept-alive connection."""
+        self._connection.stream.parsed = None
         if self._whole and self._parsed.keep_alive:
             self._clients.release(self._connection)
         else:
-            self._connection.writer.close()
+            self._connection.close()
 
 
 Parsing = httptools.HttpResponseParser
@@ -139,6 +250,10 @@ class UpstreamClients:
         parts = urlsplit(url)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = await self._connection(parts.scheme, parts.hostname or "", parts.port)
+        stream = connection.stream
+        parsed = _Parsed()
+        parser = parsed.parser = Parsing(parsed)
+        stream.parsed = parsed
         try:
             chunked = body is not None and not any(n == b"content-length" for n, _ in headers)
             head = [f"{method} {target} HTTP/1.1\r\nhost: {parts.netloc}\r\n".encode()]
@@ -150,25 +265,20 @@ class UpstreamClients:
                 async for chunk in body:
                     if chunk:
                         framed = b"%x\r\n%s\r\n" % (len(chunk), chunk) if chunked else chunk
-                        connection.writer.write(pending + framed if pending else framed)
+                        await stream.write(pending + framed if pending else framed)
                         pending = b""
-                        await connection.writer.drain()
                 if chunked:
                     pending += b"0\r\n\r\n"
-            connection.writer.write(pending)
-            await connection.writer.drain()
-            parsed = _Parsed()
-            parser = parsed.parser = Parsing(parsed)
+            await stream.write(pending)
             while not parsed.head_done:
-                data = await connection.reader.read(READ_BYTES)
-                if not data:
+                if stream.eof and stream.error is None:
                     raise UpstreamError(f"{connection.origin} closed the connection unanswered")
-                parser.feed_data(data)
+                await stream.arrived()
         except (OSError, httptools.HttpParserError) as error:
-            connection.writer.close()
+            connection.close()
             raise UpstreamError(f"{connection.origin}: {error}") from error
         except BaseException:
-            connection.writer.close()
+            connection.close()
             raise
         return Answer(self, connection, parser, parsed)
 
@@ -179,18 +289,18 @@ class UpstreamClients:
             connection = idle.pop()
             if connection.usable():
                 return connection
-            connection.writer.close()
+            connection.close()
         tls = self._tls_context() if scheme == "https" else None
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(
-                    host, port or (443 if tls else 80), ssl=tls, limit=READ_BYTES
+            transport, stream = await asyncio.wait_for(
+                asyncio.get_running_loop().create_connection(
+                    _Stream, host, port or (443 if tls else 80), ssl=tls
                 ),
                 CONNECT_TIMEOUT_SECONDS,
             )
         except (OSError, TimeoutError) as error:
             raise UpstreamError(f"could not connect to {origin}: {error!r}") from error
-        return _Connection(origin, reader, writer)
+        return _Connection(origin, transport, stream)
 
     def _tls_context(self) -> ssl.SSLContext:
         if self._tls is None:
@@ -200,7 +310,7 @@ class UpstreamClients:
     def release(self, connection: _Connection) -> None:
         idle = self._idle.setdefault(connection.origin, [])
         if len(idle) >= IDLE_PER_ORIGIN:
-            connection.writer.close()
+            connection.close()
             return
         connection.idle_since = time.monotonic()
         idle.append(connection)
@@ -209,6 +319,6 @@ class UpstreamClients:
         idle, self._idle = self._idle, {}
         for connections in idle.values():
             for connection in connections:
-                connection.writer.close()
+                connection.close()
                 with contextlib.suppress(OSError):
-                    await connection.writer.wait_closed()
+                    await connection.stream.closed
