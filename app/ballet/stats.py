@@ -10,7 +10,7 @@ starts one).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -76,7 +76,12 @@ def render_table(rows: list[StageStats]) -> str:
         )
         for row in rows
     ]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
+    return _table(lines)
+
+
+def _table(lines: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell; the last one left as it is (free text)."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]) - 1)]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
         + "  "
@@ -122,10 +127,4 @@ def render_spend(month: str, rows: list[ScopeSpend]) -> str:
         )
         for row in rows
     ]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header) - 1)]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
-        + "  "
-        + line[-1]
-        for line in lines
-    )
+    return _table(lines)
