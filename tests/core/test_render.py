@@ -132,7 +132,8 @@ def test_runs_table_empty_and_durations() -> None:
     empty = t.rec.model_copy(update={"history": ()})
     assert render.runs_table(empty) == "_No stage has run yet._"
     assert render.duration(at(0), None) == "…"
-    assert render.duration(at(0), at(61.5)) == "61m 30s"
+    assert render.duration(at(0), at(61.5)) == "1h 01m"
+    assert render.duration(at(0), at(0.34 / 60)) == "340 ms"  # not "0m 00s"
 
 
 def test_status_reply_and_signoff_line() -> None:

@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from ballet.core.config import Policy, ResolvedPipeline
+from ballet.core.durations import spoken
 from ballet.core.record import QA, Record, StageRun, TicketRef
 from ballet.core.resolve import default_config, resolve_pipeline
 from ballet.watch.markdown import rendered
 from ballet.watch.render import duration
-from ballet.watch.times import spoken, ticket_times
+from ballet.watch.times import ticket_times
 from watch_kit import pipeline_runtime
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ballet.core.durations import spoken
 from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
 from ballet.core.report import Handoff, Report
@@ -66,8 +67,7 @@ def mermaid_label(value: str) -> str:
 def duration(start: datetime, end: datetime | None) -> str:
     if end is None:
         return "…"
-    seconds = int((end - start).total_seconds())
-    return f"{seconds // 60}m {seconds % 60:02d}s"
+    return spoken((end - start).total_seconds())
 
 
 def flowchart(rec: Record) -> str:

@@ -17,9 +17,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response, StreamingResponse
 
+from ballet.core.durations import spoken
 from ballet.watch.cookies import Viewer
 from ballet.watch.markdown import rendered
-from ballet.watch.times import spoken
 
 
 def environment() -> Environment:

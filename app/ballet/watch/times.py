@@ -1,4 +1,4 @@
-"""Times people can read: durations to the millisecond under a second, and where a
+"""Times people can read: durations (`core/durations.spoken`), and where a
 ticket's time went (people, GitHub, agent sessions), from its record alone.
 
 Pure: the clock comes in as `now`. A stage run is a session's (an agent or a
@@ -12,27 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from ballet.core.durations import spoken
 from ballet.core.record import TERMINAL, Record, StageRun
-
-
-def spoken(seconds: float) -> str:
-    """`340 ms`, `4.2 s`, `42 s`, `3m 05s`, `2h 05m`, `3d 04h`."""
-    seconds = max(seconds, 0.0)
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    whole = int(seconds)
-    if whole < 60:
-        return f"{whole} s"
-    minutes, whole = divmod(whole, 60)
-    if minutes < 60:
-        return f"{minutes}m {whole:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 24:
-        return f"{hours}h {minutes:02d}m"
-    days, hours = divmod(hours, 24)
-    return f"{days}d {hours:02d}h"
 
 
 def between(start: datetime, end: datetime) -> str:
