@@ -62,26 +62,23 @@ def group_requested(tx: Tx, ev: MergeGroupRequested) -> None:
 def group_check_runs(rec: Record, group_sha: str) -> list[SetCheckRun]:
     """Ballet's check runs for the group's commit: each name's last verdict on the head."""
     head = rec.head_sha
+    where = f" on the pull request's head {head[:12]}" if head else ""
     last: dict[str, StageRun] = {}
     for run in rec.history:
         if run.end is not None and run.outcome != "superseded":
             last[check_runs.name_of(run)] = run
-    effects: list[SetCheckRun] = []
-    for name, run in last.items():
-        conclusion = check_runs.conclusion_of(run.outcome)
-        where = f" on the pull request's head {head[:12]}" if head else ""
-        effects.append(
-            SetCheckRun(
-                repo=rec.ticket.repo,
-                ticket=rec.key,
-                name=name,
-                head_sha=group_sha,
-                status="completed",
-                conclusion=conclusion,
-                summary=f"**{run.outcome}**{where}" + (f": {run.summary}" if run.summary else ""),
-            )
+    return [
+        SetCheckRun(
+            repo=rec.ticket.repo,
+            ticket=rec.key,
+            name=name,
+            head_sha=group_sha,
+            status="completed",
+            conclusion=check_runs.conclusion_of(run.outcome),
+            summary=f"**{run.outcome}**{where}" + (f": {run.summary}" if run.summary else ""),
         )
-    return effects
+        for name, run in last.items()
+    ]
 
 
 def queue_left(tx: Tx, ev: MergeQueueLeft) -> None:
