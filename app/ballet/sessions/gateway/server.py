@@ -36,7 +36,7 @@ from typing import Protocol
 import h11
 import structlog
 
-from ballet.core.metering import Api, api_of, spends_nothing, usage_asked
+from ballet.core.metering import Api, api_of, gemini_model_of, spends_nothing, usage_asked
 from ballet.core.provider_keys import PROVIDERS, Provider
 from ballet.core.spend import Cap, SessionBudget, Spend, first_reached
 from ballet.sessions.gateway.forms import (
@@ -318,7 +318,7 @@ class _Connection:
         try:
             content_type = next((v for n, v in answer.headers if n.lower() == b"content-type"), b"")
             meter = session.gateway.metering.meter(
-                provider, method, path, content_type.decode("latin-1"), _path_model(path)
+                provider, method, path, content_type.decode("latin-1"), gemini_model_of(path)
             )
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
             await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
@@ -392,9 +392,3 @@ async def _once(data: bytes) -> AsyncIterator[bytes]:
 
 def _has_body(request: h11.Request) -> bool:
     return any(name in (b"content-length", b"transfer-encoding") for name, _ in request.headers)
-
-
-def _path_model(path: str) -> str | None:
-    """Gemini names its model in the path: `/v1beta/models/gemini-2.5-pro:generateContent`."""
-    _, found, rest = path.partition("/models/")
-    return rest.split(":", 1)[0] or None if found else None
