@@ -146,13 +146,16 @@ MODEL_REQUESTS = Counter(
 
 def model_label(model: str | None) -> str:
     """`model` while fewer than MAX_MODEL_LABELS models were seen, else `other`."""
-    if model is None:
-        return "unknown"
-    if model in _model_labels:
-        return model
-    if len(_model_labels) < MAX_MODEL_LABELS:
-        _model_labels.add(model)
-        return model
+    return "unknown" if model is None else _bounded_label(model, _model_labels, MAX_MODEL_LABELS)
+
+
+def _bounded_label(value: str, seen: set[str], most: int) -> str:
+    """`value` while fewer than `most` values were `seen`, else `other`."""
+    if value in seen:
+        return value
+    if len(seen) < most:
+        seen.add(value)
+        return value
     return "other"
 
 
@@ -253,12 +256,7 @@ POOL_RUNNING = Gauge(
 
 def pool_label(pool: str) -> str:
     """`pool` while fewer than MAX_POOL_LABELS pools were seen, else `other`."""
-    if pool in _pool_labels:
-        return pool
-    if len(_pool_labels) < MAX_POOL_LABELS:
-        _pool_labels.add(pool)
-        return pool
-    return "other"
+    return _bounded_label(pool, _pool_labels, MAX_POOL_LABELS)
 
 
 # -- GitHub API ------------------------------------------------------------------------
