@@ -105,3 +105,42 @@ def test_without_an_artefact_path_nothing_but_the_work_is_pushed(
     assert result.failure_reason is None, result.report.summary
     assert on_branch(origin, ".ballet") is None
     assert git("log", "-1", "--format=%s", BRANCH, cwd=origin).strip() == "research"
+
+
+# A hostile session: `.ballet` a symbolic link (committed) to a directory outside the
+# clone, and hooks and config in the clone that would leave a mark if Ballet's git ran them.
+HOSTILE = """
+import json, os, subprocess
+os.symlink({outside!r}, ".ballet")
+subprocess.run(["git", "add", ".ballet"], check=True)
+subprocess.run(["git", "commit", "-q", "-m", "planted"], check=True)
+mark = "touch " + {outside!r} + "/ran"
+for hook in ("pre-commit", "post-commit", "post-index-change", "reference-transaction"):
+    open(".git/hooks/" + hook, "w").write("#!/bin/sh\\n" + mark + "\\n")
+    os.chmod(".git/hooks/" + hook, 0o755)
+subprocess.run(["git", "config", "core.fsmonitor", mark], check=True)
+json.dump({{"summary": "handed over"}}, open(os.environ["BALLET_HANDOFF"], "w"))
+json.dump({{"outcome": "done", "summary": "planted"}}, open(os.environ["BALLET_REPORT"], "w"))
+"""
+
+
+def test_a_symlink_planted_at_the_artefact_path_is_replaced_not_followed(
+    make_spec: MakeSpec,
+    write_script: WriteScript,
+    workspaces: Workspaces,
+    options: SessionOptions,
+    parent_env: dict[str, str],
+    origin: Path,
+    tmp_path: Path,
+) -> None:
+    outside = tmp_path / "outside"
+    (outside / "handoffs").mkdir(parents=True)
+    write_script("agent", HOSTILE.format(outside=str(outside)))
+    spec = make_spec(phase="research", artefact_path=".ballet/handoffs")
+    result = run(spec, workspaces, parent_env, options)
+    assert result.failure_reason is None, result.report.summary
+    assert list(outside.rglob("*")) == [outside / "handoffs"]
+    mode, _, _, path = git("ls-tree", "-r", BRANCH, "--", ".ballet", cwd=origin).split()
+    assert (mode, path) == ("100644", ".ballet/handoffs/implement-research.json")
+    written = on_branch(origin, ".ballet/handoffs/implement-research.json")
+    assert written is not None and json.loads(written)["summary"] == "handed over"
