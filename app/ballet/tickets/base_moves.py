@@ -39,7 +39,7 @@ async def on_base_moved(
     clock: Callable[[], datetime],
     event_id: str,
 ) -> None:
-    for key in [k for k in await live.members() if k.startswith(f"{intent.repo}#")]:
+    for key in await live.of_repo(intent.repo):
         rec = await store.load(key, forge)
         if rec is None or rec.pr_number is None or rec.base != intent.branch:
             continue

@@ -48,7 +48,7 @@ async def tell_live_tickets(
     pools: PoolAccess | None,
 ) -> None:
     """Give each live ticket of the repository the roles the changed file has."""
-    keys = [k for k in await live.members() if k.startswith(f"{intent.repo}#")]
+    keys = await live.of_repo(intent.repo)
     if not keys or not intent.sha:
         log.info("configuration changed", repo=intent.repo, sha=intent.sha, live=len(keys))
         return

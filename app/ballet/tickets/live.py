@@ -53,3 +53,7 @@ class LiveTickets:
         """The live tickets' keys, sorted."""
         raw: set[bytes | str] = await self._redis.smembers(LIVE_TICKETS)  # type: ignore[misc]
         return sorted(m.decode() if isinstance(m, bytes) else m for m in raw)
+
+    async def of_repo(self, repo: str) -> list[str]:
+        """The live tickets' keys in `repo`, sorted."""
+        return [k for k in await self.members() if k.startswith(f"{repo}#")]
