@@ -5,10 +5,13 @@ commit of Ballet's own on top of the session's, and removed by the stage's last 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from ballet.core.report import Handoff
-from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions import SessionOptions, SessionResult, Workspaces
+from ballet.sessions.spec import RunnerSpec
 from git_repos import git
 from session_helpers import MakeSpec, WriteScript, run
 
@@ -28,6 +31,18 @@ json.dump({{"summary": phase + " handed over", "constraints": ["keep " + phase]}
 json.dump({{"outcome": "done", "summary": phase}}, open(os.environ["BALLET_REPORT"], "w"))
 """
 
+Session = Callable[[RunnerSpec], SessionResult]
+
+
+@pytest.fixture
+def session(workspaces: Workspaces, options: SessionOptions, parent_env: dict[str, str]) -> Session:
+    return lambda spec: run(spec, workspaces, parent_env, options)
+
+
+@pytest.fixture
+def agent(write_script: WriteScript, observed: Path) -> None:
+    write_script("agent", AGENT.format(log=str(observed)))
+
 
 def on_branch(origin: Path, path: str) -> str | None:
     listed = git("ls-tree", "--name-only", BRANCH, "--", path, cwd=origin).strip()
@@ -35,15 +50,8 @@ def on_branch(origin: Path, path: str) -> str | None:
 
 
 def test_each_phase_writes_its_handoff_on_the_branch_and_the_last_removes_them(
-    make_spec: MakeSpec,
-    write_script: WriteScript,
-    workspaces: Workspaces,
-    options: SessionOptions,
-    parent_env: dict[str, str],
-    origin: Path,
-    observed: Path,
+    make_spec: MakeSpec, session: Session, origin: Path, observed: Path, agent: None
 ) -> None:
-    write_script("agent", AGENT.format(log=str(observed)))
     handoff: Handoff | None = None
     for phase in ("research", "plan", "implement"):
         spec = make_spec(
@@ -52,7 +60,7 @@ def test_each_phase_writes_its_handoff_on_the_branch_and_the_last_removes_them(
             artefact_path=".ballet/handoffs",
             last_phase=phase == "implement",
         )
-        result = run(spec, workspaces, parent_env, options)
+        result = session(spec)
         assert result.failure_reason is None, result.report.summary
         handoff = result.handoff
         if phase == "research":
@@ -73,35 +81,21 @@ def test_each_phase_writes_its_handoff_on_the_branch_and_the_last_removes_them(
 
 
 def test_without_gc_the_handoffs_stay_on_the_branch(
-    make_spec: MakeSpec,
-    write_script: WriteScript,
-    workspaces: Workspaces,
-    options: SessionOptions,
-    parent_env: dict[str, str],
-    origin: Path,
-    observed: Path,
+    make_spec: MakeSpec, session: Session, origin: Path, agent: None
 ) -> None:
-    write_script("agent", AGENT.format(log=str(observed)))
     spec = make_spec(
         phase="verify", artefact_path="notes/phases", gc_on_close=False, last_phase=True
     )
-    result = run(spec, workspaces, parent_env, options)
+    result = session(spec)
     assert result.failure_reason is None, result.report.summary
     kept = on_branch(origin, "notes/phases/implement-verify.json")
     assert kept is not None and json.loads(kept)["summary"] == "verify handed over"
 
 
 def test_without_an_artefact_path_nothing_but_the_work_is_pushed(
-    make_spec: MakeSpec,
-    write_script: WriteScript,
-    workspaces: Workspaces,
-    options: SessionOptions,
-    parent_env: dict[str, str],
-    origin: Path,
-    observed: Path,
+    make_spec: MakeSpec, session: Session, origin: Path, agent: None
 ) -> None:
-    write_script("agent", AGENT.format(log=str(observed)))
-    result = run(make_spec(phase="research"), workspaces, parent_env, options)
+    result = session(make_spec(phase="research"))
     assert result.failure_reason is None, result.report.summary
     assert on_branch(origin, ".ballet") is None
     assert git("log", "-1", "--format=%s", BRANCH, cwd=origin).strip() == "research"
@@ -125,19 +119,13 @@ json.dump({{"outcome": "done", "summary": "planted"}}, open(os.environ["BALLET_R
 
 
 def test_a_symlink_planted_at_the_artefact_path_is_replaced_not_followed(
-    make_spec: MakeSpec,
-    write_script: WriteScript,
-    workspaces: Workspaces,
-    options: SessionOptions,
-    parent_env: dict[str, str],
-    origin: Path,
-    tmp_path: Path,
+    make_spec: MakeSpec, session: Session, write_script: WriteScript, origin: Path, tmp_path: Path
 ) -> None:
     outside = tmp_path / "outside"
     (outside / "handoffs").mkdir(parents=True)
     write_script("agent", HOSTILE.format(outside=str(outside)))
     spec = make_spec(phase="research", artefact_path=".ballet/handoffs")
-    result = run(spec, workspaces, parent_env, options)
+    result = session(spec)
     assert result.failure_reason is None, result.report.summary
     assert list(outside.rglob("*")) == [outside / "handoffs"]
     mode, _, _, path = git("ls-tree", "-r", BRANCH, "--", ".ballet", cwd=origin).split()
