@@ -6,6 +6,7 @@ a reached cap refuses the next request before it is forwarded."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from datetime import datetime
@@ -14,8 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from ballet.core.provider_keys import Provider
 from ballet.core.spend import SessionBudget, Spend
 from ballet.sessions.gateway import (
+    GatewaySession,
     ModelGateway,
     MonthlyCaps,
     SessionTerms,
@@ -70,6 +73,16 @@ def client_on(socket: Path) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=httpx.AsyncHTTPTransport(uds=str(socket)), base_url="http://gateway"
     )
+
+
+@contextlib.asynccontextmanager
+async def openai_through(
+    gateway: ModelGateway, terms: SessionTerms, socket: Path
+) -> AsyncIterator[tuple[GatewaySession, httpx.AsyncClient, dict[str, str]]]:
+    """A session holding an OpenAI key, a client on its socket, and its token's header."""
+    keys: dict[str, tuple[Provider, str]] = {"OPENAI_API_KEY": ("openai", "sk-real")}
+    async with gateway.session(terms, keys, socket) as served, client_on(socket) as client:
+        yield served, client, {"authorization": f"Bearer {served.tokens['OPENAI_API_KEY']}"}
 
 
 def messages(token: str, header: str = "x-api-key") -> dict[str, Any]:
@@ -164,13 +177,7 @@ def test_a_reached_cap_refuses_the_next_request_before_it_is_forwarded(
         terms = SessionTerms(
             session="s1", repo="octo/demo", budget=SessionBudget(ticket_usd=2.5, ticket_spent_usd=1)
         )
-        async with (
-            gateway.session(
-                terms, {"OPENAI_API_KEY": ("openai", "sk-real")}, tmp_path / "o.sock"
-            ) as served,
-            client_on(tmp_path / "o.sock") as client,
-        ):
-            auth = {"authorization": f"Bearer {served.tokens['OPENAI_API_KEY']}"}
+        async with openai_through(gateway, terms, tmp_path / "o.sock") as (served, client, auth):
             body = {"model": "gpt-4.1", "messages": [{"role": "user", "content": "hi"}]}
             for _ in range(2):  # $1 before, $1 each: $3 spent once both are in
                 ok = await client.post("/openai/chat/completions", headers=auth, json=body)
@@ -197,13 +204,7 @@ def test_the_monthly_repository_cap_comes_from_the_ledger(
             upstreams={"openai": model_server.url + "/v1"},
         )
         terms = SessionTerms(session="s1", repo="octo/demo", installation_id=7)
-        async with (
-            gateway.session(
-                terms, {"OPENAI_API_KEY": ("openai", "sk-real")}, tmp_path / "o.sock"
-            ) as served,
-            client_on(tmp_path / "o.sock") as client,
-        ):
-            auth = {"authorization": f"Bearer {served.tokens['OPENAI_API_KEY']}"}
+        async with openai_through(gateway, terms, tmp_path / "o.sock") as (served, client, auth):
             body = {"model": "gpt-4.1", "messages": []}
             first = await client.post("/openai/chat/completions", headers=auth, json=body)
             second = await client.post("/openai/chat/completions", headers=auth, json=body)
@@ -391,13 +392,7 @@ def test_a_streamed_chat_request_is_asked_for_its_usage(
     async def scenario() -> None:
         gateway = ModelGateway(CountingMetering(), upstreams={"openai": model_server.url + "/v1"})
         terms = SessionTerms(session="s1", repo="octo/demo")
-        async with (
-            gateway.session(
-                terms, {"OPENAI_API_KEY": ("openai", "sk-real")}, tmp_path / "c.sock"
-            ) as served,
-            client_on(tmp_path / "c.sock") as client,
-        ):
-            auth = {"authorization": f"Bearer {served.tokens['OPENAI_API_KEY']}"}
+        async with openai_through(gateway, terms, tmp_path / "c.sock") as (served, client, auth):
             body = {
                 "model": "gpt-4.1",
                 "stream": True,
