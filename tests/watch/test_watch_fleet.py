@@ -9,15 +9,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from ballet.core.events import SessionFinished, TicketRequested
+from ballet.core.events import SessionFinished
 from ballet.core.machine import advance
 from ballet.core.record import Record, Waiting
 from ballet.core.report import Report
-from ballet.core.resolve import default_config, resolve_pipeline
 from ballet.core.spend import Spend
 from ballet.spend_ledger import SpendLedger
 from ballet.tickets.store import RecordStore
-from watch_kit import Site, pipeline_runtime, running_site
+from watch_kit import Site, new_ticket, running_site
 
 pytestmark = pytest.mark.anyio
 NOW = datetime.now(UTC) - timedelta(hours=1)
@@ -32,21 +31,7 @@ async def capped_site(watch_redis_url: str, tmp_path: Path) -> AsyncIterator[Sit
 
 
 async def started(site: Site, repo: str, number: int, title: str) -> Record:
-    pipeline = resolve_pipeline(default_config(pipeline_runtime()), ())
-    record, _ = advance(
-        None,
-        TicketRequested(
-            now=NOW,
-            repo=repo,
-            issue=number,
-            author="alice",
-            title=title,
-            pipeline=pipeline,
-            default_branch="main",
-        ),
-    )
-    await RecordStore(site.redis).commit(record, [], None, before=None, tally=True)
-    return record
+    return await new_ticket(site, repo, number, title, now=NOW, tally=True)
 
 
 async def finished(site: Site, record: Record, outcome: str, minutes: int) -> Record:

@@ -103,13 +103,16 @@ def pipeline_runtime() -> Runtime:
     return Runtime(adapter="command", command=("python3", "agent.py"))
 
 
-async def new_ticket(site: Site, repo: str, number: int, title: str) -> Record:
-    """A ticket as the engine starts it: its first stage's session running."""
+async def new_ticket(
+    site: Site, repo: str, number: int, title: str, *, now: datetime = T0, tally: bool = False
+) -> Record:
+    """A ticket as the engine starts it: its first stage's session running (`tally`:
+    counted in the ticket index's per-day figures, as the engine's commit counts it)."""
     pipeline = resolve_pipeline(default_config(pipeline_runtime()), ())
     record, _ = advance(
         None,
         TicketRequested(
-            now=T0,
+            now=now,
             repo=repo,
             issue=number,
             author="alice",
@@ -118,7 +121,7 @@ async def new_ticket(site: Site, repo: str, number: int, title: str) -> Record:
             default_branch="main",
         ),
     )
-    await RecordStore(site.redis).commit(record, [], None)
+    await RecordStore(site.redis).commit(record, [], None, tally=tally)
     return record
 
 
