@@ -54,13 +54,13 @@ class MonthSpend:
 
 def month_of(at: datetime) -> str:
     """The calendar month (UTC) `at` falls in; a naive time is taken as UTC."""
-    when = at.astimezone(UTC) if at.tzinfo is not None else at
+    when = _utc(at)
     return f"{when.year:04d}-{when.month:02d}"
 
 
 def months_back(at: datetime, count: int) -> list[str]:
     """`count` months, `at`'s first, then the ones before it."""
-    when = at.astimezone(UTC) if at.tzinfo is not None else at
+    when = _utc(at)
     year, month = when.year, when.month
     found = []
     for _ in range(count):
@@ -112,7 +112,7 @@ class SpendLedger:
             await tx.execute()
 
     def _day_key(self, at: datetime, repo: str) -> str:
-        when = at.astimezone(UTC) if at.tzinfo is not None else at
+        when = _utc(at)
         return f"{self._prefix}:day:{when:%Y-%m-%d}:repository:{repo}"
 
     async def days(self, repos: list[str], at: datetime, count: int) -> dict[str, list[float]]:
@@ -191,6 +191,11 @@ class SpendLedger:
             elif scope == "installation" and name.isdigit():
                 installations.add(int(name))
         return sorted(repositories), sorted(installations)
+
+
+def _utc(at: datetime) -> datetime:
+    """`at` in UTC; a naive time is taken as UTC already."""
+    return at.astimezone(UTC) if at.tzinfo is not None else at
 
 
 def _glob_escape(text: str) -> str:
