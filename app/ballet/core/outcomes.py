@@ -4,7 +4,7 @@ prompt and context, so an agent never guesses a word the pipeline does not know.
 from __future__ import annotations
 
 from ballet.core.config import ResolvedPipeline
-from ballet.core.routing import following, lands
+from ballet.core.routing import following, integrates
 
 # A sign-off session's outcomes are fixed; anything else it reports asks a person.
 SIGNOFF_OUTCOMES = ("signed_off", "changes")
@@ -31,7 +31,7 @@ def stage_outcomes(
         return {"done": f"phase `{after}` starts, given only your handoff."}
     targets = dict(stage.next)
     targets.setdefault("done", following(pipeline, stage_id))
-    if stage.kind == "agent" and lands(stage):
+    if integrates(stage):
         # An integrator: its `done` is Ballet's landing, whose result is `merged` or
         # `returned`; a session never reports `merged` itself.
         told = {o: _goes_to(t) for o, t in targets.items() if o not in ("done", "merged")}

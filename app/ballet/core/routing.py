@@ -22,9 +22,14 @@ def lands(stage: ResolvedStage) -> bool:
     return stage.action == "merge" or (stage.kind == "agent" and INTEGRATOR in stage.skills)
 
 
+def integrates(stage: ResolvedStage) -> bool:
+    """An agent stage that lands: its session's `done` is followed by Ballet's landing."""
+    return stage.kind == "agent" and lands(stage)
+
+
 def integrator_stage(pipeline: ResolvedPipeline) -> str | None:
     """The pipeline's switched-on agent stage that integrates, if any."""
-    return next((s.id for s in pipeline.stages if s.kind == "agent" and lands(s)), None)
+    return next((s.id for s in pipeline.stages if integrates(s)), None)
 
 
 def index_of(pipeline: ResolvedPipeline, stage_id: str) -> int:
@@ -40,7 +45,7 @@ def following(pipeline: ResolvedPipeline, stage_id: str) -> str:
 def next_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> tuple[str, str]:
     """The target of an outcome, and why when it is a question."""
     stage = pipeline.stage(stage_id)
-    if outcome == "done" and stage.kind == "agent" and lands(stage):
+    if outcome == "done" and integrates(stage):
         return LAND, ""  # the landing's result, `merged` or `returned`, is routed instead
     if outcome in stage.next:
         target = stage.next[outcome]
@@ -55,7 +60,7 @@ def session_target(pipeline: ResolvedPipeline, stage_id: str, outcome: str) -> t
     """The target of a session's report. An integrator's `merged` is Ballet's to say,
     after its landing: from the session itself it is a question, not the ticket's end."""
     stage = pipeline.stage(stage_id)
-    if outcome == "merged" and stage.kind == "agent" and lands(stage):
+    if outcome == "merged" and integrates(stage):
         return QUESTION, (
             f"the `{stage_id}` session reported `merged`, which only Ballet's landing says: "
             "an integrator reports `done` and Ballet lands the pull request"
