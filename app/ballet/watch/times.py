@@ -1,5 +1,5 @@
-"""Times people can read: durations (`core/durations.spoken`), and where a
-ticket's time went (people, GitHub, agent sessions), from its record alone.
+"""Where a ticket's time went (people, GitHub, agent sessions), from its record alone
+(the pages say each duration with `core/durations.spoken`).
 
 Pure: the clock comes in as `now`. A stage run is a session's (an agent or a
 sign-off role ran), a person's (a human stage, a manual merge, a review awaited)
@@ -12,12 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from ballet.core.durations import spoken
 from ballet.core.record import TERMINAL, Record, StageRun
-
-
-def between(start: datetime, end: datetime) -> str:
-    return spoken((end - start).total_seconds())
 
 
 @dataclass(frozen=True)
