@@ -190,13 +190,11 @@ class TicketLinksReader:
             run = await self._run_of(sub)
             if run is not None:
                 runs[_key(sub.repo, sub.number)] = run
-        items = [item_of(s) for s in subs]
-        known.update({_key(i.repo, i.number): i for i in [item_of(parent), *items]})
-        for item in [item_of(parent), *core.listed_sub_issues(items, (repo, number))]:
+        epic, items = item_of(parent), [item_of(s) for s in subs]
+        known.update({_key(i.repo, i.number): i for i in [epic, *items]})
+        for item in [epic, *core.listed_sub_issues(items, (repo, number))]:
             await writers.any_of(core.vouchers(item, None))
-        return core.build_epic(
-            item_of(parent), parent.body, items, (repo, number), runs, writers.known
-        )
+        return core.build_epic(epic, parent.body, items, (repo, number), runs, writers.known)
 
     async def _run_of(self, sub: IssueBrief) -> core.BalletRun | None:
         record = await self._record_of(f"{sub.repo}#{sub.number}")
