@@ -12,27 +12,12 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ballet.core.pages import ticket_path
-from ballet.core.ticket_summary import TicketSummary
 from ballet.tickets.ticket_index import TicketIndex
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
-from ballet.watch.views import TicketRow
+from ballet.watch.views import summary_row
 
 ENDED_SHOWN = 100
-
-
-def summary_row(summary: TicketSummary) -> TicketRow:
-    return TicketRow(
-        key=summary.key,
-        url=ticket_path(summary.repo, summary.number),
-        title=summary.title,
-        status=summary.status,
-        stage=summary.stage,
-        waiting=summary.waiting,
-        updated_at=summary.updated_at,
-        live=summary.live,
-    )
 
 
 async def tickets(request: Request) -> Response:

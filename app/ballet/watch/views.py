@@ -19,6 +19,7 @@ from ballet.core.record import TERMINAL, Record, StageRun
 from ballet.core.render import flowchart, spent_words, ticket_spend_line
 from ballet.core.report import Usage
 from ballet.core.routing import job_key
+from ballet.core.ticket_summary import TicketSummary, summary_of
 
 _NODE = re.compile(r'^\s+(\w+)\["(.*)"\]$')
 _END = re.compile(r"^\s+(\w+)\(\((\w+)\)\)$")
@@ -96,19 +97,20 @@ def find_run(
 
 
 def row(rec: Record) -> TicketRow:
-    waiting = rec.waiting.reason if rec.waiting is not None else ""
-    stage = rec.stage or "—"
-    if rec.phase:
-        stage += f" · {rec.phase}"
+    return summary_row(summary_of(rec))
+
+
+def summary_row(summary: TicketSummary) -> TicketRow:
+    """A ticket's row, from its summary in the ticket index (or its record's)."""
     return TicketRow(
-        key=rec.key,
-        url=ticket_path(rec.ticket.repo, rec.ticket.number),
-        title=clean_line(rec.ticket.title).text,
-        status=rec.status,
-        stage=stage,
-        waiting="paused" if rec.status == "paused" else waiting,
-        updated_at=rec.updated_at,
-        live=rec.status not in TERMINAL,
+        key=summary.key,
+        url=ticket_path(summary.repo, summary.number),
+        title=summary.title,
+        status=summary.status,
+        stage=summary.stage,
+        waiting=summary.waiting,
+        updated_at=summary.updated_at,
+        live=summary.live,
     )
 
 
