@@ -66,6 +66,7 @@ HEAD_TOO_LARGE = _raw_answer(
     "the request line and headers are over 64 KiB: send fewer or shorter headers",
 )
 NO_ROOM = _raw_answer("503 Service Unavailable", "busy", FULL)
+_BUSY = orjson.dumps({"error": "busy", "message": FULL})  # NO_ROOM's body, through the app
 
 
 class Room:
@@ -115,14 +116,13 @@ class _ProbesOnly:
 
             await self._app(scope, receive, closing)
             return
-        body = orjson.dumps({"error": "busy", "message": FULL})
         headers = [
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
+            (b"content-length", str(len(_BUSY)).encode()),
             _CLOSE,
         ]
         await send({"type": "http.response.start", "status": 503, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": _BUSY})
 
 
 class GuardedProtocol(CoalescingHttpToolsProtocol):
