@@ -18,7 +18,7 @@ from datetime import datetime
 
 import structlog
 
-from ballet.core.base_moves import heeds_base
+from ballet.core.base_moves import HEEDS_BASE, heeds_base
 from ballet.core.events import AnyEvent, BaseConflict
 from ballet.github.forge import Forge
 from ballet.github.intents import BaseMoved
@@ -39,7 +39,13 @@ async def on_base_moved(
     clock: Callable[[], datetime],
     event_id: str,
 ) -> None:
-    for key in await live.of_repo(intent.repo):
+    keys = await live.of_repo(intent.repo)
+    # Every push (a session's to its own branch too) comes here: the index says what
+    # each ticket waits for, so only those a base move concerns are read whole.
+    waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
+    for key in keys:
+        if key in waits and waits[key] not in HEEDS_BASE:
+            continue
         rec = await store.load(key, forge)
         if rec is None or rec.pr_number is None or rec.base != intent.branch:
             continue

@@ -34,6 +34,7 @@ from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.pinned_text import restored
 from ballet.core.record import Record, RecordFormatError, decode_record, split_key, ticket_key
 from ballet.core.render import marker_for
+from ballet.core.ticket_summary import TicketSummary
 from ballet.github.errors import NotFound
 from ballet.github.forge import Forge, find_comment
 from ballet.github.intents import TicketTarget
@@ -245,6 +246,10 @@ class RecordStore:
                 for name, value in mapping.items():
                     tx.set(name, value, ex=FINISHED_TTL_SECONDS if finished else None)
                 await tx.execute()
+
+    async def summaries(self, keys: Sequence[str]) -> list[TicketSummary]:
+        """What the pages' index holds of these tickets (one round trip, no record read)."""
+        return await TicketIndex(self._redis).summaries(keys)
 
     async def find_ticket(self, target: TicketTarget) -> str | None:
         """The ticket key a delivery is about, or None when it is no ticket's."""
