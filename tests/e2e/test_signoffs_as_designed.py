@@ -5,6 +5,7 @@ draft again while roles sign off."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,15 @@ async def test_a_role_deleted_on_the_default_branch_is_not_required(
     assert any("no longer has the roles `security`" in c["body"] for c in view.state["comments"])
 
 
+def requires(role: str) -> Callable[[View], bool]:
+    """The ticket requires `role`'s sign-off: a command is heard before the next is sent."""
+
+    def done(view: View) -> bool:
+        return view.record is not None and role in view.record.signoffs_required
+
+    return done
+
+
 async def test_after_a_reject_the_pull_request_is_a_draft_while_a_new_role_signs_off(
     stack: Stack,
 ) -> None:
@@ -139,6 +149,7 @@ async def test_after_a_reject_the_pull_request_is_a_draft_while_a_new_role_signs
     assert view.record is not None and view.record.pr_number is not None
     pr = view.record.pr_number
     await comment(stack, repo, pr, "carol", "/ballet signoff require security")
+    await wait_until(stack, repo, number, requires("security"), timeout=60)
     await comment(stack, repo, pr, "carol", "/ballet reject name the test after multiply")
 
     def approval_again(v: View) -> bool:
@@ -192,6 +203,8 @@ async def test_changes_after_an_approval_go_back_to_the_approvers(stack: Stack) 
     assert view.record is not None and view.record.pr_number is not None
     pr = view.record.pr_number
     await comment(stack, repo, pr, "carol", "/ballet signoff require security")
+    # GitHub delivers two comments in no promised order: approve once the role is in.
+    await wait_until(stack, repo, number, requires("security"), timeout=60)
     await comment(stack, repo, pr, "carol", "/ballet approve")
 
     def asked_again(v: View) -> bool:
@@ -202,6 +215,7 @@ async def test_changes_after_an_approval_go_back_to_the_approvers(stack: Stack) 
     assert any("sign-off `security` asked for changes" in body for body in asking)
     # The approvers decide: carol waives the role and approves again.
     await comment(stack, repo, pr, "carol", "/ballet signoff waive security")
+    await wait_until(stack, repo, number, lambda v: not requires("security")(v), timeout=60)
     await comment(stack, repo, pr, "carol", "/ballet approve")
     view = await wait_until(stack, repo, number, merged, timeout=60)
     assert role_runs(view, "security") == [(1, "changes")]
