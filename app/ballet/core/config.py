@@ -56,6 +56,20 @@ STAGE_ID_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 BASE_URL_PATTERN = r"^https?://[^\s/?#]+(/[^\s?#]*)?$"
+# GitHub's own limits: an owner of 1-39 letters, digits and hyphens; a name of
+# letters, digits, `.`, `_` and `-`.
+REPO_PATTERN = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$"
+RepoName = Annotated[str, Field(pattern=REPO_PATTERN)]
+
+
+def _each_once(repos: tuple[str, ...]) -> tuple[str, ...]:
+    # GitHub's names are case-insensitive: `Acme/Lib` is `acme/lib`.
+    seen: set[str] = set()
+    for repo in repos:
+        if repo.casefold() in seen:
+            raise ValueError(f"`{repo}` is named twice; name each repository once")
+        seen.add(repo.casefold())
+    return repos
 
 
 def _public_destination(text: str) -> str:
@@ -305,6 +319,9 @@ class BalletConfig(Strict):
     """Issue label -> pipeline; issues matching none run pipeline `default`."""
     pipelines: dict[str, Pipeline] = Field(default_factory=dict)
     """Pipelines by name; without any, tickets run the built-in default."""
+    companions: Annotated[tuple[RepoName, ...], AfterValidator(_each_once)] = ()
+    """Other repositories of the same installation a ticket may change too, as
+    `owner/name`, in the order their pull requests land (dependencies first)."""
 
 
 class ResolvedRole(Strict):
@@ -362,6 +379,8 @@ class ResolvedPipeline(Strict):
     # Texts of repository skills (`.ballet/skills/<name>.md` on the default
     # branch) pinned with the pipeline; built-in skills ship with Ballet.
     custom_skills: dict[str, str] = Field(default_factory=dict)
+    # The ticket's other repositories, in landing order (`companions:`).
+    companions: tuple[str, ...] = ()
 
     def stage(self, stage_id: str) -> ResolvedStage:
         for stage in self.stages:

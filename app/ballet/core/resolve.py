@@ -148,6 +148,7 @@ def resolve_pipeline(
         merge=merge_strategy(config, pipeline),
         reviews=pipeline.reviews,
         phase_settings=config.phases,
+        companions=config.companions,
     )
     return resolved.model_copy(update={"hash": content_hash(resolved)})
 

@@ -21,6 +21,7 @@ from pydantic_core import ErrorDetails
 from ballet.core.config import (
     BUILTIN_SKILL_NAMES,
     ENV_NAME_PATTERN,
+    REPO_PATTERN,
     STAGE_ID_PATTERN,
     BalletConfig,
 )
@@ -168,6 +169,7 @@ _PATTERN_HINTS = {  # by the field's pattern (config.py)
     ENV_NAME_PATTERN: (
         "write an environment variable name: letters, digits and `_`, not starting with a digit"
     ),
+    REPO_PATTERN: "write a repository as `owner/name`, e.g. `acme/api`",
     POOL_PATTERN: "write a pool name: a lowercase letter, then up to 31 lowercase letters, "
     "digits or `-`",
 }
