@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from ballet.core.commands import HELP_TEXT, parse_commands
 from ballet.core.config import Policy
-from ballet.core.effects import CancelSession, MergePR, PostReply, React, StartSession
+from ballet.core.effects import CancelSession, MergePR, PostComment, PostReply, React, StartSession
 from ballet.core.events import CommandIssued, PullRequestClosed, ReconcileTick
+from ballet.core.report import Question
 from ballet.core.machine import COMMANDS, IllegalEvent
 from core_kit import Ticket, at, human, make_pipeline
 
@@ -207,3 +208,13 @@ def test_answer_without_an_open_question_is_refused() -> None:
     t = Ticket(pipeline=make_pipeline((human("h", next={"approve": "$done"}),), branch=None))
     t.command("/ballet answer hello")
     assert "no question is open" in t.one(PostReply).body
+
+
+def test_questions_go_to_the_writer_who_started_the_ticket_not_a_stranger_author() -> None:
+    # A stranger filed the issue and a writer labelled it: only the writer can answer.
+    t = Ticket(author="mallory", requested_by="carol")
+    t.finish("done", report_fields={"questions": (Question(text="Which API?", blocking=True),)})
+    assert t.rec.waiting is not None and t.rec.waiting.who == ("carol",)
+    asked = [c for c in t.of(PostComment) if "needs an answer" in c.body]
+    assert asked and "\n@carol Ballet needs an answer" in asked[-1].body
+    assert "@mallory" not in asked[-1].body

@@ -47,7 +47,13 @@ def start(tx: Tx, ev: TicketRequested) -> None:
     branch = branch_name(p.branch, ev.issue, title, p.ticket_type) if p.branch else None
     known = tuple(r for r in p.signoffs if r in p.roles)
     rec = Record(
-        ticket=TicketRef(repo=ev.repo, number=ev.issue, author=ev.author, title=title),
+        ticket=TicketRef(
+            repo=ev.repo,
+            number=ev.issue,
+            author=ev.author,
+            title=title,
+            requested_by=ev.requested_by,
+        ),
         ticket_type=p.ticket_type,
         pipeline=p,
         status="running",
@@ -219,7 +225,7 @@ def route_session(
     blocking = [q.text for q in rep.questions if q.blocking]
     if blocking:
         steps.ask(tx, "; ".join(blocking))
-        return "a question to the ticket's author"
+        return f"a question to @{rec.ticket.asked}"
     if role is not None:
         return route_signoff(tx, rep, role)
     stage = rec.pipeline.stage(rec.stage or "")
@@ -267,7 +273,7 @@ def route_signoff(tx: Tx, rep: Report, role: str) -> str:
     steps.ask(
         tx, f"the `{role}` sign-off session reported `{rep.outcome}`, not `signed_off` or `changes`"
     )
-    return "a question to the ticket's author"
+    return f"a question to @{tx.rec.ticket.asked}"
 
 
 def session_timeout(tx: Tx, ev: ReconcileTick) -> None:

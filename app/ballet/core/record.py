@@ -56,10 +56,19 @@ class TicketRef(Frozen):
     number: int  # the issue number
     author: str
     title: str
+    # Who added the label: a writer, where the author may be a stranger. Empty in
+    # records from before it was kept.
+    requested_by: str = ""
 
     @property
     def key(self) -> str:
         return ticket_key(self.repo, self.number)
+
+    @property
+    def asked(self) -> str:
+        """Whom the ticket's questions go to: the writer who started it, who can
+        answer them (`/ballet answer` needs write permission; the author may not have it)."""
+        return self.requested_by or self.author
 
 
 class Waiting(Frozen):

@@ -291,14 +291,14 @@ def _handoff(h: Handoff) -> str:
 
 def question(rec: Record, reason: str) -> str:
     return (
-        f"@{rec.ticket.author} Ballet needs an answer to carry on: {text(reason)}\n\n"
+        f"@{rec.ticket.asked} Ballet needs an answer to carry on: {text(reason)}\n\n"
         "Reply with `/ballet answer <text>` to re-run the stage with your answer, "
         "`/ballet retry` to re-run it as is, or `/ballet cancel`."
     )
 
 
 def approval_request(rec: Record, note: str) -> str:
-    who = " ".join(f"@{a}" for a in rec.pipeline.approvers or ()) or f"@{rec.ticket.author}"
+    who = " ".join(f"@{a}" for a in rec.pipeline.approvers or ()) or f"@{rec.ticket.asked}"
     why = f"\n\n{text(note)}" if note else ""
     return (
         f"{who} stage `{rec.stage}` waits for a person: `/ballet approve` (optionally naming "

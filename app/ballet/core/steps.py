@@ -360,14 +360,14 @@ def start_session(
 
 
 def ask(tx: Tx, reason: str) -> None:
-    """Raise a question to the ticket's author; the ticket waits for `/ballet answer`."""
+    """Raise a question to the writer who started the ticket; it waits for `/ballet answer`."""
     close_run(tx, "question", reason)
     rec = tx.rec
     qa = QA(
         question=reason, stage=rec.stage, role=rec.signoff_role, phase=rec.phase, asked_at=tx.now
     )
     tx.set(questions=(*rec.questions, qa))
-    wait(tx, "question", reason, (rec.ticket.author,), "/ballet answer <text>")
+    wait(tx, "question", reason, (rec.ticket.asked,), "/ballet answer <text>")
     tx.comment("question", render.question(tx.rec, reason), extra=str(len(tx.rec.questions)))
 
 
