@@ -277,7 +277,7 @@ def session_jobs_for(
     jobs = SessionJobs(
         redis=redis,
         tickets=tickets,
-        links=TicketLinksReader(redis, tickets.forge_for, store.cached),
+        links=TicketLinksReader(redis, tickets.forge_for, store.cached, own_login=ballet_login),
         workspaces=workspaces,
         prefetch=SessionPrefetch(workspaces, tickets),
         artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for, author=ballet_login)),

@@ -7,6 +7,7 @@ from ballet.core.lineage import (
     MAX_LINEAGE,
     MAX_SUB_ISSUES,
     MAX_TITLE_CHARS,
+    BalletIn,
     BalletRun,
     Item,
     Reference,
@@ -175,6 +176,26 @@ def test_a_linked_title_is_shown_only_when_a_writer_wrote_or_named_it() -> None:
     # What GitHub did not say is no writer's: nothing is shown on no evidence.
     unknown, _ = build_lineage(referenced, referencing, [])
     assert not any(i.by_writer or i.title for i in unknown)
+
+
+def test_ballets_own_pull_request_in_the_ticket_repository_is_shown() -> None:
+    # A sibling ticket's pull request names this ticket; its title is that ticket's,
+    # which a writer of this repository labelled.
+    own = item(7, author="ballet-app[bot]").model_copy(update={"kind": "pull_request"})
+    issue_by_ballet = item(8, author="ballet-app[bot]")  # Ballet opens pull requests only
+    elsewhere = own.model_copy(update={"repo": "acme/other", "number": 9})
+    lookalike = own.model_copy(update={"number": 10, "author": "ballet-app"})
+    ballet = BalletIn(login="Ballet-App[bot]", repo=REPO.upper())
+    lineage, _ = build_lineage([], [own, issue_by_ballet, elsewhere, lookalike], [], ballet=ballet)
+    assert [(i.number, i.by_writer) for i in lineage] == [
+        (7, True),
+        (8, False),
+        (9, False),
+        (10, False),
+    ]
+    assert lineage[0].title == "Item 7"
+    without, _ = build_lineage([], [own], [])
+    assert not without[0].by_writer
 
 
 def test_whose_permission_could_show_an_item_in_the_order_worth_asking() -> None:

@@ -229,6 +229,37 @@ async def test_the_tickets_own_pull_request_is_not_its_lineage(
     assert own.number not in [i.number for i in links.lineage]
 
 
+async def test_a_sibling_tickets_pull_request_by_ballet_keeps_its_title(
+    forge: GitHubForge, sandbox: BackgroundSandbox, redis: Redis
+) -> None:
+    async with _as(sandbox, "octo") as octo:
+        ticket = await _issue(octo, "Ticket")
+        sibling = await _issue(octo, "Sibling")
+    main = await forge.branch_sha(REPO, "main")
+    assert main is not None
+    await forge.create_branch(REPO, "ballet/2-sibling", main, seed_message="Start")
+    pr = await forge.open_draft_pr(
+        REPO,
+        head="ballet/2-sibling",
+        base="main",
+        title="Sibling",
+        body=f"Closes #{sibling['number']}, after #{ticket['number']}",
+    )
+    brief = await forge.issue_brief(REPO, pr.number)
+    assert brief is not None and brief.author.endswith("[bot]")
+    cached = RecordStore(redis).cached
+    ours = TicketLinksReader(redis, lambda _: _ready(forge), cached, own_login=brief.author)
+    shown = await ours.read(REPO, ticket["number"], "", has_parent=False)
+    assert [(i.number, i.title, i.by_writer) for i in shown.lineage] == [
+        (pr.number, "Sibling", True)
+    ]
+    # Another bot's pull request, here one Ballet does not know as its own: withheld.
+    await redis.flushdb()
+    other = TicketLinksReader(redis, lambda _: _ready(forge), cached, own_login="other[bot]")
+    withheld = await other.read(REPO, ticket["number"], "", has_parent=False)
+    assert [(i.number, i.title, i.by_writer) for i in withheld.lineage] == [(pr.number, "", False)]
+
+
 def _as(sandbox: BackgroundSandbox, login: str) -> httpx.AsyncClient:
     auth = {"Authorization": f"token sandbox-user:{login}"}
     return httpx.AsyncClient(base_url=sandbox.api_url, headers=auth)

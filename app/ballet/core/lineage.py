@@ -8,7 +8,9 @@ timeline cross-references).
 
 Only writers' words reach a session: a linked item's title (and the epic's
 description) is shown when a writer (write, maintain or admin on the ticket's
-repository; never a bot) wrote the item or named it here, and withheld otherwise,
+repository; never a bot) wrote the item or named it here, or it is Ballet's own pull
+request in the ticket's repository (titled from an issue a writer there labelled),
+and withheld otherwise,
 the item kept by number, kind and state. The ticket's description counts as named
 by a writer: the writer who labelled the ticket stands behind it. A comment's
 references are its author's; an item naming the ticket is its author's reference.
@@ -170,11 +172,38 @@ def vouchers(item: Item, reference: Reference | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(login for login in logins if may_be_writer(login)))
 
 
-def by_writer(item: Item, reference: Reference | None, writers: Collection[str]) -> bool:
-    """A writer wrote `item`, or named it in the ticket (its description, their comment)."""
+def by_writer(
+    item: Item,
+    reference: Reference | None,
+    writers: Collection[str],
+    ballet: BalletIn | None = None,
+) -> bool:
+    """A writer wrote `item`, or named it in the ticket (its description, their
+    comment), or it is Ballet's own pull request in the ticket's repository."""
     if reference is not None and reference.in_body:
         return True
+    if ballet is not None and by_ballet(item, ballet):
+        return True
     return any(is_writer(login, writers) for login in vouchers(item, reference))
+
+
+class BalletIn(BaseModel):
+    """Ballet's own bot (`login`, e.g. `ballet-app[bot]`) in the ticket's repository."""
+
+    model_config = ConfigDict(frozen=True)
+    login: str
+    repo: str
+
+
+def by_ballet(item: Item, ballet: BalletIn) -> bool:
+    """Ballet's pull requests are titled from an issue a writer of that repository
+    labelled; another repository's writers are not this one's, so only here."""
+    return (
+        item.kind == "pull_request"
+        and bool(ballet.login)
+        and item.author.casefold() == ballet.login.casefold()
+        and item.repo.casefold() == ballet.repo.casefold()
+    )
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:
@@ -277,14 +306,19 @@ def build_lineage(
     *,
     named: Iterable[Reference] = (),
     writers: Collection[str] = frozenset(),
+    ballet: BalletIn | None = None,
 ) -> tuple[tuple[LinkedItem, ...], int]:
     """The ticket's lineage (`lineage_items`) and how many items were left out; each
     item's title shown only when a writer wrote it or named it (`named`: who named
-    what the ticket names; an item naming the ticket is its author's reference)."""
+    what the ticket names; an item naming the ticket is its author's reference), or
+    it is Ballet's own pull request in the ticket's repository (`ballet`)."""
     by_ref = {r.ref: r for r in named}
     gathered = _gathered(referenced, referencing, skip)
     linked = [
-        LinkedItem(**_shown(item, by_writer(item, by_ref.get(_key(item)), writers)), relation=rel)
+        LinkedItem(
+            **_shown(item, by_writer(item, by_ref.get(_key(item)), writers, ballet)),
+            relation=rel,
+        )
         for item, rel in gathered[:MAX_LINEAGE]
     ]
     return tuple(linked), max(len(gathered) - MAX_LINEAGE, 0)

@@ -40,8 +40,9 @@ from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, IssueBrief
 log = structlog.get_logger("ballet.tickets.links")
 
 TTL_SECONDS = 30 * 60
-# Raised when what a kept entry shows would change: 2, only writers' words.
-RULE = 2
+# Raised when what a kept entry shows would change: 2, only writers' words; 3,
+# Ballet's own pull requests in the ticket's repository too.
+RULE = 3
 
 
 class _Cached(BaseModel):
@@ -105,8 +106,11 @@ class TicketLinksReader:
         *,
         prefix: str = "ballet:links",
         ttl_seconds: int = TTL_SECONDS,
+        own_login: str | None = None,
     ) -> None:
         self._redis = redis
+        # Ballet's own bot: its pull requests in the ticket's repository are shown.
+        self._own_login = own_login
         self._forge_for = forge_for
         # The live record of a ticket (`owner/repo#n`) Redis holds, None otherwise.
         self._record_of = record_of
@@ -168,8 +172,9 @@ class TicketLinksReader:
         by_ref = {r.ref: r for r in named}
         for item, _ in core.lineage_items(referenced, referencing, skip):
             await writers.any_of(core.vouchers(item, by_ref.get(_key(item.repo, item.number))))
+        ballet = core.BalletIn(login=self._own_login, repo=repo) if self._own_login else None
         lineage, left_out = core.build_lineage(
-            referenced, referencing, skip, named=named, writers=writers.known
+            referenced, referencing, skip, named=named, writers=writers.known, ballet=ballet
         )
         return core.TicketLinks(epic=epic, lineage=lineage, lineage_left_out=left_out)
 
