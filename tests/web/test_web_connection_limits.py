@@ -183,7 +183,18 @@ async def test_a_head_over_64_kib_is_answered_431(serve: Serve) -> None:
     reader, writer = await connect(port, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 70_000)
     status, _, content = await answer(reader)
     assert (status, content["error"]) == (431, "head_too_large")
+    assert "over 64 KiB" in content["message"]
     assert await closed(reader)
+    writer.close()
+
+
+async def test_the_431_names_the_servers_own_limit(serve: Serve) -> None:
+    smaller = ConnectionLimits(64, 16, 30.0, 30.0, max_head_bytes=16 * 1024)
+    port = await serve(smaller)
+    reader, writer = await connect(port, b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 20_000)
+    status, _, content = await answer(reader)
+    assert (status, content["error"]) == (431, "head_too_large")
+    assert "over 16 KiB: send fewer or shorter headers" in content["message"]
     writer.close()
 
 

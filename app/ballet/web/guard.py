@@ -60,11 +60,21 @@ SLOW_BODY = _raw_answer(
     "timeout",
     "the request's body did not arrive in time (BALLET_WEB_BODY_SECONDS): send it whole",
 )
-HEAD_TOO_LARGE = _raw_answer(
-    "431 Request Header Fields Too Large",
-    "head_too_large",
-    "the request line and headers are over 64 KiB: send fewer or shorter headers",
-)
+
+
+def head_too_large(max_head_bytes: int) -> bytes:
+    return _raw_answer(
+        "431 Request Header Fields Too Large",
+        "head_too_large",
+        f"the request line and headers are over {_size(max_head_bytes)}: "
+        "send fewer or shorter headers",
+    )
+
+
+def _size(count: int) -> str:
+    return f"{count // 1024} KiB" if count % 1024 == 0 else f"{count} bytes"
+
+
 NO_ROOM = _raw_answer("503 Service Unavailable", "busy", FULL)
 _BUSY = orjson.dumps({"error": "busy", "message": FULL})  # NO_ROOM's body, through the app
 
@@ -75,6 +85,7 @@ class Room:
 
     def __init__(self, limits: ConnectionLimits) -> None:
         self.limits = limits
+        self.head_too_large = head_too_large(limits.max_head_bytes)  # built once, not per refusal
         self.idle: dict[GuardedProtocol, None] = {}  # insertion order: oldest first
         self._counts: dict[str, int] = {}
         self._said_at = -math.inf
@@ -161,7 +172,7 @@ class GuardedProtocol(CoalescingHttpToolsProtocol):
         # Still in the head once the parser had it all: every byte so far was head.
         if self._in_head and self._head_bytes > self.room.limits.max_head_bytes:
             self.room.count("refused for a head too large")
-            self._answer_and_close(HEAD_TOO_LARGE)
+            self._answer_and_close(self.room.head_too_large)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
