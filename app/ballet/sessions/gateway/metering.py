@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from ballet.core.metering import UsageReader, api_of
+from ballet.core.metering import Api, UsageReader
 from ballet.core.provider_keys import Provider
 from ballet.core.spend import Spend
 from ballet.pricing import spend_of
@@ -27,10 +27,10 @@ class AnswerMeter(Protocol):
 
 class Metering(Protocol):
     def meter(
-        self, provider: Provider, method: str, path: str, content_type: str, model: str | None
+        self, provider: Provider, api: Api, content_type: str, model: str | None
     ) -> AnswerMeter | None:
-        """A meter for one answer; None for a request that spends nothing (a list of
-        models, a token count)."""
+        """A meter for one answer of a metered call (`api`, as the gateway found it: a
+        request that spends nothing is not metered). None: the answer is not metered."""
         ...
 
 
@@ -38,10 +38,9 @@ class ProviderMetering:
     """The provider's usage fields, read as the answer streams, priced by genai-prices."""
 
     def meter(
-        self, provider: Provider, method: str, path: str, content_type: str, model: str | None
+        self, provider: Provider, api: Api, content_type: str, model: str | None
     ) -> AnswerMeter | None:
-        api = api_of(provider, method, path)
-        return None if api is None else ReaderMeter(provider, UsageReader(api, content_type, model))
+        return ReaderMeter(provider, UsageReader(api, content_type, model))
 
 
 class ReaderMeter:

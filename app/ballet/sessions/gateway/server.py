@@ -316,10 +316,10 @@ class _Connection:
             message = f"Ballet's model gateway could not reach {provider}: {error}"
             return await self._refuse(provider, 502, message)
         try:
-            content_type = next((v for n, v in answer.headers if n.lower() == b"content-type"), b"")
-            meter = session.gateway.metering.meter(
-                provider, method, path, content_type.decode("latin-1"), gemini_model_of(path)
-            )
+            meter = None  # a request that spends nothing is not metered
+            if api is not None:
+                kind, model = _content_type(answer.headers), gemini_model_of(path)
+                meter = session.gateway.metering.meter(provider, api, kind, model)
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
             await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
             chunked = _CHUNKED in b"".join(self._held).lower()
@@ -388,6 +388,11 @@ async def _bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[byte
 
 async def _once(data: bytes) -> AsyncIterator[bytes]:
     yield data
+
+
+def _content_type(headers: list[tuple[bytes, bytes]]) -> str:
+    found = next((v for n, v in headers if n.lower() == b"content-type"), b"")
+    return found.decode("latin-1")
 
 
 def _has_body(request: h11.Request) -> bool:
