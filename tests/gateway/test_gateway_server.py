@@ -58,12 +58,14 @@ class MonthLedger:
     def __init__(self, month_usd: float) -> None:
         self.month_usd = month_usd
         self.added: list[Spend] = []
+        self.asked = 0  # for the month's spend
 
     async def add(self, **kwargs: Any) -> None:
         self.added.append(kwargs["spend"])
         self.month_usd += kwargs["spend"].cost_usd
 
     async def month(self, **kwargs: Any) -> tuple[Spend, Spend]:
+        self.asked += 1
         return Spend(cost_usd=self.month_usd), Spend(cost_usd=self.month_usd)
 
 
@@ -378,6 +380,37 @@ def test_only_metered_calls_and_requests_that_spend_nothing_go_upstream(
         assert "POST /anthropic/v1/complete is neither" in refused.json()["error"]["message"]
         assert [r["path"] for r in model_server.requests] == ["/v1/messages/count_tokens"]
         assert metering.paths == []  # what spends nothing is not metered
+
+    asyncio.run(scenario())
+
+
+def test_a_call_never_forwarded_is_refused_as_such_before_any_cap_is_read(
+    model_server: ModelServer, tmp_path: Path
+) -> None:
+    """With every cap reached, an embedding is still answered 403 (it would not go
+    whatever was spent), no cap is read for it (not the ledger either) and the session
+    is not stopped by it; the next model call is refused by the cap."""
+
+    async def scenario() -> None:
+        ledger = MonthLedger(month_usd=50)
+        gateway = ModelGateway(
+            CountingMetering(),
+            ledger=ledger,
+            monthly=MonthlyCaps(repository_usd=10),
+            upstreams={"openai": model_server.url + "/v1"},
+        )
+        budget = SessionBudget(ticket_usd=1, ticket_spent_usd=2)
+        terms = SessionTerms(session="s1", repo="octo/demo", budget=budget)
+        async with openai_through(gateway, terms, tmp_path / "o.sock") as (served, client, auth):
+            embedding = await client.post("/openai/embeddings", headers=auth, json={})
+            assert embedding.status_code == 403, embedding.text
+            assert "POST /openai/embeddings is neither" in embedding.json()["error"]["message"]
+            assert (ledger.asked, served.cap_reached, served.refused) == (0, None, 1)
+            body = {"model": "gpt-4.1", "messages": []}
+            capped = await client.post("/openai/chat/completions", headers=auth, json=body)
+        assert capped.status_code == 400
+        assert served.cap_reached is not None and served.cap_reached.scope == "ticket"
+        assert ledger.asked == 1 and model_server.requests == []
 
     asyncio.run(scenario())
 

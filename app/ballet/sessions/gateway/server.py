@@ -8,11 +8,13 @@ token per provider key. Per request, in order:
 1. the path's first segment names the provider (`/anthropic/…`, `/openai/…`,
    `/gemini/…`); the request must carry one of the session's tokens for it,
    else 401 in the provider's error shape;
-2. every cap is checked (`core/spend.first_reached`): the session's and ticket's
+2. a request that is neither a call the gateway meters nor one that spends
+   nothing (`core/metering.spends_nothing`) is refused, 403, whatever was spent;
+3. every cap is checked (`core/spend.first_reached`): the session's and ticket's
    with what the session spent so far, the repository's and installation's
    with this month's spend; one reached refuses the request (400, the cap's
    words as the message) and is remembered as the session's `cap_reached`;
-3. the request goes upstream with the real key in the provider's header form,
+4. the request goes upstream with the real key in the provider's header form,
    its body streamed as it comes; the answer comes back the same way, what has
    come written down as soon as it is read, in one chunk (SSE and chunked answers
    unbuffered), and fed to the answer's meter on the way; its spend is added to
@@ -271,12 +273,6 @@ class _Connection:
                 f"session for {provider} (the session's key variable holds it)"
             )
             return await self._refuse(provider, 401, message)
-        cap = await self.session.reached()
-        if cap is not None:
-            self.session.refused += 1
-            self.session.cap_reached = self.session.cap_reached or cap
-            message = f"Ballet stopped this session: {cap.says()}. A writer may raise it."
-            return await self._refuse(provider, 400, message)
         method = request.method.decode("ascii")
         api = api_of(provider, method, "/" + rest)
         if api is None and not spends_nothing(method, "/" + rest):
@@ -286,6 +282,12 @@ class _Connection:
                 f"that spend nothing; {method} {path} is neither"
             )
             return await self._refuse(provider, 403, message)
+        cap = await self.session.reached()
+        if cap is not None:
+            self.session.refused += 1
+            self.session.cap_reached = self.session.cap_reached or cap
+            message = f"Ballet stopped this session: {cap.says()}. A writer may raise it."
+            return await self._refuse(provider, 400, message)
         await self._forward(request, provider, grant, "/" + rest, query, api)
 
     async def _forward(
