@@ -35,6 +35,9 @@ class Actor:
     installation_id: int | None = None
     # A person acting through the App (a `ghu_` user access token).
     via_app: bool = False
+    # An installation token asked for some repositories, or some permissions, only.
+    repository_ids: frozenset[int] | None = None
+    permissions: dict[str, str] | None = None
 
     @property
     def is_app(self) -> bool:
@@ -77,11 +80,20 @@ def verify_app_jwt(app: AppIdentity, token: str, now: datetime) -> None:
         raise ApiError(401, "'Issued at' claim ('iat') must be an Integer in the past")
 
 
-def issue_token(sandbox: Sandbox, installation_id: int, now: datetime) -> Token:
+def issue_token(
+    sandbox: Sandbox,
+    installation_id: int,
+    now: datetime,
+    *,
+    repository_ids: frozenset[int] | None = None,
+    permissions: dict[str, str] | None = None,
+) -> Token:
     token = Token(
         token="ghs_" + secrets.token_urlsafe(27),
         expires_at=now + timedelta(seconds=sandbox.token_ttl_seconds),
         installation_id=installation_id,
+        repository_ids=repository_ids,
+        permissions=permissions,
     )
     sandbox.tokens[token.token] = token
     return token
@@ -99,7 +111,13 @@ def actor_from_token(sandbox: Sandbox, token: str, now: datetime) -> Actor:
     found = sandbox.tokens.get(token)
     if found is None or found.expires_at <= now:
         raise ApiError(401, "Bad credentials")
-    return Actor("installation", sandbox.app.bot_login, found.installation_id)
+    return Actor(
+        "installation",
+        sandbox.app.bot_login,
+        found.installation_id,
+        repository_ids=found.repository_ids,
+        permissions=found.permissions,
+    )
 
 
 def actor_from_header(sandbox: Sandbox, header: str | None, now: datetime) -> Actor:
@@ -126,10 +144,18 @@ def actor_from_header(sandbox: Sandbox, header: str | None, now: datetime) -> Ac
 def can_see(actor: Actor, repo: Repo) -> bool:
     """Whether the repository exists for this caller at all (GitHub hides private ones)."""
     if actor.kind == "installation":
-        return actor.installation_id == repo.installation_id
+        return reaches(actor, repo)
     if actor.kind in ("anonymous", "app"):
         return not repo.private
     return repo.permission_of(actor.login) != "none"
+
+
+def reaches(actor: Actor, repo: Repo) -> bool:
+    """An installation token reaches its installation's repositories, or those of them
+    it was asked for: any other is hidden from it (404), as on GitHub."""
+    if actor.installation_id != repo.installation_id:
+        return False
+    return actor.repository_ids is None or repo.id in actor.repository_ids
 
 
 # The most a user access token may do: the App has no `administration` permission.
@@ -140,7 +166,7 @@ def require(actor: Actor, repo: Repo, need: str) -> None:
     """Refuse unless the actor may act on `repo` with permission `need`; a private
     repository the actor cannot see is a 404, as on GitHub, never a 403."""
     if actor.kind == "installation":
-        if actor.installation_id != repo.installation_id:
+        if not reaches(actor, repo):
             raise not_found()
         return
     if actor.kind == "app":

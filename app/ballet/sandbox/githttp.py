@@ -23,6 +23,7 @@ from ballet.sandbox.auth import Actor, require
 from ballet.sandbox.errors import ApiError, not_found
 from ballet.sandbox.handler import actor_of, sandbox_of
 from ballet.sandbox.state import Repo, Sandbox
+from ballet.sandbox.token_scope import check_git
 
 CHUNK = 64 * 1024
 
@@ -44,6 +45,7 @@ async def git_http(request: Request) -> Response:
         raise ApiError(401, "Authentication required: use a token as the password")
     pushing = _service(request) == "git-receive-pack"
     require(actor, repo, "write" if pushing else "read")
+    check_git(actor, pushing)
     if pushing and request.path_params["rest"] == "git-receive-pack":
         return await _receive_pack(request, sb, repo, actor)
     return await _run_backend(request, sb, repo, actor)

@@ -23,6 +23,7 @@ from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import actor_of, body_of, now, respond, sandbox_of
 from ballet.sandbox.shapes import node_id
 from ballet.sandbox.state import Pull, Repo, Sandbox
+from ballet.sandbox.token_scope import check_named
 
 DRAFT_MUTATIONS = {"markPullRequestReadyForReview": False, "convertPullRequestToDraft": True}
 # Each mutation's input field naming the pull request.
@@ -78,6 +79,8 @@ async def graphql(request: Request) -> JSONResponse:
         return _error(f"Could not resolve to a node with the global id of '{pull_id}'")
     repo, pr = found
     require(actor, repo, "write")
+    # GitHub's merge queue asks for the permission a merge does; a draft's state, the PR's.
+    check_named(actor, "pull_requests" if mutation in DRAFT_MUTATIONS else "contents", "write")
     if mutation not in DRAFT_MUTATIONS:
         return await _queue_mutation(sb, repo, pr, mutation, query, variables, actor.login)
     draft = DRAFT_MUTATIONS[mutation]

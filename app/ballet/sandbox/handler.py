@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse
 from ballet.sandbox.auth import Actor, actor_from_header, require
 from ballet.sandbox.errors import ApiError, not_found, unprocessable
 from ballet.sandbox.state import Repo, Sandbox
+from ballet.sandbox.token_scope import check_permission
 
 
 def now() -> datetime:
@@ -39,6 +40,7 @@ def repo_for(request: Request, need: str) -> tuple[Sandbox, Repo, Actor]:
     if actor.kind == "anonymous" and request.method not in ("GET", "HEAD"):
         raise ApiError(401, "Requires authentication")
     require(actor, repo, need)
+    check_permission(actor, request.method, request.url.path, repo)
     return sb, repo, actor
 
 

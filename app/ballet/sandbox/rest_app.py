@@ -7,9 +7,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ballet.sandbox import shapes
-from ballet.sandbox.auth import issue_token
+from ballet.sandbox.auth import issue_token, reaches
 from ballet.sandbox.errors import ApiError, not_found
-from ballet.sandbox.handler import actor_of, int_param, now, page, respond, sandbox_of
+from ballet.sandbox.handler import actor_of, body_of, int_param, now, page, respond, sandbox_of
+from ballet.sandbox.token_scope import granted, requested_scope
 
 
 def _require_jwt(request: Request) -> None:
@@ -46,16 +47,18 @@ async def create_token(request: Request) -> JSONResponse:
     iid = int_param(request, "installation_id")
     if sb.owner_of_installation(iid) is None:
         raise not_found()
-    token = issue_token(sb, iid, now())
-    return respond(
-        {
-            "token": token.token,
-            "expires_at": shapes.iso(token.expires_at),
-            "permissions": shapes.PERMISSIONS,
-            "repository_selection": "all",
-        },
-        201,
-    )
+    scope = requested_scope(sb, iid, await body_of(request))
+    ids = None if scope.repos is None else frozenset(r.id for r in scope.repos)
+    token = issue_token(sb, iid, now(), repository_ids=ids, permissions=scope.permissions)
+    answer: dict[str, object] = {
+        "token": token.token,
+        "expires_at": shapes.iso(token.expires_at),
+        "permissions": scope.permissions or granted(sb),
+        "repository_selection": "all" if scope.repos is None else "selected",
+    }
+    if scope.repos is not None:
+        answer["repositories"] = [shapes.repository(sb, r) for r in scope.repos]
+    return respond(answer, 201)
 
 
 async def repo_installation(request: Request) -> JSONResponse:
@@ -82,14 +85,13 @@ async def installation_repositories(request: Request) -> JSONResponse:
     if actor.kind != "installation":
         raise ApiError(403, "You must authenticate with an installation access token")
     repos = sorted(
-        (r for r in sb.repos.values() if r.installation_id == actor.installation_id),
-        key=lambda r: f"{r.owner}/{r.name}",
+        (r for r in sb.repos.values() if reaches(actor, r)), key=lambda r: f"{r.owner}/{r.name}"
     )
     listed = page(request, repos)
     return respond(
         {
             "total_count": len(repos),
-            "repository_selection": "all",
+            "repository_selection": "all" if actor.repository_ids is None else "selected",
             "repositories": [shapes.repository(sb, r) for r in listed],
         }
     )

@@ -258,6 +258,10 @@ class Token:
     token: str
     expires_at: datetime
     installation_id: int
+    # A token asked for some repositories only (their ids); None: all the installation's.
+    repository_ids: frozenset[int] | None = None
+    # The permissions asked for (token_scope.py checks them); None: all the App's.
+    permissions: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
