@@ -5,6 +5,7 @@ total against its cost cap."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from ballet.core.config import Budget
@@ -14,7 +15,7 @@ from ballet.core.resolve import default_config, resolve_pipeline
 from ballet.core.spend import Spend
 from ballet.spend_ledger import SpendLedger
 from ballet.watch.views import ticket_spent
-from watch_kit import T0, Site, finish_session, new_ticket, pipeline_runtime
+from watch_kit import T0, Site, finish_session, new_ticket, pipeline_runtime, running_site
 
 pytestmark = pytest.mark.anyio
 
@@ -94,3 +95,50 @@ async def test_a_writer_sees_the_repository_spend_by_month_and_no_one_else(site:
     assert (await rita.get(page)).status_code == 404
     async with site.browser() as anyone:
         assert (await anyone.get(page)).status_code == 404
+
+
+async def test_a_writer_sees_this_month_against_the_repository_and_installation_caps(
+    watch_redis_url: str, tmp_path: Path
+) -> None:
+    async with running_site(
+        tmp_path,
+        watch_redis_url,
+        budget_repository_monthly_usd=10.0,
+        budget_installation_monthly_usd=1.0,
+    ) as site:
+        repo = await site.create_repo(
+            "acme", "capped", private=False, collaborators={"alice": "write"}
+        )
+        sibling = await site.create_repo("acme", "sibling", private=True, collaborators={})
+        installation = site.sandbox.sandbox.installation_for("acme")
+        ledger = SpendLedger(site.redis)
+        now = datetime.now(UTC)
+        for where, spend in ((repo, PRICED), (sibling, Spend(requests=1, cost_usd=0.8))):
+            await ledger.add(
+                repo=where,
+                installation_id=installation,
+                provider="anthropic",
+                model="claude-sonnet-4-5",
+                spend=spend,
+                at=now,
+            )
+        alice = await site.sign_in("alice", next_path="/spend/acme/capped")
+        shown = await alice.get("/spend/acme/capped")
+    assert shown.status_code == 200, shown.text
+    cells = shown.text.replace("\n", "")
+    assert "<td>This repository</td><td>$0.30</td><td>$10.00 a month, $9.70 left</td>" in cells
+    assert (
+        "<td>Its installation (all its repositories)</td><td>$1.10</td>"
+        "<td>$1.00 a month, none left (reached: the gateway refuses model requests"
+    ) in cells
+    # The sibling's own figures are not this repository's writers' to see.
+    assert "sibling" not in shown.text
+
+
+async def test_without_caps_the_month_says_so(site: Site) -> None:
+    await site.create_repo("acme", "free", private=False, collaborators={"alice": "write"})
+    alice = await site.sign_in("alice", next_path="/spend/acme/free")
+    shown = await alice.get("/spend/acme/free")
+    assert "<td>This repository</td><td>$0.00</td><td>no monthly cap</td>" in shown.text.replace(
+        "\n", ""
+    )

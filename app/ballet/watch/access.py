@@ -121,6 +121,10 @@ class Access:
             if p is not None and not isinstance(p, AccessUnknown)
         }, unknown
 
+    async def installation_of(self, repo: str) -> int | None:
+        """The App's installation on `repo` (may ask GitHub), or None."""
+        return await self._installations.of(repo)
+
     async def _visibility(self, repo: str, fresh: bool) -> Visibility:
         key = f"{PREFIX}:visibility:{repo.lower()}"
         cached = None if fresh else await self._redis.get(key)

@@ -37,8 +37,10 @@ class WatchConfig:
     app: AppCredentials | None = None  # None: no App yet, so no ticket to show
     # A live log's keep-alive after this many quiet seconds (BALLET_LIVE_KEEPALIVE_SECONDS).
     keepalive_seconds: float = 15.0
-    # The fleet page's cap on each repository's month (BALLET_BUDGET_REPOSITORY_MONTHLY_USD).
+    # The operator's monthly caps the gateway holds (BALLET_BUDGET_REPOSITORY_MONTHLY_USD,
+    # BALLET_BUDGET_INSTALLATION_MONTHLY_USD), shown against this month's spend.
     repository_monthly_usd: float | None = None
+    installation_monthly_usd: float | None = None
 
     @property
     def sign_in(self) -> bool:
@@ -60,6 +62,7 @@ def watch_config(settings: Settings) -> WatchConfig:
         app=AppCredentials(settings.app_id, key) if settings.app_id and key else None,
         keepalive_seconds=settings.live_keepalive_seconds,
         repository_monthly_usd=settings.budget_repository_monthly_usd,
+        installation_monthly_usd=settings.budget_installation_monthly_usd,
     )
 
 

@@ -1,7 +1,10 @@
 """A repository's model spend by calendar month (UTC), for its writers.
 
 What the model gateway metered of the repository's sessions, from the spend
-ledger: the last twelve months, each with its models, the most costly first.
+ledger: this month against the operator's monthly caps (the repository's, and
+its installation's, which all the installation's repositories share: a writer
+whose ticket stopped at it sees why), then the last twelve months, each with its
+models, the most costly first.
 People who may not write to the repository get the not-found page, as for a
 ticket they cannot see: spend is a writer's business (they raise caps).
 """
@@ -18,6 +21,7 @@ from ballet.core.render import spent_words
 from ballet.core.spend import Spend
 from ballet.spend_ledger import MonthSpend, SpendLedger
 from ballet.watch.access import AccessUnknown, may_write
+from ballet.watch.config import WatchConfig
 from ballet.watch.lookup import not_found, unavailable
 from ballet.watch.render import page
 from ballet.watch.state import viewer_of, watch_state
@@ -30,6 +34,35 @@ class SpendRow:
     name: str  # the month, or "provider · model"
     spend: Spend
     cost: str  # "$1.20", "price unknown", …
+
+
+@dataclass(frozen=True)
+class CapRow:
+    name: str  # "This repository", "Its installation (all its repositories)"
+    spent: str
+    cap: str  # "$100.00 a month, $75.50 left", or "no monthly cap"
+
+
+def cap_rows(repository: Spend, installation: Spend | None, config: WatchConfig) -> list[CapRow]:
+    """This month's spend against each operator cap; the installation's only when
+    Ballet knows it."""
+    rows = [_cap_row("This repository", repository, config.repository_monthly_usd)]
+    if installation is not None:
+        name = "Its installation (all its repositories)"
+        rows.append(_cap_row(name, installation, config.installation_monthly_usd))
+    return rows
+
+
+def _cap_row(name: str, spent: Spend, cap: float | None) -> CapRow:
+    if cap is None:
+        return CapRow(name, spent_words(spent.cost_usd, spent), "no monthly cap")
+    left = max(cap - spent.cost_usd, 0.0)
+    reached = (
+        " (reached: the gateway refuses model requests until the month ends"
+        " or the operator raises it)"
+    )
+    state = f"${left:.2f} left" if left > 0 else f"none left{reached}"
+    return CapRow(name, spent_words(spent.cost_usd, spent), f"${cap:.2f} a month, {state}")
 
 
 def month_rows(month: MonthSpend) -> list[SpendRow]:
@@ -53,7 +86,12 @@ async def repository_spend(request: Request) -> Response:
     if not may_write(permission):
         return not_found(request, viewer)
     ledger = SpendLedger(state.redis)
-    months = await ledger.months(repo=repo, at=datetime.now(UTC), count=MONTHS_SHOWN)
+    now = datetime.now(UTC)
+    installation = await state.access.installation_of(repo)
+    repository_month, installation_month = await ledger.month(
+        repo=repo, installation_id=installation, at=now
+    )
+    months = await ledger.months(repo=repo, at=now, count=MONTHS_SHOWN)
     return page(
         state.templates,
         request,
@@ -61,5 +99,10 @@ async def repository_spend(request: Request) -> Response:
         viewer,
         sign_in=state.config.sign_in,
         repo=repo,
+        caps=cap_rows(
+            repository_month,
+            installation_month if installation is not None else None,
+            state.config,
+        ),
         months=[month_rows(m) for m in months if m.total.requests],
     )
