@@ -8,9 +8,11 @@ totals before forwarding a request, to hold the operator's monthly caps
 In Redis, per month, one hash per repository and per installation with the
 `Spend` fields (cost in integer nano-dollars, so sums are exact), a hash of
 the same per provider and model, and the set of an installation's
-repositories that spent; and per day (UTC) a repository's cost alone, kept
-`DAYS_KEPT`, for the fleet page. Keys outlive their month by about a year (`KEEP`),
-enough for a year-on-year look, then go by themselves.
+repositories that spent; per day (UTC) a repository's cost alone, kept
+`DAYS_KEPT`, for the fleet page; and per session the same fields, kept
+`SESSION_KEPT`, so a session whose worker died is still paid for by its ticket.
+Keys outlive their month by about a year (`KEEP`), enough for a year-on-year look,
+then go by themselves.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from ballet.core.spend import Spend
 
 KEEP = timedelta(days=400)
 DAYS_KEPT = timedelta(days=40)  # a repository's spend per day, for the fleet page
+# A session's own spend, for the ticket of a session whose worker died: well past
+# the longest a session runs plus the crash sweep's delay.
+SESSION_KEPT = timedelta(days=7)
 NANO = 1_000_000_000  # nano-dollars in a dollar
 COUNTS = (
     "requests",
@@ -86,14 +91,21 @@ class SpendLedger:
         model: str | None,
         spend: Spend,
         at: datetime,
+        session: str | None = None,
     ) -> None:
-        """Adds one answer's spend to its month's totals, in one round trip."""
+        """Adds one answer's spend to its month's totals, and to its session's
+        (`session`: its job key), in one round trip."""
         month = month_of(at)
         scopes = [self._key(month, "repository", repo)]
         if installation_id is not None:
             scopes.append(self._key(month, "installation", str(installation_id)))
         figures = _figures(spend)
         async with self._redis.pipeline(transaction=True) as tx:
+            if session is not None:
+                # Read back only if the session's worker dies before it reports.
+                for field, value in figures.items():
+                    tx.hincrby(self._session_key(session), field, value)
+                tx.expire(self._session_key(session), SESSION_KEPT)
             for key in scopes:
                 for field, value in figures.items():
                     tx.hincrby(key, field, value)
@@ -110,6 +122,18 @@ class SpendLedger:
                 tx.sadd(repositories, repo)
                 tx.expire(repositories, KEEP)
             await tx.execute()
+
+    def _session_key(self, job_key: str) -> str:
+        return f"{self._prefix}:session:{job_key}"
+
+    async def session(self, job_key: str) -> Spend:
+        """What the gateway metered of one session so far (nothing: an empty Spend)."""
+        # Through a pipeline, as every read here: redis-py types a bare hgetall as
+        # maybe-not-awaitable.
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self._session_key(job_key))
+            (found,) = await pipe.execute()
+        return _spend(found)
 
     def _day_key(self, at: datetime, repo: str) -> str:
         when = _utc(at)

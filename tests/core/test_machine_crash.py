@@ -5,13 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from ballet.core.config import Budget
 from ballet.core.effects import PostComment, PostReportComment, SetCheckRun, SetLabels
 from ballet.core.events import SessionCrashed
 from ballet.core.handlers import IllegalEvent
+from ballet.core.spend import Spend
 from core_kit import T0, Ticket, agent, make_pipeline
 
 
-def crash(t: Ticket, retries: int = 2, last_beat: datetime | None = T0) -> None:
+def crash(
+    t: Ticket, retries: int = 2, last_beat: datetime | None = T0, spend: Spend | None = None
+) -> None:
     run = t.rec.open_run
     assert run is not None and run.job_key is not None
     t.feed(
@@ -24,6 +28,7 @@ def crash(t: Ticket, retries: int = 2, last_beat: datetime | None = T0) -> None:
             phase=run.phase,
             last_beat=last_beat,
             retries_allowed=retries,
+            spend=spend,
         )
     )
 
@@ -107,3 +112,23 @@ def test_a_crashed_signoff_session_runs_the_signoff_again() -> None:
     assert again.role == "security" and again.attempt == signoff.attempt + 1
     keyed = [c for c in t.of(SetCheckRun) if c.status == "in_progress"]
     assert [c.run_key for c in keyed] == [f"attempt-{again.attempt}"]
+
+
+def test_what_a_crashed_session_spent_counts_in_the_ticket_and_its_cap() -> None:
+    t = Ticket(pipeline=make_pipeline(budget=Budget(cost_usd=1.0)))
+    spent = Spend(requests=4, input_tokens=9_000, output_tokens=800, cost_usd=0.75)
+    crash(t, spend=spent)
+    assert t.rec.cost_used == pytest.approx(0.75)
+    crashed = t.rec.history[0]
+    assert crashed.spend == spent and crashed.usage is not None
+    assert crashed.usage.cost_usd == pytest.approx(0.75)
+    assert "Its model requests cost $0.75." in crashed.summary
+    # The re-run holds to what is left of the ticket's cap, not the whole of it.
+    budget = t.session().budget
+    assert (budget.ticket_usd, budget.ticket_spent_usd) == (1.0, pytest.approx(0.75))
+
+
+def test_a_crash_before_any_model_request_costs_nothing() -> None:
+    t = Ticket()
+    crash(t, spend=Spend())
+    assert t.rec.cost_used == 0 and t.rec.history[0].spend is None

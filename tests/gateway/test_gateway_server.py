@@ -58,10 +58,12 @@ class MonthLedger:
     def __init__(self, month_usd: float) -> None:
         self.month_usd = month_usd
         self.added: list[Spend] = []
+        self.sessions: list[str | None] = []  # whose answer each was
         self.asked = 0  # for the month's spend
 
     async def add(self, **kwargs: Any) -> None:
         self.added.append(kwargs["spend"])
+        self.sessions.append(kwargs.get("session"))
         self.month_usd += kwargs["spend"].cost_usd
 
     async def month(self, **kwargs: Any) -> tuple[Spend, Spend]:
@@ -209,6 +211,7 @@ def test_the_monthly_repository_cap_comes_from_the_ledger(
             second = await client.post("/openai/chat/completions", headers=auth, json=body)
         assert (first.status_code, second.status_code) == (200, 400)
         assert ledger.added == [Spend(requests=1, input_tokens=5, output_tokens=2, cost_usd=1.0)]
+        assert ledger.sessions == ["s1"]  # kept per session too, for a crash report
         assert served.cap_reached is not None
         assert served.cap_reached.says() == (
             "this repository's monthly cost cap ($10.00) is reached: $10.50 spent"

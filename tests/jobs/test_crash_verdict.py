@@ -14,6 +14,7 @@ import pytest
 from arq.connections import ArqRedis
 from arq.jobs import Job, JobStatus
 from ballet.core.events import SessionCrashed, SessionFinished
+from ballet.core.spend import Spend
 from ballet.github.app import GitHubApp
 from ballet.github.client import GitHubAppCredentials
 from ballet.jobs.artifacts import Artifacts
@@ -23,6 +24,7 @@ from ballet.jobs.services import Services, SessionJobs
 from ballet.jobs.stage_sessions import ArqSessionLauncher
 from ballet.queue import SESSIONS_QUEUE, connect
 from ballet.settings import Settings
+from ballet.spend_ledger import SpendLedger
 from ballet.tickets.source import GitHubTicketSource
 from ballet.tickets.store import RecordStore
 from fake_github import API, APP_ID
@@ -200,6 +202,17 @@ async def test_a_worker_stalled_past_its_heartbeat_is_replaced_and_its_late_work
             )
 
         await eventually(agent_runs, "the session starting")
+        # What the session's gateway metered before its worker went silent.
+        metered = Spend(requests=2, input_tokens=3_000, output_tokens=200, cost_usd=0.42)
+        await SpendLedger(redis).add(
+            repo=start.repo,
+            installation_id=None,
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            spend=metered,
+            at=NOW,
+            session=job_key,
+        )
         url = settings.require_redis_url()
         frozen, judged, swept = judge_in_another_thread(url, job_key, other_workers_reconciler)
 
@@ -214,6 +227,7 @@ async def test_a_worker_stalled_past_its_heartbeat_is_replaced_and_its_late_work
         assert sweep.crashed == (job_key,)  # the verdict: the worker was silent too long
         crash = await queued_end(redis, job_key)
         assert isinstance(crash, SessionCrashed)
+        assert crash.spend == metered  # its ticket pays for it
 
         gate.write_text("")  # the agent finishes its (now stale) work
         job = Job(job_key, redis, _queue_name=SESSIONS_QUEUE)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ballet.core.spend import Spend
-from ballet.spend_ledger import DAYS_KEPT, KEEP, ModelSpend, SpendLedger
+from ballet.spend_ledger import DAYS_KEPT, KEEP, SESSION_KEPT, ModelSpend, SpendLedger
 from redis.asyncio import Redis
 
 pytestmark = pytest.mark.anyio
@@ -136,3 +136,23 @@ async def test_months_wants_one_repository_or_one_installation(redis: Redis) -> 
         await ledger.months(at=NOV)
     with pytest.raises(ValueError, match="either repo or installation_id"):
         await ledger.months(repo="acme/api", installation_id=7, at=NOV)
+
+
+async def test_a_sessions_own_spend_is_kept_apart_for_its_crash_report(redis: Redis) -> None:
+    ledger = SpendLedger(redis)
+    for session, spend in (("job-a", SONNET), ("job-a", LOCAL), ("job-b", SONNET), (None, LOCAL)):
+        await ledger.add(
+            repo="acme/api",
+            installation_id=7,
+            provider="anthropic",
+            model="m",
+            spend=spend,
+            at=NOV,
+            session=session,
+        )
+    assert await ledger.session("job-a") == SONNET + LOCAL
+    assert await ledger.session("job-b") == SONNET
+    assert await ledger.session("job-never") == Spend()
+    repository, _ = await ledger.month(repo="acme/api", installation_id=7, at=NOV)
+    assert repository == SONNET + SONNET + LOCAL + LOCAL  # the month counts every answer
+    assert 0 < await redis.ttl("ballet:spend:session:job-a") <= SESSION_KEPT.total_seconds()

@@ -82,6 +82,9 @@ class SessionCrashed(Event):
     phase: str | None = None
     last_beat: datetime | None = None  # when the session's job last beat
     retries_allowed: int = Field(default=2, ge=0)  # the deployment's setting
+    # What the session's model gateway metered before its worker died (kept in Redis
+    # as each answer came): it counts in the ticket's cost like any session's.
+    spend: Spend | None = None
 
 
 class WorkerAwaited(Event):

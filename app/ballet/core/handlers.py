@@ -31,6 +31,7 @@ from ballet.core.report import Handoff, Report, Usage
 from ballet.core.returns import SignoffChange, cause
 from ballet.core.session_spec import SIGNOFF_TIMEOUT_MINUTES
 from ballet.core.slug import branch_name
+from ballet.core.spend import Spend
 from ballet.core.tx import Tx
 
 # Checks that have not even started after this long are reported, not awaited.
@@ -121,11 +122,15 @@ def session_finished(tx: Tx, ev: SessionFinished) -> None:
 
 def metered_usage(ev: SessionFinished) -> Usage:
     """The gateway's meter wins over the CLI's count (`usage`) and the agent's claim."""
-    s = ev.spend
-    if s is None:
+    if ev.spend is None:
         return ev.usage or ev.report.usage
-    tokens_in, tokens_out = s.all_input_tokens, s.output_tokens
-    return Usage(input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=s.cost_usd)
+    return metered(ev.spend)
+
+
+def metered(s: Spend) -> Usage:
+    return Usage(
+        input_tokens=s.all_input_tokens, output_tokens=s.output_tokens, cost_usd=s.cost_usd
+    )
 
 
 CRASHED = "crashed"
@@ -141,7 +146,13 @@ def session_crashed(tx: Tx, ev: SessionCrashed) -> None:
         f"The session's worker stopped (no heartbeat since {when}); nothing it did was pushed."
     )
     key = tx.marker("report", extra=run.phase or run.role or "")
-    done = steps.close_run(tx, CRASHED, summary, report_ref=key.render())
+    spent = ev.spend if ev.spend is not None and ev.spend.requests else None
+    if spent is not None:
+        # Metered before the worker died: the ticket pays for it, and its cap holds.
+        tx.set(cost_used=rec.cost_used + spent.cost_usd)
+        summary += f" Its model requests cost {render.spent_words(spent.cost_usd, spent)}."
+    usage = metered(spent) if spent is not None else None
+    done = steps.close_run(tx, CRASHED, summary, usage=usage, spend=spent, report_ref=key.render())
     assert done is not None
     same = (run.stage, run.iteration, run.role, run.phase)
     crashes = sum(

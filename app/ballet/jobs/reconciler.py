@@ -40,6 +40,7 @@ from ballet.jobs.services import Services
 from ballet.jobs.session_look import Silent, look
 from ballet.jobs.session_results import deliver_crash
 from ballet.jobs.ticket_events import send_ticket_event
+from ballet.spend_ledger import SpendLedger
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.source import TicketSource
 
@@ -191,6 +192,7 @@ class Reconciler:
             phase=run.phase,
             last_beat=since,
             retries_allowed=self._crash_retries,
+            spend=await SpendLedger(self._redis).session(job_key),
         )
         sent = await deliver_crash(self._redis, record.key, event)
         if sent:

@@ -54,6 +54,7 @@ from ballet.sessions import GitAuth, RunnerSpec, SessionResult, open_workspace, 
 from ballet.sessions.leftovers import to_the_end
 from ballet.sessions.resources import workspace_disk
 from ballet.sessions.workspace import Workspace
+from ballet.spend_ledger import SpendLedger
 
 log = structlog.get_logger("ballet.jobs.stage_sessions")
 
@@ -82,6 +83,7 @@ async def run_stage_session(ctx: dict[str, Any], start: dict[str, Any]) -> str:
             **session_of(jobs, spec),
             last_beat=began,
             retries_allowed=jobs.crash_retries,
+            spend=await SpendLedger(jobs.redis).session(spec.job_key),
         )
         await deliver_crash(jobs.redis, ticket_of(spec), crashed)
         return CRASHED

@@ -70,7 +70,7 @@ class Ledger(Protocol):
 
     async def add(
         self, *, repo: str, installation_id: int | None, provider: str, model: str | None,
-        spend: Spend, at: datetime,
+        spend: Spend, at: datetime, session: str | None = None,
     ) -> None: ...  # fmt: skip
 
     async def month(
@@ -212,6 +212,7 @@ class GatewaySession:
                 await gateway.ledger.add(
                     repo=self.terms.repo, installation_id=self.terms.installation_id,
                     provider=provider, model=model, spend=spend, at=gateway.clock(),
+                    session=self.terms.session,
                 )  # fmt: skip
             except Exception as error:  # the session's own books still hold it
                 log.warning("spend not added to the ledger", session=self.terms.session,
