@@ -69,6 +69,17 @@ class OpenBranchAndDraftPR(Effect):
     body: str
 
 
+class OpenCompanionPR(Effect):
+    """The ticket's draft pull request in a companion (`repo`), from the ticket's branch
+    a session pushed there to the companion's default branch; reused when one is open."""
+
+    kind: Literal["open_companion_pr"] = "open_companion_pr"
+    ticket: str  # "owner/repo#n"
+    branch: str
+    title: str
+    body: str
+
+
 class UpsertTrackingComment(Effect):
     kind: Literal["upsert_tracking_comment"] = "upsert_tracking_comment"
     number: int  # the issue, or the PR once it exists
@@ -245,6 +256,7 @@ class RequestReviewers(Effect):
 
 AnyEffect = Annotated[
     OpenBranchAndDraftPR
+    | OpenCompanionPR
     | UpsertTrackingComment
     | PostReportComment
     | PostComment

@@ -67,6 +67,17 @@ class SessionFinished(Event):
     cap_reached: Cap | None = None
     duration_seconds: float = 0.0
     handoff: Handoff | None = None
+    # Per companion whose ticket branch has commits of its own: its pushed head.
+    companion_heads: dict[str, str] = Field(default_factory=dict)
+
+
+class CompanionPROpened(Event):
+    """Ballet opened (or found open) the ticket's pull request in a companion."""
+
+    kind: Literal["companion_pr_opened"] = "companion_pr_opened"
+    repo: str
+    number: int
+    head_sha: str
 
 
 class SessionCrashed(Event):
@@ -264,6 +275,7 @@ AnyEvent = Annotated[
     | ChecksStarted
     | ChecksCompleted
     | PullRequestOpened
+    | CompanionPROpened
     | PullRequestClosed
     | HeadPushed
     | BaseConflict

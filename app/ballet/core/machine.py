@@ -22,6 +22,7 @@ from ballet.core import (
     base_moves,
     budgets,
     check_runs,
+    companions,
     edits,
     outbox,
     render,
@@ -74,7 +75,9 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # A session's report picks the next stage (next phase, sign-off, question...);
     # a session a cost cap stopped (outcome `budget`) raises a question naming the cap
     # and what was spent, whatever its stage's `next` says (core/budgets.py).
-    ("running", "session_finished"): Rule(h.session_finished, ONWARD, "route the report's outcome"),
+    # Its companions' pushed heads are kept first, and a new one's pull request asked for.
+    ("running", "session_finished"): Rule(companions.session_finished, ONWARD,
+                                          "route the report's outcome"),
     # A session whose worker died runs again as a new attempt; past the retries, a question.
     ("running", "session_crashed"): Rule(h.session_crashed, ("running", "waiting"),
                                          "re-run a crashed session, or ask"),
@@ -119,6 +122,9 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
     ("waiting", "pull_request_opened"): Rule(h.pr_opened, ("waiting",), "PR known"),
+    # Its pull request in a companion (core/companions.py): the record names it.
+    **{(s, "companion_pr_opened"): Rule(companions.pr_opened, (), "companion PR known")
+       for s in ANY},
     # A person merging or closing the PR decides, whatever Ballet was doing.
     ("running", "pull_request_closed"): Rule(h.pr_closed, ("done", "cancelled"), "PR closed"),
     ("waiting", "pull_request_closed"): Rule(h.pr_closed, (*ONWARD, "cancelled"), "PR closed"),

@@ -136,6 +136,16 @@ class SignOff(Frozen):
     at: datetime
 
 
+class CompanionPR(Frozen):
+    """The ticket's pull request in one of its companions (`companions:`), kept from
+    the first session that left commits on the ticket's branch there."""
+
+    repo: str  # "owner/name"
+    head_sha: str  # the branch's head as the last session pushed it
+    number: int | None = None  # None: asked to be opened, not heard of yet
+    state: Literal["open", "merged", "closed"] = "open"
+
+
 class Record(Frozen):
     ticket: TicketRef
     ticket_type: str
@@ -181,6 +191,8 @@ class Record(Frozen):
     # The issue's title and body as the ticket runs on them (core/pinned_text.py);
     # None for a ticket started before tickets pinned their text.
     text: PinnedText | None = None
+    # Its pull requests in its companions, in landing order (core/companions.py).
+    companion_prs: tuple[CompanionPR, ...] = ()
     version: int = 1
     created_at: datetime
     updated_at: datetime

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from ballet.core.companion_text import companions_line
 from ballet.core.durations import spoken
 from ballet.core.limits import COMMENT_MAX, clip
 from ballet.core.record import Record, StageRun, encode_record
@@ -151,6 +152,7 @@ def tracking_text(rec: Record) -> str:
         worker_line(rec),
         returned_line(rec),
         signoffs_line(rec),
+        companions_line(rec),
         flowchart(rec),
         runs_table(rec),
     ]

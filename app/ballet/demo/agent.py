@@ -22,8 +22,10 @@ only its first attempt (writing its pid namespace to `$HOME/hanging.ns`, so a te
 can kill the worker under it and see the session go with it),
 `demo:crash-<stage>=yes` makes its first attempt crash without a report,
 `demo:break-ci=yes@1` has implement turn the repository's CI red in that iteration,
-and `demo:usage=yes` has every session report the usage of a metered model (USAGE
-below), as a `command` runtime may.
+`demo:usage=yes` has every session report the usage of a metered model (USAGE
+below), as a `command` runtime may, and `demo:companion=<name>` has implement also
+commit the issue's code as `from_<ticket>.py` in the companion repository of that
+name (`BALLET_COMPANIONS`), whose diff review then reads too.
 Only the standard library is used: a session's environment is bare.
 """
 
@@ -91,6 +93,12 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
     git("add", "-A")
     if git("status", "--porcelain").strip():
         git("commit", "-q", "-m", f"{ctx['ticket']['title']} (iteration {iteration})")
+    for companion in ctx.get("companions", []):
+        if scripted(body, "companion", 0) == companion["repo"].split("/")[1]:
+            path = Path(companion["path"]) / f"from_{ctx['ticket']['number']}.py"
+            path.write_text(blocks[0])
+            git("-C", companion["path"], "add", "-A")
+            git("-C", companion["path"], "commit", "-q", "-m", f"{ctx['ticket']['title']}")
     return {
         "outcome": "done",
         "summary": f"Implemented `{target}` with a test.",
@@ -98,13 +106,24 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
     }
 
 
+def companion_diff(companion: dict[str, Any]) -> str:
+    diff = git("-C", companion["path"], "diff", f"origin/{companion['base']}...HEAD")
+    files = re.findall(r"^\+\+\+ b/(\S+)", diff, re.M)
+    return f"{companion['repo']} changes {', '.join(files) or 'nothing'}"
+
+
 def review(ctx: dict[str, Any]) -> dict[str, Any]:
     base = ctx.get("base") or "main"
     diff = git("diff", f"origin/{base}...HEAD")
     added_code = re.search(r"^\+\s*def ", diff, re.M)
     added_test = re.search(r"^\+\+\+ b/tests/", diff, re.M)
+    read = [companion_diff(c) for c in ctx.get("companions", [])]
+    also = f" Companions' diffs read: {'; '.join(read)}." if read else ""
     if added_code and added_test:
-        return {"outcome": "approve", "summary": "The diff adds the function and a test for it."}
+        return {
+            "outcome": "approve",
+            "summary": f"The diff adds the function and a test for it.{also}",
+        }
     return {
         "outcome": "changes_requested",
         "summary": "The diff must add a function and a test under tests/.",

@@ -72,6 +72,7 @@ async def deliver_result(
         cap_reached=result.cap_reached,
         duration_seconds=result.duration_seconds,
         handoff=result.handoff,
+        companion_heads=result.companion_heads,
     )
     await send_ticket_event(
         jobs.redis,

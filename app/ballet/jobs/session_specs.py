@@ -25,6 +25,7 @@ from ballet.github.forge import ForgeError, IssueDetails
 from ballet.jobs.services import SessionJobs
 from ballet.sessions import Answer, RunnerSpec, StageInfo, TicketInfo
 from ballet.sessions.returns import ReturnInfo, Signoffs
+from ballet.sessions.spec import CompanionInfo
 from ballet.sessions.untrusted import without_hidden_text
 
 _T = TypeVar("_T")
@@ -72,12 +73,13 @@ async def build_runner_spec(
     # A first session was asked for before its PR opened; the record knows it now.
     pr_number = spec.pr_number or (record.pr_number if record else None)
     causes = spec.returned
-    # The epic and lineage, and what GitHub holds of the return's cause, together.
-    links, returned = await asyncio.gather(
+    # The epic and lineage, what GitHub holds of the return's cause, the companions.
+    links, returned, companions = await asyncio.gather(
         _links(jobs, spec, issue, body, pr_number),
         jobs.returns.read(spec.repo, pr_number, causes)
         if jobs.returns is not None and causes
         else _known(tuple(ReturnInfo.of(c) for c in causes)),
+        _companions(jobs, record),
     )
     custom = record.pipeline.custom_skills if record else {}
     texts = {**custom, **jobs.builtin_skills}  # a built-in name can never be shadowed
@@ -134,6 +136,7 @@ async def build_runner_spec(
         budget=spec.budget,
         # Unknown (Redis lost it): the installation's monthly cap waits for the next session.
         installation_id=reads[4] if isinstance(reads[4], int) else None,
+        companions=companions,
     )
     # Off the event loop: a hostile 64 KiB body can take a parser seconds.
     return await asyncio.to_thread(without_hidden_text, built)
@@ -209,6 +212,22 @@ async def _links(
         branch=spec.branch,
         own_pr=pr_number,
     )
+
+
+async def _companions(jobs: SessionJobs, record: Record | None) -> tuple[CompanionInfo, ...]:
+    """The ticket's companions (pinned with its pipeline): where to clone each from,
+    its default branch, its pull request once known."""
+    if record is None or not record.pipeline.companions:
+        return ()
+    numbers = {pr.repo: pr.number for pr in record.companion_prs}
+
+    async def one(repo: str) -> CompanionInfo:
+        url, base = await asyncio.gather(
+            jobs.tickets.clone_url(repo), jobs.tickets.default_branch(repo)
+        )
+        return CompanionInfo(repo=repo, clone_url=url, base=base, pr_number=numbers.get(repo))
+
+    return tuple(await asyncio.gather(*(one(r) for r in record.pipeline.companions)))
 
 
 async def _known(value: _T) -> _T:

@@ -36,6 +36,7 @@ class Cloned:
     branch: str
     existed: bool  # False: made from the base
     refs: str  # every ref of the mirror, which the clone copied (mirror.all_refs)
+    base_sha: str = ""  # the base's head when it was made
 
 
 async def clone_branch(
@@ -47,9 +48,11 @@ async def clone_branch(
     repo: str,
     identity: GitIdentity,
     env: Mapping[str, str],
+    shared: bool = True,
 ) -> Cloned:
     """A `--shared` clone of `mirror` at `clone`, `branch` checked out (made from `base`
-    when it does not exist yet)."""
+    when it does not exist yet). Not `shared`: the clone holds copies of the objects
+    it needs, borrowing none of the mirror's (a companion's clone: no lease, no bind)."""
     target = branch or base
     # The clone, the branch name's check and the reading of the mirror's refs are three
     # git processes of their own: run together, not one after the other. The heads are
@@ -57,7 +60,7 @@ async def clone_branch(
     # names the commit, so a fetch between the two changes nothing here; under the
     # mirror's lock (a clone prepared ahead), the refs read are those the clone copied.
     clone_command = run_git(
-        "clone", "--quiet", "--shared", "--no-checkout",
+        "clone", "--quiet", "--shared" if shared else "--no-hardlinks", "--no-checkout",
         "-c", f"user.name={identity.name}",
         "-c", f"user.email={identity.email}",
         "-c", f"remote.origin.pushurl={NO_PUSH_URL}",
@@ -93,4 +96,4 @@ async def clone_branch(
         "checkout", "--quiet", "--no-track", "-B", target, start,
         cwd=clone, env=env,
     )  # fmt: skip
-    return Cloned(start, target, existed, refs)
+    return Cloned(start, target, existed, refs, heads.get(f"refs/heads/{base}", start))

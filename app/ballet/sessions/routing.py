@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ballet.core.config import Adapter, Phase
+from ballet.sessions.spec import RunnerSpec
 
 STRONGEST_MODEL: dict[Adapter, str | None] = {
     "claude-code": "opus",
@@ -55,3 +56,16 @@ def route(
         strongest = strongest_model or STRONGEST_MODEL[adapter] or runtime_model
         return ModelChoice(stage_model or strongest, stage_effort or HIGH_EFFORT)
     return ModelChoice(stage_model or runtime_model, stage_effort or runtime_effort)
+
+
+def route_of(spec: RunnerSpec) -> ModelChoice:
+    """The session's model and effort, from its stage, phase and runtime."""
+    return route(
+        spec.runtime.adapter,
+        spec.phase,
+        stage_model=spec.model,
+        stage_effort=spec.effort,
+        runtime_model=spec.runtime.model,
+        runtime_effort=spec.runtime.effort,
+        strongest_model=spec.runtime.strongest_model,
+    )

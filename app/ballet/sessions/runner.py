@@ -31,6 +31,13 @@ from ballet.sessionlog.clis import renderer_for, transcript_renderer
 from ballet.sessionlog.redact import Redactor
 from ballet.sessionlog.sink import LogSink
 from ballet.sessions.artefacts import phase_artefacts
+from ballet.sessions.companions import (
+    companions_context,
+    companions_root,
+    open_companions,
+    push_companions,
+    write_companions_file,
+)
 from ballet.sessions.confine import Isolation, SessionPaths, confined
 from ballet.sessions.confine.providers import runtime_destinations
 from ballet.sessions.context import build_context
@@ -59,7 +66,7 @@ from ballet.sessions.resources import (
     with_notes,
     workspace_disk,
 )
-from ballet.sessions.routing import ModelChoice, route
+from ballet.sessions.routing import ModelChoice, route_of
 from ballet.sessions.runtimes import Invocation, RuntimeConfigError, adapter_for
 from ballet.sessions.runtimes.base import read_session_file
 from ballet.sessions.spec import FailureReason, RunnerSpec, SessionResult
@@ -134,7 +141,7 @@ async def run_session(
     redactor = session_redactor(env, spec.runtime.env, token)
     renderer = renderer_for(spec.runtime.adapter)
     session_log = SessionLog(key, redactor, sink=log_sink, renderer=renderer)
-    choice = _route(spec)
+    choice = route_of(spec)
     session_log.start()
     try:
         session_log.ballet(
@@ -202,18 +209,6 @@ async def _finished(ran: _Ran, session_log: SessionLog) -> SessionResult:
     return result
 
 
-def _route(spec: RunnerSpec) -> ModelChoice:
-    return route(
-        spec.runtime.adapter,
-        spec.phase,
-        stage_model=spec.model,
-        stage_effort=spec.effort,
-        runtime_model=spec.runtime.model,
-        runtime_effort=spec.runtime.effort,
-        strongest_model=spec.runtime.strongest_model,
-    )
-
-
 async def _run(
     spec: RunnerSpec,
     key: str,
@@ -238,7 +233,13 @@ async def _run(
     )
     prompt_path, context_path = files / "prompt.md", files / "context.json"
     prompt_path.write_text(prompt)
-    context_path.write_text(json.dumps(build_context(spec), indent=2, ensure_ascii=False))
+    try:  # the ticket's other repositories, beside its clone (companions.py)
+        clones = await open_companions(workspaces, workspace, spec, git_auth)
+    except (WorkspaceError, GitError) as error:
+        failure = SessionFailure("workspace", str(error))
+        return _Ran(failed_result(failure, None, None, None, started), redactor)
+    context = {**build_context(spec), "companions": companions_context(clones)}
+    context_path.write_text(json.dumps(context, indent=2, ensure_ascii=False))
     exclude_from_git(workspace.clone, adapter.git_excludes)
     invocation = Invocation(
         prompt,
@@ -268,6 +269,8 @@ async def _run(
     }
     if phased:
         ballet_env["BALLET_HANDOFF"] = str(handoff_path)
+    if clones:
+        ballet_env["BALLET_COMPANIONS"] = str(write_companions_file(files, clones))
     try:
         argv = adapter.argv(spec.runtime, invocation)
         env = session_environment(
@@ -295,7 +298,7 @@ async def _run(
         )
     paths = SessionPaths(
         workspace.clone, workspace.home, files, workspace.mirror / "objects", workspaces.root,
-        workspace.tmp,
+        workspace.tmp, companions_root(workspace) if clones else None,
     )  # fmt: skip
     hosts = runtime_destinations(spec.runtime, gateway=session.access.gateway is not None)
     limits = session_limits(options.isolation, spec.runtime)
@@ -339,11 +342,13 @@ async def _run(
     try:
         report, handoff = read_results(spec, outcome, report_path, handoff_path)
         report = with_notes(with_usage(report, usage), limits)
+        heads: dict[str, str] = {}
         if spec.branch is None:
             head = workspace.start_sha  # a pipeline without a branch pushes nothing
         else:
             written = phase_artefacts(spec, handoff)
             head, redactor = await _push(spec, workspaces, workspace, git_auth, redactor, written)
+            heads, redactor = await push_companions(workspaces, clones, git_auth, redactor)
     except SessionFailure as failure:
         failure = limit_failure(failure, sandbox, outcome, spec.timeout_seconds, options.isolation)
         failure = failure_with_notes(failure, limits)
@@ -361,6 +366,7 @@ async def _run(
         duration_seconds=time.monotonic() - started,
         handoff=handoff,
         output_tail=tail,
+        companion_heads=heads,
         **egress,
     )
     return _Ran(result, redactor, code)

@@ -89,6 +89,17 @@ class Answer(Frozen):
     author: str | None = None
 
 
+class CompanionInfo(Frozen):
+    """Another repository the ticket may change (`.ballet.yml` `companions:`): the
+    session gets a clone of it on the ticket's branch, made from `base` (its default
+    branch) when the branch does not exist there yet."""
+
+    repo: str = Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    clone_url: str  # without credentials, as the ticket repository's
+    base: str
+    pr_number: int | None = None  # its pull request, once Ballet opened one
+
+
 class RunnerSpec(Frozen):
     ticket: TicketInfo
     stage: StageInfo
@@ -125,6 +136,8 @@ class RunnerSpec(Frozen):
     # The caps its model gateway enforces, and whose month it counts in (gateway/).
     budget: SessionBudget = Field(default_factory=SessionBudget)
     installation_id: int | None = None
+    # The ticket's other repositories, in landing order (docs/session-contract.md).
+    companions: tuple[CompanionInfo, ...] = ()
 
 
 class SessionResult(Frozen):
@@ -142,3 +155,6 @@ class SessionResult(Frozen):
     # cap that refused a request, which makes the outcome `budget`.
     spend: Spend | None = None
     cap_reached: Cap | None = None
+    # Per companion whose ticket branch has commits of its own: that branch's head,
+    # pushed (none for a failed session: nothing of it is pushed).
+    companion_heads: dict[str, str] = Field(default_factory=dict)

@@ -32,6 +32,7 @@ from ballet.core.effects import (
     MarkReadyForReview,
     MergePR,
     OpenBranchAndDraftPR,
+    OpenCompanionPR,
     PostComment,
     PostReply,
     PostReportComment,
@@ -61,6 +62,7 @@ from ballet.github.forge import (
 from ballet.tickets import branch_writes
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.checks import read_checks
+from ballet.tickets.companion_prs import open_companion_pr
 from ballet.tickets.memo import Memo
 from ballet.tickets.merge_queue import land_by_queue
 from ballet.tickets.page_links import PageLinks, with_ticket_link
@@ -113,6 +115,8 @@ class Interpreter:
         match effect:
             case OpenBranchAndDraftPR():
                 return await self._open_pr(effect)
+            case OpenCompanionPR():
+                return await open_companion_pr(self._forge, effect, self._clock)
             case UpsertTrackingComment():
                 body = await self._link_reports(effect.repo, effect.number, effect.body)
                 if self._pages is not None:

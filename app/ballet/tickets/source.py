@@ -30,6 +30,10 @@ class TicketSource(Protocol):
 
     async def git_token(self, repo: str) -> str | None: ...
 
+    async def default_branch(self, repo: str) -> str:
+        """The repository's default branch: a companion's base (core/companions.py)."""
+        ...
+
     async def installation_of(self, repo: str) -> int | None:
         """The App installation on `repo`, whose monthly spend its sessions count in."""
         ...
@@ -83,6 +87,9 @@ class GitHubTicketSource:
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
         return await (await self._forge(repo)).get_issue(repo, number)
+
+    async def default_branch(self, repo: str) -> str:
+        return await (await self._forge(repo)).default_branch(repo)
 
     async def installation_of(self, repo: str) -> int | None:
         return await self._store.installation_of(repo)

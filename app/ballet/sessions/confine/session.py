@@ -146,6 +146,7 @@ class SessionPaths:
     mirror_objects: Path
     workspaces_root: Path
     tmp: Path | None = None  # the workspace's own /tmp, on its size-limited disk
+    companions: Path | None = None  # the clones of the ticket's other repositories
 
 
 @contextlib.asynccontextmanager
@@ -233,7 +234,7 @@ async def _sandboxed(
                 *isolation.readonly_paths,
             ),
             hidden=(paths.workspaces_root, *isolation.hidden_paths),
-            writable=isolation.test_writable,
+            writable=(*isolation.test_writable, *filter(None, (paths.companions,))),
             tmp=paths.tmp,
             tmp_size=limiter.values.disk if limiter and not paths.tmp else None,
         )
