@@ -18,12 +18,14 @@ from ballet.github.client import (
     MAX_PAGES,
     PER_PAGE,
     GitHubAppCredentials,
+    GitHubClient,
     GitHubClients,
     ServerErrorRetry,
 )
 from ballet.github.forge import AppIdentity, NotFound
 from ballet.github.pacing import DEFAULT_PER_HOUR, DEFAULT_SPACING_SECONDS
 from ballet.github.rest import GitHubForge
+from ballet.github.token_scope import TokenScope
 
 # Pages of deliveries read per sweep: far more than a sweep's worth.
 MAX_DELIVERY_PAGES = 10
@@ -126,7 +128,19 @@ class GitHubApp:
         """Ask GitHub to send a delivery again, under its GUID (202: queued)."""
         await self._clients.app().call("POST", f"/app/hook/deliveries/{delivery_id}/attempts")
 
-    def for_installation(self, installation_id: int) -> GitHubForge:
+    def for_installation(
+        self, installation_id: int, scope: TokenScope | None = None
+    ) -> GitHubForge:
+        """The installation's forge. With a `scope`, every request it makes uses a token
+        limited to those repositories and permissions (a request outside them GitHub
+        refuses: 404, 403). Its git remotes always carry a token for that one
+        repository's contents alone (TokenScope.git)."""
+
+        def git_client(repo: str) -> GitHubClient:
+            return self._clients.installation(installation_id, TokenScope.git(repo))
+
         return GitHubForge(
-            self._clients.installation(installation_id), self._clients.credentials.api_url
+            self._clients.installation(installation_id, scope),
+            self._clients.credentials.api_url,
+            git_client,
         )

@@ -34,12 +34,14 @@ from githubkit.exception import (
     RequestFailed,
 )
 from githubkit.typing import RetryOption
+from githubkit.utils import UNSET
 from redis.asyncio import Redis
 
 from ballet import metrics
 from ballet.github.forge import ForgeError, ForgeUnavailable, NotFound, RateLimited
 from ballet.github.pacing import DEFAULT_PER_HOUR, DEFAULT_SPACING_SECONDS, WritePacer
 from ballet.github.sealed_cache import SealedCacheStrategy
+from ballet.github.token_scope import TokenScope
 from ballet.metrics import RateLimitKind
 
 # GitHub asks for at least a minute's wait on a secondary limit without a retry-after.
@@ -164,9 +166,16 @@ class GitHubClients:
         auth = AppAuthStrategy(self.credentials.app_id, self.credentials.private_key)
         return GitHubClient(self._github(auth, throttler=None))
 
-    def installation(self, installation_id: int) -> GitHubClient:
+    def installation(self, installation_id: int, scope: TokenScope | None = None) -> GitHubClient:
+        """A client of the installation; with a `scope`, its token reaches only those
+        repositories with those permissions (token_scope.py). Writes are paced per
+        installation whatever the scope: GitHub counts them so."""
         auth = AppInstallationAuthStrategy(
-            self.credentials.app_id, self.credentials.private_key, installation_id
+            self.credentials.app_id,
+            self.credentials.private_key,
+            installation_id,
+            repositories=UNSET if scope is None else scope.names(),
+            permissions=UNSET if scope is None else scope.github_permissions(),
         )
         pacer = WritePacer(
             self._redis, installation_id, spacing_seconds=self._spacing, per_hour=self._per_hour
@@ -257,6 +266,11 @@ def forge_errors(method: str, path: str) -> Iterator[None]:
     except RequestFailed as exc:
         raise failure(method, path, exc.response.raw_response) from exc
     except RequestError as exc:
+        if isinstance(exc.exc, RequestFailed):
+            # The token's own request, made inside githubkit's auth flow, was refused
+            # (a scope the installation cannot give is a 422): said as any refusal is.
+            token = exc.exc.response.raw_response
+            raise failure("POST", f"an installation token for {method} {path}", token) from exc
         raise ForgeUnavailable(f"{method} {path}: {exc!r}") from exc
 
 

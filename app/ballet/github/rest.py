@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -57,9 +58,17 @@ class GitHubForge(
 
     _client: GitHubClient
 
-    def __init__(self, client: GitHubClient, api_url: str) -> None:
+    def __init__(
+        self,
+        client: GitHubClient,
+        api_url: str,
+        git_client: Callable[[str], GitHubClient] | None = None,
+    ) -> None:
         self._client = client
         self._api_url = api_url
+        # Given a repository, a client whose token reaches that one repository's
+        # contents and nothing else (TokenScope.git): what git pushes with.
+        self._git_client = git_client
         # A forge lives for one event's handling: the drafts it has just seen, by
         # node id, spare marking one ready a second GET of the pull request.
         self._drafts: dict[tuple[str, int], str] = {}
@@ -331,9 +340,10 @@ class GitHubForge(
         return m.permission_of(m.PermissionData.model_validate(data).permission)
 
     async def git_remote(self, repo: str) -> GitRemote:
-        # The token githubkit holds for the installation (sealed in Redis); asking
-        # for it spends no API request unless a new one must be minted.
-        token = await self._client.installation_token()
+        # The token githubkit holds for the scope (sealed in Redis); asking for it
+        # spends no API request unless a new one must be minted.
+        client = self._client if self._git_client is None else self._git_client(repo)
+        token = await client.installation_token()
         return GitRemote(url=git_url(self._api_url, repo), token=token)
 
 

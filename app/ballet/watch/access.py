@@ -145,7 +145,8 @@ class Access:
             installation = await self._installations.of(repo)
             if installation is None:
                 return "uninstalled"
-            # The installation's own token, as the worker's forge holds it.
+            # The token of the repository's git remote: it reaches that repository
+            # alone (TokenScope.git), as the worker's forge holds it.
             remote = await self._installations.forge(installation).git_remote(repo)
             response = await self._http.get(
                 f"{self._api_url}/repos/{repo}",
