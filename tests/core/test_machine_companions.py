@@ -4,7 +4,7 @@ for once, named in the record (so on GitHub) and in the tracking comment."""
 from __future__ import annotations
 
 import pytest
-from ballet.core.effects import OpenCompanionPR
+from ballet.core.effects import OpenCompanionPR, SetCheckRun
 from ballet.core.events import CompanionPROpened
 from ballet.core.machine import IllegalEvent
 from ballet.core.record import decode_record
@@ -75,3 +75,16 @@ def test_a_repository_not_among_the_companions_is_never_given_a_pr() -> None:
     t = _ticket()
     t.finish("done", companion_heads={"octo/elsewhere": "e1"})
     assert t.of(OpenCompanionPR) == [] and t.rec.companion_prs == ()
+
+
+def test_each_stage_verdict_shows_on_every_companion_head_too() -> None:
+    t = _ticket()
+    t.finish("done", sha="c1", companion_heads={"octo/lib": "l1"})
+    done = {(e.repo, e.head_sha, e.name, e.conclusion) for e in t.of(SetCheckRun)
+            if e.status == "completed"}  # fmt: skip
+    assert done == {
+        ("octo/app", "c1", "ballet/implement", "success"),
+        ("octo/lib", "l1", "ballet/implement", "success"),
+    }
+    # The next run's start shows on the ticket's head alone.
+    assert {e.repo for e in t.of(SetCheckRun) if e.status == "in_progress"} == {"octo/app"}

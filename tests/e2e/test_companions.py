@@ -8,7 +8,7 @@ from ballet.core.record import decode_record
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import STATE, new_repo, ticket, wait_until
+from scenarios import STATE, merged, new_repo, pull_request_actions, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -17,21 +17,30 @@ def with_companion(lib: str) -> str:
     return f"policy: {{merge: auto}}\ncompanions: [{lib}]\n" + demo.BALLET_YML
 
 
-def companion_pr_known(view: View) -> bool:
-    record = view.record
-    return (
-        record is not None
-        and any(pr.number is not None for pr in record.companion_prs)
-        and record.status in ("done", "waiting", "failed")
-    )
+async def merges_in_order(stack: Stack, *repos: str) -> list[str]:
+    """The repositories whose pull requests GitHub said were merged, in that order."""
+    seen: list[str] = []
+    async with stack.admin() as admin:
+        for d in (await admin.get("/_sandbox/deliveries")).json():
+            if d["event"] != "pull_request" or d["redelivery"]:
+                continue
+            payload = (await admin.get(f"/_sandbox/deliveries/{d['id']}")).json()["payload"]
+            name = payload["repository"]["full_name"]
+            if (
+                name in repos
+                and payload["action"] == "closed"
+                and payload["pull_request"]["merged"]
+            ):
+                seen.append(name)
+    return seen
 
 
-async def test_a_ticket_changes_its_companion_and_both_prs_are_linked(stack: Stack) -> None:
+async def test_a_ticket_changes_its_companion_two_linked_prs_merge_lib_first(stack: Stack) -> None:
     lib = await new_repo(stack, "lib-linked")
     app = await new_repo(stack, "app-linked", with_companion(lib))
     number = await ticket(stack, app, directives="demo:companion=lib-linked")
 
-    view = await wait_until(stack, app, number, companion_pr_known, timeout=120)
+    view = await wait_until(stack, app, number, merged, timeout=120)
     record = view.record
     assert record is not None and record.pr_number is not None
     (pr,) = record.companion_prs
@@ -41,7 +50,9 @@ async def test_a_ticket_changes_its_companion_and_both_prs_are_linked(stack: Sta
     # A draft from the ticket's branch, naming the ticket and the app's pull request.
     assert lib_pr["head"] == record.branch and lib_pr["base"] == "main"
     assert lib_pr["head_sha"] == pr.head_sha
-    assert lib_pr["draft"]
+    # Opened as a draft, marked ready as it landed.
+    actions = await pull_request_actions(stack, lib, pr.number)
+    assert actions[0] == ("opened", True, False), actions
     body = View(lib_state, None).issue(pr.number)["body"]
     assert f"Part of {app}#{number}, with {app}#{record.pr_number}." in body
     # Review read the companion's diff beside the app's.
@@ -51,3 +62,10 @@ async def test_a_ticket_changes_its_companion_and_both_prs_are_linked(stack: Sta
     tracking = next(c["body"] for c in view.state["comments"] if STATE in c["body"])
     assert f"{lib}#{pr.number} " in tracking and f"{app}#{record.pr_number} (this one)" in tracking
     assert decode_record(tracking).companion_prs == record.companion_prs
+
+    # Both land, the companion first (its `companions:` order), the ticket's own last.
+    assert pr.state == "merged" and lib_pr["merged"]
+    assert await merges_in_order(stack, app, lib) == [lib, app]
+    # Every stage's verdict shows on the companion's head too.
+    names = {r["name"] for r in lib_state["check_runs"] if r["head_sha"] == pr.head_sha}
+    assert {"ballet/implement", "ballet/review", "ballet/verify"} <= names

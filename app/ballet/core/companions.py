@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ballet.core import handlers
 from ballet.core.companion_text import companion_pr_body
-from ballet.core.effects import OpenCompanionPR
+from ballet.core.effects import OpenCompanionPR, SetCheckRun
 from ballet.core.events import CompanionPROpened, SessionFinished
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import CompanionPR, Record
@@ -69,3 +69,15 @@ def pr_opened(tx: Tx, ev: CompanionPROpened) -> None:
         raise IllegalEvent(f"{ev.repo}#{ev.number} is known already")
     opened = prs[at].model_copy(update={"number": ev.number})
     tx.set(companion_prs=(*prs[:at], opened, *prs[at + 1 :]))
+
+
+def on_companions(rec: Record, runs: list[SetCheckRun]) -> list[SetCheckRun]:
+    """A stage run's verdict on the ticket's head, written on every companion's head
+    too: each pull request shows what every stage said of the change it is part of."""
+    heads = [(pr.repo, pr.head_sha) for pr in rec.companion_prs if pr.state == "open"]
+    return [
+        run.model_copy(update={"repo": repo, "head_sha": head, "closes_start": False})
+        for run in runs
+        if run.status == "completed" and run.head_sha == rec.head_sha
+        for repo, head in heads
+    ]

@@ -214,6 +214,9 @@ class MergePR(Effect):
     sha: str | None = None  # merge only if the head is still this
     commit_title: str | None = None  # None: GitHub's own
     delete_branch: bool = False  # the head branch, once merged
+    # A companion's pull request (core/companion_merges.py): its checks still running
+    # are answered at once (`checks_pending`), and it is merged directly, never queued.
+    companion: bool = False
 
 
 class ReadChecks(Effect):

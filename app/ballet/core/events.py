@@ -230,6 +230,7 @@ class MergeResult(Event):
     ]
     detail: str = ""
     sha: str | None = None  # the merge commit when merged; the head queued when queued
+    repo: str | None = None  # the pull request's repository (None: the ticket's own)
 
 
 class MergeGroupRequested(Event):

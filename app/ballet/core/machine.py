@@ -22,6 +22,7 @@ from ballet.core import (
     base_moves,
     budgets,
     check_runs,
+    companion_landing,
     companions,
     edits,
     outbox,
@@ -91,7 +92,8 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # The reconciler settles a session past its stage's timeout with a question.
     ("running", "reconcile_tick"): Rule(h.session_timeout, ("waiting",), "session timed out"),
     # ...and a forge wait past its timeout, or checks that never started.
-    ("waiting", "reconcile_tick"): Rule(h.wait_timeout, ("waiting",), "wait timed out"),
+    # (A companion's merge held for its checks is tried again: core/companion_landing.py.)
+    ("waiting", "reconcile_tick"): Rule(companion_landing.tick, ("waiting",), "wait timed out"),
     # Platform stages wait for the forge: checks, reviews, merges.
     ("waiting", "checks_started"): Rule(fw.checks_started, ("waiting",), "checks started"),
     ("waiting", "checks_completed"): Rule(fw.checks_completed, ONWARD, "checks decide pass/fail"),
@@ -110,8 +112,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
                                           "changes asked: rework once the session ends"),
     ("paused", "review_submitted"): Rule(reviews.review_submitted, ("paused",),
                                          "changes asked: rework on resume"),
+    # With companions, theirs land first, in order; a failure after one landed asks.
     ("waiting", "merge_result"): Rule(
-        fw.merge_result, ONWARD, "merged, returned to rework, or a question (method refused)"
+        companion_landing.merge_result, ONWARD,
+        "merged, returned to rework, or a question (method refused)",
     ),
     # GitHub's merge queue (core/merge_queue.py): Ballet's checks reported on the
     # group's commit; the PR leaving the queue unmerged returns the work, or asks.
@@ -211,7 +215,8 @@ def advance(
     # (or a place in its merge queue) asked for before they were written.
     merge_at = next((i for i, e in enumerate(tx.effects) if isinstance(e, MergePR)), None)
     at = len(tx.effects) if merge_at is None else merge_at
-    tx.effects[at:at] = check_runs.check_run_effects(record, tx.rec)
+    runs = check_runs.check_run_effects(record, tx.rec)
+    tx.effects[at:at] = [*runs, *companions.on_companions(tx.rec, runs)]
     if shows_change(record, tx.rec):
         key = steps.tracking_key(tx.rec)
         target: Literal["issue", "pr"] = "pr" if tx.rec.pr_number else "issue"

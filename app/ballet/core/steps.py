@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ballet.core import render, routing
 from ballet.core.budgets import over_budget
+from ballet.core.companion_merges import land_first
 from ballet.core.effects import (
     ConvertToDraft,
     MarkerKey,
@@ -299,6 +300,8 @@ def wait_checks(tx: Tx, *, started: bool) -> None:
 
 
 def merge_now(tx: Tx) -> None:
+    if land_first(tx):
+        return  # the ticket's companions land first, in order
     rec = tx.rec
     assert rec.pr_number is not None
     strategy = rec.pipeline.merge

@@ -321,10 +321,9 @@ class Interpreter:
             # up to date, then merge the new head once its checks pass.
             if not await self._forge.update_branch(repo, number):
                 detail = f"{pr.head_ref} cannot be brought up to date with {pr.base_ref}"
-                return MergeResult(now=self._clock(), result="conflict", detail=detail)
+                return MergeResult(now=self._clock(), result="conflict", detail=detail, repo=repo)
             log.info("branch brought up to date; merge waits for checks", repo=repo, pr=number)
-            await self._memo.remember_pending_merge(effect.model_copy(update={"sha": None}))
-            return None
+            return await self._merge_waits(effect.model_copy(update={"sha": None}))
         if pr.draft:
             # GitHub refuses to merge a draft; merging is the end of the review.
             await self._forge.mark_ready_for_review(repo, number)
@@ -335,16 +334,29 @@ class Interpreter:
             await self._memo.forget_pending_merge(repo, number)
             names = ", ".join(c.name for c in checks.failed)
             detail = f"checks failed on {pr.head_sha[:12]}: {names}"
-            return MergeResult(now=self._clock(), result="checks_failed", detail=detail)
+            return MergeResult(now=self._clock(), result="checks_failed", detail=detail, repo=repo)
         if checks.pending:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
-            await self._memo.remember_pending_merge(effect)
-            return None
-        queued = await land_by_queue(self._forge, effect, pr, self._clock())
+            return await self._merge_waits(effect)
+        # A companion's pull request is merged directly (core/companion_merges.py).
+        queued = (
+            None
+            if effect.companion
+            else await land_by_queue(self._forge, effect, pr, self._clock())
+        )
         if queued is None:
             return await self._merge_now(effect, pr)
         await self._memo.forget_pending_merge(repo, number)
         return queued
+
+    async def _merge_waits(self, effect: MergePR) -> AnyEvent | None:
+        """The merge waits for checks: the ticket's own resumes when they finish; a
+        companion's, whose checks the ticket does not hear, says so (the engine tries
+        it again at its ticks)."""
+        if effect.companion:
+            return MergeResult(now=self._clock(), result="checks_pending", repo=effect.repo)
+        await self._memo.remember_pending_merge(effect)
+        return None
 
     async def resume_merge(self, repo: str, number: int) -> AnyEvent | None:
         """Try a merge that waited for checks again; None if none waits or checks still run."""
@@ -375,4 +387,6 @@ class Interpreter:
             # that moved): the work goes back with GitHub's words as the reason.
             log.info("merge refused", repo=effect.repo, pr=effect.number, detail=result.detail)
             status = "checks_failed"
-        return MergeResult(now=self._clock(), result=status, detail=result.detail, sha=result.sha)
+        return MergeResult(
+            now=self._clock(), result=status, detail=result.detail, sha=result.sha, repo=effect.repo
+        )

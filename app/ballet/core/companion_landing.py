@@ -1,0 +1,106 @@
+"""What a merge answers when the ticket has companions (core/companion_merges.py).
+
+A companion's pull request merged: the next one lands, the ticket's own last. One
+that cannot land before any other did returns the ticket to rework with the cause,
+naming the repository (red required checks, a conflict, a closed pull request),
+as the ticket's own would. Once one has landed, nothing is undone and nothing is
+hidden: whatever fails after stops the ticket with a question listing what landed,
+what did not and why; `/ballet retry` runs the landing again, which merges only
+what is still open, in the same order.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ballet.core import forge_waits, handlers, steps
+from ballet.core.companion_merges import (
+    CHECKS_FIRST,
+    landing_next,
+    merge_effect,
+    wait_for_companion_checks,
+)
+from ballet.core.events import MergeResult, ReconcileTick
+from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record
+from ballet.core.returns import ReturnKind, cause
+from ballet.core.tx import Tx
+
+_WORDS = {
+    "conflict": "a merge conflict",
+    "checks_failed": "red required checks",
+    "closed": "the pull request was closed",
+    "method_not_allowed": "a merge method the repository does not allow",
+    "queued": "a merge queue (companions are merged directly; merge it there)",
+}
+_KINDS: dict[str, ReturnKind] = {
+    "conflict": "merge_conflict",
+    "checks_failed": "merge_checks_failed",
+    "closed": "merge_closed",
+}
+
+
+def merge_result(tx: Tx, ev: MergeResult) -> None:
+    rec = tx.rec
+    if ev.repo is None or ev.repo == rec.ticket.repo:
+        landed = _landed(rec)
+        if landed and ev.result not in ("merged", "queued", "checks_pending"):
+            _stop(tx, f"{rec.ticket.repo}#{rec.pr_number}", ev)
+            return
+        forge_waits.merge_result(tx, ev)
+        return
+    pr = landing_next(rec)
+    w = rec.waiting
+    if pr is None or pr.repo != ev.repo or w is None or w.kind != "merge_result":
+        raise IllegalEvent(f"no merge of {ev.repo} is awaited")
+    if ev.result == "merged":
+        merged = pr.model_copy(update={"state": "merged"})
+        tx.set(companion_prs=tuple(merged if p is pr else p for p in rec.companion_prs))
+        steps.merge_now(tx)  # the next companion, or the ticket's own pull request
+    elif ev.result == "checks_pending":
+        wait_for_companion_checks(tx, pr)
+    elif _landed(rec) or ev.result not in _KINDS:
+        _stop(tx, f"{pr.repo}#{pr.number}", ev)
+    else:
+        detail = f": {ev.detail}" if ev.detail else ""
+        summary = f"merge of {pr.repo}#{pr.number} returned by {_WORDS[ev.result]}{detail}"
+        here = rec.stage or ""
+        why = cause(_KINDS[ev.result], here, tx.now, by=f"stage:{here}", sha=pr.head_sha,
+                    text=summary)  # fmt: skip
+        steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews))
+        tx.set(pending_reviews=())
+
+
+def tick(tx: Tx, ev: ReconcileTick) -> None:
+    """A companion's merge held for its checks is tried again; any other wait is
+    settled past its timeout as before (`handlers.wait_timeout`)."""
+    rec, w = tx.rec, tx.rec.waiting
+    pr = landing_next(rec)
+    held = w is not None and w.kind == "merge_result" and w.reason.startswith(CHECKS_FIRST)
+    if held and pr is not None and w is not None and ev.now < w.since + _timeout(rec):
+        tx.emit(merge_effect(rec, pr))
+        return
+    handlers.wait_timeout(tx, ev)
+
+
+def _timeout(rec: Record) -> timedelta:
+    return timedelta(minutes=rec.pipeline.stage(rec.stage or "").timeout_minutes)
+
+
+def _landed(rec: Record) -> list[str]:
+    return [f"{p.repo}#{p.number}" for p in rec.companion_prs if p.state == "merged"]
+
+
+def _stop(tx: Tx, where: str, ev: MergeResult) -> None:
+    """Part of the change landed: a person decides; nothing is undone."""
+    rec = tx.rec
+    detail = f" ({ev.detail})" if ev.detail else ""
+    left = [f"{p.repo}#{p.number}" for p in rec.companion_prs if p.state != "merged"]
+    rest = [x for x in (*left, f"{rec.ticket.repo}#{rec.pr_number}") if x != where]
+    steps.ask(
+        tx,
+        f"landing stopped part way: landed {', '.join(_landed(rec))}; {where} did not land: "
+        f"{_WORDS.get(ev.result, ev.result)}{detail}"
+        + (f"; not tried yet: {', '.join(rest)}" if rest else "")
+        + ". Fix it, then `/ballet retry` lands what is left, in the same order",
+    )

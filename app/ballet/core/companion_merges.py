@@ -1,0 +1,49 @@
+"""Landing a ticket's companions' pull requests first, in the order `companions:` gives.
+
+`steps.merge_now`, wherever the ticket's own pull request is to be merged, asks
+here first: the first companion pull request still open is merged instead, and
+the ticket waits for that merge; each one merged brings the next, the ticket's own
+last (the repository whose `.ballet.yml` names the others depends on them). What a
+companion's merge answers is read by `core/companion_landing.py`.
+"""
+
+from __future__ import annotations
+
+from ballet.core.effects import MergePR
+from ballet.core.record import CompanionPR, Record
+from ballet.core.runs import wait
+from ballet.core.tx import Tx
+
+# A companion's merge that waits for its checks: tried again at each reconciler tick.
+CHECKS_FIRST = "checks on "
+
+
+def landing_next(rec: Record) -> CompanionPR | None:
+    """The companion pull request that lands next: the first not merged yet."""
+    return next((pr for pr in rec.companion_prs if pr.state != "merged"), None)
+
+
+def land_first(tx: Tx) -> bool:
+    """Merge the next companion's pull request, if one is left (True: the ticket now
+    waits for that merge, not its own)."""
+    pr = landing_next(tx.rec)
+    if pr is None or pr.number is None:
+        return False
+    tx.emit(merge_effect(tx.rec, pr))
+    wait(tx, "merge_result", f"the merge of {pr.repo}#{pr.number} (companions land first)",
+         (), "", sha=pr.head_sha)  # fmt: skip
+    return True
+
+
+def merge_effect(rec: Record, pr: CompanionPR) -> MergePR:
+    assert pr.number is not None
+    strategy = rec.pipeline.merge
+    return MergePR(
+        repo=pr.repo, number=pr.number, sha=pr.head_sha, method=strategy.method,
+        delete_branch=strategy.delete_branch, companion=True,
+    )  # fmt: skip
+
+
+def wait_for_companion_checks(tx: Tx, pr: CompanionPR) -> None:
+    wait(tx, "merge_result", f"{CHECKS_FIRST}{pr.repo}#{pr.number} to finish before it lands",
+         (), "", sha=pr.head_sha)  # fmt: skip
