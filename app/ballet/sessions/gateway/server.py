@@ -52,6 +52,7 @@ from ballet.sessions.gateway.forms import (
 from ballet.sessions.gateway.grants import Grant, SessionGrants
 from ballet.sessions.gateway.metering import Metering
 from ballet.sessions.gateway.upstream import UpstreamClients, UpstreamError, upstream_of
+from ballet.sessions.gateway.writes import write_down
 
 log = structlog.get_logger("ballet.gateway")
 
@@ -361,23 +362,29 @@ class _Connection:
 
     async def _pieces(self, pieces: list[bytes], chunked: bool) -> None:
         """What has come, in one write: one chunk, framed here when chunked (h11 would
-        frame each piece apart); drain() waits only past the high-water mark."""
-        size = sum(len(piece) for piece in pieces)
-        if not chunked or not size:  # (a chunk of nothing would end the answer)
-            return await self._send(h11.Data(data=b"".join(pieces)))
-        self.writer.writelines([*self._held, b"%x\r\n" % size, *pieces, b"\r\n"])  # one copy
-        self._held = []
-        await self.writer.drain()
+        frame each piece apart), else as h11 counts them against the answer's length."""
+        if chunked:
+            size = sum(len(piece) for piece in pieces)
+            if not size:  # (a chunk of nothing would end the answer)
+                return
+            self._held += [b"%x\r\n" % size, *pieces, b"\r\n"]
+        else:
+            for piece in pieces:
+                self._held += self.h11.send_with_data_passthrough(h11.Data(data=piece)) or []
+        await self._flush()
 
     async def _send(self, event: h11.Event, *, held: bool = False) -> None:
         """`held`: kept to go with the next event's bytes (an answer's head with its
         first chunk: one write, not two)."""
-        pieces = self.h11.send_with_data_passthrough(event) or []
-        self._held += pieces
-        if not held and self._held:
-            self.writer.writelines(self._held)
-            self._held = []
-            await self.writer.drain()
+        self._held += self.h11.send_with_data_passthrough(event) or []
+        if not held:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """All that is held, down in one system call (writes.py)."""
+        if self._held:
+            out, self._held = self._held, []
+            await write_down(self.writer, out)
 
 
 async def _bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
