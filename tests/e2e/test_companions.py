@@ -3,18 +3,26 @@ companion acme/lib; each gets a pull request, linked to the other, Review reads 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from ballet.core.record import decode_record
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import STATE, merged, new_repo, pull_request_actions, ticket, wait_until
+from scenarios import STATE, flush, merged, new_repo, pull_request_actions, ticket, wait_until
+from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
 
 
 def with_companion(lib: str) -> str:
     return f"policy: {{merge: auto}}\ncompanions: [{lib}]\n" + demo.BALLET_YML
+
+
+def companion_pr_named(view: View) -> bool:
+    record = view.record
+    return record is not None and any(p.number is not None for p in record.companion_prs)
 
 
 async def merges_in_order(stack: Stack, *repos: str) -> list[str]:
@@ -69,3 +77,61 @@ async def test_a_ticket_changes_its_companion_two_linked_prs_merge_lib_first(sta
     # Every stage's verdict shows on the companion's head too.
     names = {r["name"] for r in lib_state["check_runs"] if r["head_sha"] == pr.head_sha}
     assert {"ballet/implement", "ballet/review", "ballet/verify"} <= names
+
+
+async def test_a_red_check_on_the_companions_pr_returns_the_ticket_naming_it(
+    stack: Stack,
+) -> None:
+    lib = await new_repo(stack, "lib-red")
+    app = await new_repo(stack, "app-red", with_companion(lib))
+    number = await ticket(
+        stack, app, directives="demo:companion=lib-red\ndemo:break-companion-ci=yes@1"
+    )
+
+    view = await wait_until(stack, app, number, merged, timeout=180)
+    record = view.record
+    assert record is not None
+    (pr,) = record.companion_prs
+    # The landing read the companion's red checks before merging anything: the work
+    # came back, the cause naming the repository, and the next iteration landed both.
+    returned = next(r for r in record.history if r.stage == "integrate" and r.iteration == 1)
+    assert returned.outcome == "returned"
+    assert f"merge of {lib}#{pr.number} returned by red required checks" in returned.summary
+    assert [(r.stage, r.iteration, r.outcome) for r in record.history][-1] == (
+        "integrate",
+        2,
+        "merged",
+    )
+    assert await merges_in_order(stack, app, lib) == [lib, app]
+
+
+async def test_a_redis_flush_mid_ticket_loses_no_companion_pr(stack: Stack) -> None:
+    lib = await new_repo(stack, "lib-flush")
+    app = await new_repo(stack, "app-flush", with_companion(lib))
+    number = await ticket(stack, app, directives="demo:companion=lib-flush\ndemo:hang-review=6")
+    # Review runs: the companion's pull request was opened after implement; then every
+    # key in Valkey goes, and the record comes back from the tracking comment.
+    for _ in range(1200):
+        if files_named(stack.settings.data_dir, "hanging.ns"):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("the review session never started")
+    # What the tracking comment on GitHub holds is all a rebuilt record has: it names
+    # the companion's pull request before Valkey goes.
+    before = await wait_until(stack, app, number, companion_pr_named, timeout=30)
+    assert before.record is not None and before.record.stage == "review"
+    await flush(stack)
+
+    view = await wait_until(stack, app, number, merged, timeout=240)
+    record = view.record
+    assert record is not None
+    (pr,) = record.companion_prs
+    assert pr.state == "merged"
+    assert before.record.companion_prs[0].number == pr.number
+    lib_state = await stack.state(lib)
+    # The one pull request opened before the flush, never a second, landed first.
+    assert [(p["number"], p["merged"]) for p in lib_state["pulls"]] == [(pr.number, True)]
+    assert await merges_in_order(stack, app, lib) == [lib, app]
+    ours = [(r["name"], r["head_sha"]) for r in lib_state["check_runs"]]
+    assert len(ours) == len(set(ours)), ours

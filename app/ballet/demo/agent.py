@@ -25,7 +25,8 @@ can kill the worker under it and see the session go with it),
 `demo:usage=yes` has every session report the usage of a metered model (USAGE
 below), as a `command` runtime may, and `demo:companion=<name>` has implement also
 commit the issue's code as `from_<ticket>.py` in the companion repository of that
-name (`BALLET_COMPANIONS`), whose diff review then reads too.
+name (`BALLET_COMPANIONS`), whose diff review then reads too
+(`demo:break-companion-ci=yes@1` turns that companion's CI red in that iteration).
 Only the standard library is used: a session's environment is bare.
 """
 
@@ -97,6 +98,11 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
         if scripted(body, "companion", 0) == companion["repo"].split("/")[1]:
             path = Path(companion["path"]) / f"from_{ctx['ticket']['number']}.py"
             path.write_text(blocks[0])
+            red = Path(companion["path"]) / ".ci-red"
+            if scripted(body, "break-companion-ci", iteration):
+                red.write_text("turned red on purpose by the scenario\n")
+            elif red.exists():
+                red.unlink()
             git("-C", companion["path"], "add", "-A")
             git("-C", companion["path"], "commit", "-q", "-m", f"{ctx['ticket']['title']}")
     return {
