@@ -12,8 +12,15 @@ interleaved in blocks, on one kept-alive connection each:
 3. a 10 MB streamed answer (SSE text deltas, then the usage): MB/s
    (goal: ≥ 0.8× direct), and that the gateway metered its tokens.
 
+With --floor, two byte relays on unix sockets carry the 10 MB answer in the
+same run, side by side: what any hop costs on this machine, no HTTP and no
+meter. `python relay`: two threads, recv_into one buffer and sendall it (the
+least a Python process that reads the bytes can do); `splice relay`: the bytes
+moved by the kernel through a pipe, never read (what a hop that meters nothing
+costs).
+
 The relay inside a sandbox adds its own share (bench/confinement.py measures it).
-Run: .venv/bin/python bench/gateway.py [--requests N] [--megabytes N]
+Run: .venv/bin/python bench/gateway.py [--requests N] [--megabytes N] [--unmetered] [--floor]
 """
 
 from __future__ import annotations
@@ -103,6 +110,34 @@ async def main():
 asyncio.run(main())
 """
 
+RELAY = r"""
+import os, socket, sys, threading
+how, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+listener = socket.socket(socket.AF_UNIX)
+listener.bind(path)
+listener.listen()
+print("listening", flush=True)
+
+def pump(source, sink):
+    if how == "splice":
+        out, into = os.pipe()
+        while moved := os.splice(source.fileno(), into, 1 << 20):
+            while moved:
+                moved -= os.splice(out, sink.fileno(), moved)
+    else:
+        buffer = memoryview(bytearray(1 << 18))
+        while got := source.recv_into(buffer):
+            sink.sendall(buffer[:got])
+
+while True:
+    client, _ = listener.accept()
+    upstream = socket.create_connection(("127.0.0.1", port))
+    upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for ends in ((client, upstream), (upstream, client)):
+        threading.Thread(target=pump, args=ends, daemon=True).start()
+"""
+FLOORS = {"python relay": "threads", "splice relay": "splice"}
+
 
 class UnixConnection(http.client.HTTPConnection):
     def __init__(self, path: str) -> None:
@@ -142,6 +177,9 @@ def main() -> None:
         action="store_true",
         help="the gateway without its meter: what metering costs",
     )
+    parser.add_argument(
+        "--floor", action="store_true", help="two byte relays beside it: what any hop costs"
+    )
     args = parser.parse_args()
     big = args.megabytes * 1024 * 1024
     with tempfile.TemporaryDirectory(prefix="ballet-gw-bench-") as scratch:
@@ -158,20 +196,36 @@ def main() -> None:
         )  # fmt: skip
         assert gateway.stdout is not None and gateway.stdin is not None
         token = gateway.stdout.readline().strip()
+        relays: dict[str, subprocess.Popen[str]] = {}
+        for name, how in FLOORS.items() if args.floor else ():
+            at = str(Path(scratch) / f"{how}.sock")
+            relay = relays[name] = subprocess.Popen(
+                [sys.executable, "-c", RELAY, how, str(port), at], stdout=subprocess.PIPE, text=True
+            )
+            assert relay.stdout is not None
+            relay.stdout.readline()  # listening
+        floors = {name: str(Path(scratch) / f"{how}.sock") for name, how in FLOORS.items()}
         try:
-            _run(args, big, port, socket_path, token)
+            _run(args, big, port, socket_path, token, {n: floors[n] for n in relays})
             gateway.stdin.write("\n")
             gateway.stdin.flush()
             spend = json.loads(gateway.stdout.readline())
             print(f"\nmetered by the gateway: {spend['requests']} answers, "
                   f"{spend['output_tokens']} output tokens, ${spend['cost_usd']:.4f}")  # fmt: skip
         finally:
-            for process in (gateway, upstream):
+            for process in (gateway, upstream, *relays.values()):
                 process.terminate()
                 process.wait()
 
 
-def _run(args: argparse.Namespace, big: int, port: int, socket_path: str, token: str) -> None:
+def _run(
+    args: argparse.Namespace,
+    big: int,
+    port: int,
+    socket_path: str,
+    token: str,
+    floors: dict[str, str],
+) -> None:
     direct = http.client.HTTPConnection("127.0.0.1", port)
     through = UnixConnection(socket_path)
     ways = {"direct": (direct, "/v1/messages"), "gateway": (through, "/anthropic/v1/messages")}
@@ -202,17 +256,23 @@ def _run(args: argparse.Namespace, big: int, port: int, socket_path: str, token:
             d, g = percentile(values["direct"], p), percentile(values["gateway"], p)
             print(f"{label + ' ' + tag:34}{d:10.3f}{g:10.3f}{g - d:10.3f}")
     big_body = json.dumps({"model": "claude-sonnet-4-5", "stream": True, "big": True}).encode()
+    relayed = {name: UnixConnection(path) for name, path in floors.items()}
+    ways |= {name: (connection, "/v1/messages") for name, connection in relayed.items()}
     rates: dict[str, list[float]] = {name: [] for name in ways}
+    for connection, path in ways.values():
+        ask(connection, path, big_body, token)  # the relays' connections up
     for _ in range(args.big_runs):
         for name, (connection, path) in ways.items():
             started = time.perf_counter()
             ask(connection, path, big_body, token)
             rates[name].append(big / (1024 * 1024) / (time.perf_counter() - started))
-    d, g = statistics.median(rates["direct"]), statistics.median(rates["gateway"])
-    print(f"\n{args.megabytes} MB streamed answer, median of {args.big_runs}: direct {d:.0f} MB/s, "
-          f"gateway {g:.0f} MB/s ({g / d:.2f}× direct)")  # fmt: skip
-    direct.close()
-    through.close()
+    d = statistics.median(rates["direct"])
+    print(f"\n{args.megabytes} MB streamed answer, median of {args.big_runs}, interleaved:")
+    for name, measured in rates.items():
+        m = statistics.median(measured)
+        print(f"  {name:14}{m:8.0f} MB/s  {m / d:5.2f}× direct")
+    for connection, _ in ways.values():
+        connection.close()
 
 
 if __name__ == "__main__":
