@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ballet.core.config import Runtime
 from ballet.sessions import SessionOptions, Workspaces
+from ballet.sessions.prompt import render_prompt
 from ballet.sessions.spec import CompanionInfo
 from git_repos import git, make_origin, remote_refs
 from session_helpers import SECRETS, MakeSpec, WriteScript, run
@@ -133,3 +134,16 @@ def test_a_secret_committed_in_a_companion_fails_the_session_naming_it(
     assert "octo/lib" in result.report.summary
     assert "refs/heads/ballet/7-greeting" not in remote_refs(lib)
     assert SECRETS["GITHUB_TOKEN"] not in result.report.summary
+
+
+def test_the_prompt_names_the_companions_and_where_to_find_them(make_spec: MakeSpec) -> None:
+    spec = make_spec(
+        companions=(CompanionInfo(repo="octo/lib", clone_url="file:///x", base="trunk"),)
+    )
+    prompt = render_prompt(spec, report_path=Path("/r.json"), handoff_path=None)
+    section = prompt.split("## The ticket's other repositories\n\n")[1].split("\n## ")[0]
+    assert "`octo/lib` (base `trunk`)" in section and "`$BALLET_COMPANIONS`" in section
+    assert "git -C <path> diff origin/<base>...HEAD" in section
+    assert "other repositories" not in render_prompt(
+        make_spec(), report_path=Path("/r.json"), handoff_path=None
+    )

@@ -49,6 +49,21 @@ REPORT_EXAMPLE = {
 HANDOFF_EXAMPLE = {"summary": "…", "decisions": [], "constraints": [], "open_questions": []}
 
 
+def companions_section(spec: RunnerSpec) -> str:
+    """The ticket's other repositories: where they are, and that each change is
+    committed where it belongs (docs/session-contract.md)."""
+    repos = ", ".join(f"`{c.repo}` (base `{c.base}`)" for c in spec.companions)
+    return (
+        f"## The ticket's other repositories\n\nThis ticket may change {repos} too, "
+        "listed in the order their pull requests land (dependencies first). Each is "
+        "cloned beside your working directory on the same branch; the file named by "
+        "`$BALLET_COMPANIONS` lists them, one `owner/name=path` a line. Commit each change "
+        "in the repository it belongs to: Ballet pushes every one whose branch moved and "
+        "opens its pull request. The ticket's whole change is every repository's diff "
+        "against its base: `git -C <path> diff origin/<base>...HEAD` in each."
+    )
+
+
 def render_prompt(
     spec: RunnerSpec,
     *,
@@ -91,6 +106,8 @@ def render_prompt(
         + ". Commit your work with git; do not push: Ballet pushes the branch after "
         "the session. Only this branch is pushed."
     )
+    if spec.companions:
+        parts.append(companions_section(spec))
     returned = returned_section(spec.returned)
     if returned:
         parts.append(returned)
