@@ -59,6 +59,7 @@ async def ticket(request: Request) -> Response:
         buttons=buttons(record) if seen.viewer and may_write(seen.permission) else [],
         sent=_sent(request) if seen.viewer else "",
         github=_github_links(state.config.github_web_url, record),
+        companions=companion_links(state.config.github_web_url, record),
     )
 
 
@@ -78,3 +79,15 @@ def _github_links(web_url: str, record: Record) -> dict[str, str]:
     repo = record.ticket.repo
     pull = f"{web_url}/{repo}/pull/{record.pr_number}" if record.pr_number else ""
     return {"issue": f"{web_url}/{repo}/issues/{record.ticket.number}", "pull": pull}
+
+
+def companion_links(web_url: str, record: Record) -> list[dict[str, str]]:
+    """The ticket's pull requests in its companions, in landing order, with their state."""
+    return [
+        {
+            "name": f"{pr.repo}#{pr.number}" if pr.number else f"{pr.repo} (being opened)",
+            "url": f"{web_url}/{pr.repo}/pull/{pr.number}" if pr.number else "",
+            "state": pr.state,
+        }
+        for pr in record.companion_prs
+    ]
