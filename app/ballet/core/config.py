@@ -321,7 +321,9 @@ class BalletConfig(Strict):
     """Pipelines by name; without any, tickets run the built-in default."""
     companions: Annotated[tuple[RepoName, ...], AfterValidator(_each_once)] = ()
     """Other repositories of the same installation a ticket may change too, as
-    `owner/name`, in the order their pull requests land (dependencies first)."""
+    `owner/name`, in the order their pull requests land (dependencies first; the
+    ticket's own repository lands last). Every session gets a clone of each on the
+    ticket's branch; each one it commits in gets a pull request of its own."""
 
 
 class ResolvedRole(Strict):
