@@ -1,7 +1,8 @@
 """`ballet validate [PATH]`: check a `.ballet.yml` and its `.ballet/skills` like Ballet will.
 
 Exit 0 with a one-line summary when valid, after a `path:line:col: warning: …`
-line per warning (a cost budget over a model with no known price); 1 with one
+line per warning (a cost budget over a model with no known price) and a line saying
+that companions are checked against the installation on GitHub only; 1 with one
 `path:line:col: message` line per error when not; 2 when the file cannot be read.
 """
 
@@ -53,6 +54,13 @@ def run(args: argparse.Namespace) -> int:
     assert isinstance(result, BalletConfig)
     for warning in config_warnings(text, result, has_price=has_price, file=str(path)):
         print(warning)
+    if result.companions:
+        # Which repositories the App's installation reaches only GitHub knows.
+        print(
+            f"{path}: companions checked for shape only: whether the App's installation"
+            " reaches each one is checked on GitHub (the ballet/config check run of a pull"
+            " request that changes the file, and each ticket's start)"
+        )
     print(f"{path}: valid; {_summary(result)}")
     return 0
 

@@ -139,8 +139,12 @@ class GitHubApp:
         def git_client(repo: str) -> GitHubClient:
             return self._clients.installation(installation_id, TokenScope.git(repo))
 
+        async def installed_here(repo: str) -> bool:
+            return await self.installation_of(repo) == installation_id
+
         return GitHubForge(
             self._clients.installation(installation_id, scope),
             self._clients.credentials.api_url,
             git_client,
+            installed_here,
         )

@@ -12,6 +12,7 @@ installation, which is how GitHub scopes the token it uses.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -198,6 +199,11 @@ class Forge(Protocol):
 
     async def repositories(self) -> tuple[str, ...]:
         """The repositories the installation reaches."""
+        ...
+
+    async def reached(self, repos: Sequence[str]) -> frozenset[str]:
+        """Which of `repos` (lower-cased) this installation reaches: those the App is
+        installed on through it (a companion must be one)."""
         ...
 
     async def open_issues_labelled(self, repo: str, label: str) -> tuple[int, ...]: ...

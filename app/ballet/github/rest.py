@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -62,13 +62,17 @@ class GitHubForge(
         self,
         client: GitHubClient,
         api_url: str,
-        git_client: Callable[[str], GitHubClient] | None = None,
+        git_client: Callable[[str], GitHubClient],
+        installed_here: Callable[[str], Awaitable[bool]],
     ) -> None:
         self._client = client
         self._api_url = api_url
         # Given a repository, a client whose token reaches that one repository's
         # contents and nothing else (TokenScope.git): what git pushes with.
         self._git_client = git_client
+        # Whether the App is installed on a repository through this installation
+        # (asked with the App's JWT: exact for "all" and "selected" installations alike).
+        self._installed_here = installed_here
         # A forge lives for one event's handling: the drafts it has just seen, by
         # node id, spare marking one ready a second GET of the pull request.
         self._drafts: dict[tuple[str, int], str] = {}
@@ -166,6 +170,9 @@ class GitHubForge(
             if len(data.repositories) < PER_PAGE or len(names) >= data.total_count:
                 break
         return tuple(names)
+
+    async def reached(self, repos: Sequence[str]) -> frozenset[str]:
+        return frozenset([r.lower() for r in repos if await self._installed_here(r)])
 
     async def open_issues_labelled(self, repo: str, label: str) -> tuple[int, ...]:
         """Numbers of the open issues (not pull requests) that carry `label`."""
@@ -342,8 +349,7 @@ class GitHubForge(
     async def git_remote(self, repo: str) -> GitRemote:
         # The token githubkit holds for the scope (sealed in Redis); asking for it
         # spends no API request unless a new one must be minted.
-        client = self._client if self._git_client is None else self._git_client(repo)
-        token = await client.installation_token()
+        token = await self._git_client(repo).installation_token()
         return GitRemote(url=git_url(self._api_url, repo), token=token)
 
 

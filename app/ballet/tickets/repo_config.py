@@ -14,6 +14,7 @@ from typing import Literal
 
 import yaml
 
+from ballet.core.companion_rules import companion_errors
 from ballet.core.config import BUILTIN_SKILL_NAMES, BalletConfig
 from ballet.core.pool_rules import MayUse
 from ballet.core.pools import PoolAccess
@@ -75,7 +76,8 @@ def pools_for(pools: PoolAccess | None, repo: str) -> MayUse | None:
 async def read_config(
     forge: Forge, repo: str, ref: str, text: str | None, pools: PoolAccess | None = None
 ) -> RepoConfig:
-    """Validate `text` (the file at `ref`) and fetch the repository skills it uses."""
+    """Validate `text` (the file at `ref`) and fetch the repository skills it uses. A
+    companion the installation does not reach is an error at its item."""
     if text is None:
         return RepoConfig(None, None, (), {})
     # A file valid with the built-in skills alone uses no repository skill (a built-in
@@ -89,6 +91,9 @@ async def read_config(
         parsed = parse_config(text, file=CONFIG_PATH, skills=skills, may_use_pool=may_use)
     if not isinstance(parsed, BalletConfig):
         return RepoConfig(text, None, tuple(parsed), {})
+    unreached = await _companion_errors(forge, text, parsed, repo)
+    if unreached:
+        return RepoConfig(text, None, tuple(unreached), {})
     used = {s for p in parsed.pipelines.values() for stage in p.stages for s in stage.skills}
     used |= {s for role in parsed.roles.values() for s in role.skills}
     texts: dict[str, str] = {}
@@ -126,6 +131,8 @@ async def config_check(
         text, file=CONFIG_PATH, skills=skills, may_use_pool=pools_for(pools, repo)
     )
     if isinstance(parsed, BalletConfig):
+        parsed = await _companion_errors(forge, text, parsed, repo) or parsed
+    if isinstance(parsed, BalletConfig):
         warnings = config_warnings(text, parsed, has_price=has_price, file=CONFIG_PATH)
         if not warnings:
             return _check(head_sha, "success", ".ballet.yml is valid", "Tickets can run on it.")
@@ -137,6 +144,15 @@ async def config_check(
     annotations = _annotations(parsed, "failure", "invalid .ballet.yml")
     title = f".ballet.yml has {_count(parsed, 'error')}"
     return _check(head_sha, "failure", title, summary, annotations)
+
+
+async def _companion_errors(
+    forge: Forge, text: str, config: BalletConfig, repo: str
+) -> list[ConfigError]:
+    if not config.companions:
+        return []
+    reached = await forge.reached(config.companions)
+    return companion_errors(text, config, repo, reached, file=CONFIG_PATH)
 
 
 def _count(found: list[ConfigError], noun: str) -> str:
@@ -182,8 +198,8 @@ async def check_config_in_pr(
     forge: Forge, memo: Memo, repo: str, pr: int, head_sha: str, pools: PoolAccess | None = None
 ) -> None:
     """A pull request that edits `.ballet.yml` gets a check run saying whether the
-    new file is valid, the pools it names open to the repository (one per head:
-    created once, then updated)."""
+    new file is valid, the pools it names open to the repository and its companions
+    reached by the installation (one per head: created once, then updated)."""
     spec = await config_check(forge, repo, pr, head_sha, pools)
     if spec is None:
         return
