@@ -323,7 +323,10 @@ class BalletConfig(Strict):
     """Other repositories of the same installation a ticket may change too, as
     `owner/name`, in the order their pull requests land (dependencies first; the
     ticket's own repository lands last). Every session gets a clone of each on the
-    ticket's branch; each one it commits in gets a pull request of its own."""
+    ticket's branch; each one it commits in gets a pull request of its own. Each must be
+    a repository the App's installation reaches, and not this one: the `ballet/config`
+    check run and a ticket's start refuse any other at its line (`ballet validate`,
+    offline, checks the shape only)."""
 
 
 class ResolvedRole(Strict):
