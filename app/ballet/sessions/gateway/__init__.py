@@ -3,13 +3,8 @@ the keys, meters every answer and enforces the spend caps (server.py)."""
 
 from ballet.core.provider_keys import UpstreamsError, parse_upstreams
 from ballet.sessions.gateway.metering import AnswerMeter, Metering, ProviderMetering
-from ballet.sessions.gateway.server import (
-    GatewaySession,
-    Ledger,
-    ModelGateway,
-    MonthlyCaps,
-    SessionTerms,
-)
+from ballet.sessions.gateway.server import GatewaySession, ModelGateway
+from ballet.sessions.gateway.terms import Ledger, MonthlyCaps, SessionTerms
 from ballet.sessions.gateway.upstream import PUBLIC_APIS
 
 __all__ = [

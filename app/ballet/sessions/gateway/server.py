@@ -30,17 +30,15 @@ import contextlib
 import os
 import socket
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
 
 import h11
 import structlog
 
 from ballet.core.metering import Api, api_of, gemini_model_of, spends_nothing, usage_asked
 from ballet.core.provider_keys import PROVIDERS, Provider
-from ballet.core.spend import Cap, SessionBudget, Spend, first_reached
+from ballet.core.spend import Cap, Spend, first_reached
 from ballet.sessions.gateway.forms import (
     HOP_BY_HOP,
     error_body,
@@ -51,6 +49,7 @@ from ballet.sessions.gateway.forms import (
 )
 from ballet.sessions.gateway.grants import Grant, SessionGrants
 from ballet.sessions.gateway.metering import Metering
+from ballet.sessions.gateway.terms import Ledger, MonthlyCaps, Observe, SessionTerms
 from ballet.sessions.gateway.upstream import UpstreamClients, UpstreamError, upstream_of
 from ballet.sessions.gateway.writes import write_down
 
@@ -66,39 +65,6 @@ MAX_ASKED_BYTES = 64 << 20  # a Chat request read whole to ask for its usage
 _CHUNKED = b"\r\ntransfer-encoding: chunked\r\n"  # in a head as h11 writes it, lowered
 
 
-class Ledger(Protocol):
-    """The spend ledger's part the gateway uses (spend_ledger.SpendLedger)."""
-
-    async def add(
-        self, *, repo: str, installation_id: int | None, provider: str, model: str | None,
-        spend: Spend, at: datetime, session: str | None = None,
-    ) -> None: ...  # fmt: skip
-
-    async def month(
-        self, *, repo: str, installation_id: int | None, at: datetime
-    ) -> tuple[Spend, Spend]: ...
-
-
-Observe = Callable[[str, str | None, Spend], None]  # metrics.model_spend_observed
-
-
-@dataclass(frozen=True)
-class MonthlyCaps:
-    repository_usd: float | None = None
-    installation_usd: float | None = None
-
-
-@dataclass(frozen=True)
-class SessionTerms:
-    """Whose session it is and what it may spend."""
-
-    session: str  # its job key, for the log
-    repo: str
-    installation_id: int | None = None
-    budget: SessionBudget = field(default_factory=SessionBudget)
-    base_url: str | None = None  # the runtime's: its providers' upstream
-
-
 class ModelGateway:
     """The worker's gateway: shared connections and books, a listener per session."""
 
@@ -107,14 +73,14 @@ class ModelGateway:
         metering: Metering,
         *,
         ledger: Ledger | None = None,
-        monthly: MonthlyCaps = MonthlyCaps(),
+        monthly: MonthlyCaps | None = None,
         upstreams: Mapping[Provider, str] | None = None,
         observe: Observe | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.metering = metering
         self.ledger = ledger
-        self.monthly = monthly
+        self.monthly = monthly or MonthlyCaps()
         self.upstreams = dict(upstreams or {})
         self.observe = observe
         self.clock = clock
