@@ -5,8 +5,14 @@ one after asks a person, and `/ballet retry` lands what is left."""
 from __future__ import annotations
 
 import pytest
-from ballet.core.effects import MergePR
-from ballet.core.events import CompanionPROpened, MergeResult, ReconcileTick
+from ballet.core.effects import MergePR, OpenCompanionPR
+from ballet.core.events import (
+    CompanionPROpened,
+    MergeResult,
+    PullRequestClosed,
+    ReconcileTick,
+    ReviewSubmitted,
+)
 from ballet.core.machine import IllegalEvent
 from core_kit import Ticket, make_pipeline
 
@@ -92,3 +98,33 @@ def test_a_companion_whose_checks_still_run_is_tried_again_at_each_tick() -> Non
     # A result for a repository whose merge is not awaited changes nothing.
     _merged(t, "octo/lib")
     assert t.of(MergePR)[0].repo == "octo/docs"
+
+
+def test_a_writers_review_asking_changes_on_a_companion_returns_the_work_naming_it() -> None:
+    t = _at_integrate()
+    t.feed(MergeResult(now=t.now(), result="checks_pending", repo="octo/lib"))
+    review = ReviewSubmitted(
+        now=t.now(), state="changes_requested", author="carol", permission="write",
+        commit_id="l1", review_id=77, body="Keep the old name.", repo="octo/docs",
+    )  # fmt: skip
+    t.feed(review)  # while a merge is under way: it acts when that merge ends
+    _merged(t, "octo/lib")
+    assert t.rec.status == "running" and t.rec.stage == "implement"
+    (why,) = t.rec.returned
+    assert (why.kind, why.by, why.review_id) == ("changes_requested", "carol", None)
+    assert why.text == "(a review of octo/docs#5, at d1) Keep the old name."
+    approve = review.model_copy(update={"state": "approved"})
+    with pytest.raises(IllegalEvent, match="decides nothing"):
+        t.feed(approve)
+
+
+def test_a_companion_pr_closed_by_a_person_is_marked_and_opened_again_on_new_commits() -> None:
+    t = Ticket(make_pipeline(companions=("octo/lib",)))
+    t.open_pr(number=8)
+    t.finish("done", companion_heads={"octo/lib": "l1"})
+    t.feed(CompanionPROpened(now=t.now(), repo="octo/lib", number=34, head_sha="l1"))
+    t.feed(PullRequestClosed(now=t.now(), merged=False, by="carol", repo="octo/lib"))
+    assert t.rec.status == "running" and t.rec.companion_prs[0].state == "closed"
+    t.finish("approve", companion_heads={"octo/lib": "l2"})
+    assert [(e.repo, e.branch) for e in t.of(OpenCompanionPR)] == [("octo/lib", t.rec.branch)]
+    assert (t.rec.companion_prs[0].number, t.rec.companion_prs[0].state) == (None, "open")

@@ -1,16 +1,28 @@
-"""One ticket across two repositories (issue 37): the agent changes acme/app and its
-companion acme/lib; each gets a pull request, linked to the other, Review reads both."""
+"""One ticket across repositories (issue 37): the agent changes acme/app and its companion
+acme/lib; each gets a pull request, linked to the other, Review reads both, both land
+in order; a red check or a person's review there returns the ticket; Redis loses none."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from ballet.core.record import decode_record
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import STATE, flush, merged, new_repo, pull_request_actions, ticket, wait_until
+from scenarios import (
+    STATE,
+    comment,
+    flush,
+    merged,
+    new_repo,
+    pull_request_actions,
+    ticket,
+    wait_until,
+    waiting_for,
+)
 from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
@@ -135,3 +147,51 @@ async def test_a_redis_flush_mid_ticket_loses_no_companion_pr(stack: Stack) -> N
     assert await merges_in_order(stack, app, lib) == [lib, app]
     ours = [(r["name"], r["head_sha"]) for r in lib_state["check_runs"]]
     assert len(ours) == len(set(ours)), ours
+
+
+APPROVED_BY_A_PERSON = demo.BALLET_YML.replace(
+    "next: {pass: integrate, fail: implement}}",
+    "next: {pass: approval, fail: implement}}\n"
+    "      - {id: approval, kind: human, next: {approve: integrate, reject: implement}}",
+)
+
+
+def waiting_in(kind: str, iteration: int) -> Any:
+    def done(view: View) -> bool:
+        rec = view.record
+        return waiting_for(kind)(view) and rec is not None and rec.iteration == iteration
+
+    return done
+
+
+async def test_a_persons_review_of_the_companions_pr_returns_the_ticket_naming_it(
+    stack: Stack,
+) -> None:
+    lib = await new_repo(stack, "lib-reviewed")
+    yml = f"policy: {{merge: auto}}\ncompanions: [{lib}]\n" + APPROVED_BY_A_PERSON
+    app = await new_repo(stack, "app-reviewed", yml)
+    number = await ticket(stack, app, directives="demo:companion=lib-reviewed")
+    view = await wait_until(stack, app, number, waiting_in("approval", 1), timeout=120)
+    assert view.record is not None
+    (pr,) = view.record.companion_prs
+    assert pr.number is not None
+
+    async with stack.user("carol") as user:
+        made = await user.post(
+            f"/repos/{lib}/pulls/{pr.number}/reviews",
+            json={"event": "REQUEST_CHANGES", "body": "Name the function in lib too."},
+        )
+    assert made.status_code == 200, made.text
+
+    view = await wait_until(stack, app, number, waiting_in("approval", 2), timeout=120)
+    record = view.record
+    assert record is not None
+    (why,) = record.returned
+    assert why.kind == "changes_requested" and why.by == "carol"
+    assert f"(a review of {lib}#{pr.number}, at " in why.text
+    assert "Name the function in lib too." in why.text
+    await comment(stack, app, record.pr_number or 0, "carol", "/ballet approve")
+    view = await wait_until(stack, app, number, merged, timeout=120)
+    assert view.record is not None
+    assert [p.state for p in view.record.companion_prs] == ["merged"]
+    assert await merges_in_order(stack, app, lib) == [lib, app]

@@ -6,14 +6,15 @@ naming the repository (red required checks, a conflict, a closed pull request),
 as the ticket's own would. Once one has landed, nothing is undone and nothing is
 hidden: whatever fails after stops the ticket with a question listing what landed,
 what did not and why; `/ballet retry` runs the landing again, which merges only
-what is still open, in the same order.
+what is still open, in the same order. A review that asked for changes while a
+companion's merge ran returns the ticket once it ends, as for the ticket's own.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from ballet.core import forge_waits, handlers, steps
+from ballet.core import forge_waits, handlers, rework, steps
 from ballet.core.companion_merges import (
     CHECKS_FIRST,
     landing_next,
@@ -56,7 +57,14 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     if ev.result == "merged":
         merged = pr.model_copy(update={"state": "merged"})
         tx.set(companion_prs=tuple(merged if p is pr else p for p in rec.companion_prs))
-        steps.merge_now(tx)  # the next companion, or the ticket's own pull request
+        if rec.pending_reviews:
+            # People asked for changes meanwhile: the rest waits for that rework, and
+            # the next landing merges only what is still open.
+            rework.apply_pending_reviews(tx)
+        else:
+            steps.merge_now(tx)  # the next companion, or the ticket's own pull request
+    elif ev.result == "checks_pending" and rec.pending_reviews:
+        rework.apply_pending_reviews(tx)
     elif ev.result == "checks_pending":
         wait_for_companion_checks(tx, pr)
     elif _landed(rec) or ev.result not in _KINDS:

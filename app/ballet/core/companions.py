@@ -41,9 +41,12 @@ def heads_pushed(tx: Tx, heads: Mapping[str, str]) -> None:
         pr, head = known.get(repo), heads.get(repo)
         if pr is None and head is None:
             continue
-        if pr is None or head is not None:
-            pr = CompanionPR(repo=repo, head_sha=head or "", number=pr.number if pr else None,
-                             state=pr.state if pr else "open")  # fmt: skip
+        if head is not None and (pr is None or pr.state == "closed"):
+            # New, or its pull request was closed unmerged: a pull request (again).
+            pr = CompanionPR(repo=repo, head_sha=head)
+        elif pr is not None and head is not None:
+            pr = pr.model_copy(update={"head_sha": head})
+        assert pr is not None
         kept.append(pr)
     tx.set(companion_prs=tuple(kept))
     for pr in kept:

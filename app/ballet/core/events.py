@@ -164,6 +164,8 @@ class ReviewSubmitted(Event):
     commit_id: str | None = None  # the commit the review was given on
     review_id: int | None = None
     body: str = ""
+    # A companion's pull request (core/companion_events.py); None: the ticket's own.
+    repo: str | None = None
 
 
 class ChecksStarted(Event):
@@ -199,6 +201,7 @@ class PullRequestClosed(Event):
     kind: Literal["pull_request_closed"] = "pull_request_closed"
     merged: bool
     by: str = ""
+    repo: str | None = None  # a companion's pull request; None: the ticket's own
 
 
 class HeadPushed(Event):

@@ -22,6 +22,7 @@ from ballet.core import (
     base_moves,
     budgets,
     check_runs,
+    companion_events,
     companion_landing,
     companions,
     edits,
@@ -106,11 +107,11 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # A review by a person with write permission: at a review wait it decides (for
     # the head it names); elsewhere one asking for changes sends the ticket back to
     # rework, at once when it waits, when the session or merge ends otherwise.
-    ("waiting", "review_submitted"): Rule(reviews.review_submitted, ONWARD,
+    ("waiting", "review_submitted"): Rule(companion_events.review_submitted, ONWARD,
                                           "a review decides, or asks for rework"),
-    ("running", "review_submitted"): Rule(reviews.review_submitted, ("running",),
+    ("running", "review_submitted"): Rule(companion_events.review_submitted, ("running",),
                                           "changes asked: rework once the session ends"),
-    ("paused", "review_submitted"): Rule(reviews.review_submitted, ("paused",),
+    ("paused", "review_submitted"): Rule(companion_events.review_submitted, ("paused",),
                                          "changes asked: rework on resume"),
     # With companions, theirs land first, in order; a failure after one landed asks.
     ("waiting", "merge_result"): Rule(
@@ -130,9 +131,13 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     **{(s, "companion_pr_opened"): Rule(companions.pr_opened, (), "companion PR known")
        for s in ANY},
     # A person merging or closing the PR decides, whatever Ballet was doing.
-    ("running", "pull_request_closed"): Rule(h.pr_closed, ("done", "cancelled"), "PR closed"),
-    ("waiting", "pull_request_closed"): Rule(h.pr_closed, (*ONWARD, "cancelled"), "PR closed"),
-    ("paused", "pull_request_closed"): Rule(h.pr_closed, ("done", "cancelled"), "PR closed"),
+    # (A companion's pull request closed is marked so: core/companion_events.py.)
+    ("running", "pull_request_closed"): Rule(companion_events.pr_closed, ("done", "cancelled"),
+                                             "PR closed"),
+    ("waiting", "pull_request_closed"): Rule(companion_events.pr_closed,
+                                             (*ONWARD, "cancelled"), "PR closed"),
+    ("paused", "pull_request_closed"): Rule(companion_events.pr_closed, ("done", "cancelled"),
+                                            "PR closed"),
     # A new head: checks wait for it, and an approval for an older head lapses.
     ("running", "head_pushed"): Rule(h.head_pushed, ("running",), "new head"),
     ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),

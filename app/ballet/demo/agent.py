@@ -104,7 +104,8 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
             elif red.exists():
                 red.unlink()
             git("-C", companion["path"], "add", "-A")
-            git("-C", companion["path"], "commit", "-q", "-m", f"{ctx['ticket']['title']}")
+            if git("-C", companion["path"], "status", "--porcelain").strip():
+                git("-C", companion["path"], "commit", "-q", "-m", ctx["ticket"]["title"])
     return {
         "outcome": "done",
         "summary": f"Implemented `{target}` with a test.",

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import structlog
 
 from ballet import metrics
+from ballet.core.companion_events import companion_event
 from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import (
@@ -178,9 +179,12 @@ class TicketService:
         if key is None or target.pr is None:
             return key
         record = await self._store.load(key, forge, pr_hint=target.pr)
-        if record is None or record.pr_number != target.pr:
+        if record is None:
             return None
-        return key
+        if target.repo != record.ticket.repo:  # one of its companions' pull requests
+            known = {(p.repo, p.number) for p in record.companion_prs}
+            return key if (target.repo, target.pr) in known else None
+        return key if record.pr_number == target.pr else None
 
     async def _for_ticket(self, intent: ForTicket, event_id: str) -> None:
         key = await self._ticket_for(intent.target, self._forges(intent.installation_id))
@@ -189,6 +193,8 @@ class TicketService:
             return
         forge = self._forges(intent.installation_id)
         event = await heard.with_permission(forge, self._store, key, intent.event)
+        if event is not None and split_key(key)[0] != intent.target.repo:
+            event = companion_event(event, intent.target.repo)
         if event is None:
             return
         await self.handle(

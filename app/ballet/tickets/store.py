@@ -240,6 +240,9 @@ class RecordStore:
             mapping[self._k("pr", ticket_key(repo, record.pr_number))] = record.key
         if record.branch:
             mapping[self._k("branch", f"{repo}:{record.branch}")] = record.key
+        for pr in record.companion_prs:  # their reviews and closing reach the ticket
+            if pr.number is not None:
+                mapping[self._k("pr", ticket_key(pr.repo, pr.number))] = record.key
         if mapping:
             finished = record.status in ("done", "failed", "cancelled")
             async with self._redis.pipeline(transaction=False) as tx:
