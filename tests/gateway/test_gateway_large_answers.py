@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -181,3 +183,35 @@ def test_what_the_socket_does_not_take_at_once_goes_after_in_order() -> None:
         return bytes(received)
 
     assert asyncio.run(scenario()) == b"".join(b"".join(parts) for parts in writes)
+
+
+def test_writes_over_tls_go_through_the_transport(tmp_path: Path) -> None:
+    """A writer speaking TLS is never written to around its transport: the bytes
+    arrive decrypted, whole (straight to its socket they would break the stream)."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-subj", "/CN=localhost", "-days", "1", "-keyout", key, "-out", cert],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(cert, key)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    parts = [b"head", b"y" * 100_000, b"tail"]
+
+    async def scenario() -> bytes:
+        async def answer(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await write_down(writer, parts)
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=serving)
+        port = server.sockets[0].getsockname()[1]
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", port, ssl=trusting, server_hostname="localhost"
+        )
+        received = await reader.read(-1)
+        writer.close()
+        server.close()
+        return received
+
+    assert asyncio.run(scenario()) == b"".join(parts)

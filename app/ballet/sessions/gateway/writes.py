@@ -20,7 +20,8 @@ async def write_down(writer: asyncio.StreamWriter, parts: list[bytes]) -> None:
     """`parts`, in order, then drain(): it waits only past the high-water mark."""
     transport = writer.transport
     sock = writer.get_extra_info("socket")
-    if sock is not None and not transport.get_write_buffer_size() and len(parts) <= IOV_MAX:
+    plain = sock is not None and writer.get_extra_info("sslcontext") is None  # no TLS to skip
+    if plain and not transport.get_write_buffer_size() and len(parts) <= IOV_MAX:
         try:
             sent = os.writev(sock.fileno(), parts)
         except (BlockingIOError, InterruptedError):
