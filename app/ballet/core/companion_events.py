@@ -16,6 +16,7 @@ from __future__ import annotations
 from ballet.core import handlers, reviews
 from ballet.core.events import AnyEvent, PullRequestClosed, ReviewSubmitted
 from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record
 from ballet.core.tx import Tx
 
 
@@ -64,3 +65,10 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
         raise IllegalEvent(f"{ev.repo}#{pr.number} is {state} already")
     prs = rec.companion_prs
     tx.set(companion_prs=(*prs[:at], pr.model_copy(update={"state": state}), *prs[at + 1 :]))
+
+
+def names_pr(rec: Record, repo: str, number: int) -> bool:
+    """`repo`'s pull request `number` is the ticket's own, or one of its companions'."""
+    if repo == rec.ticket.repo:
+        return rec.pr_number == number
+    return any((p.repo, p.number) == (repo, number) for p in rec.companion_prs)

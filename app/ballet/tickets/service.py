@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import structlog
 
 from ballet import metrics
-from ballet.core.companion_events import companion_event
+from ballet.core.companion_events import companion_event, names_pr
 from ballet.core.config import Runtime
 from ballet.core.effects import AnyEffect, MarkerKey
 from ballet.core.events import (
@@ -179,12 +179,7 @@ class TicketService:
         if key is None or target.pr is None:
             return key
         record = await self._store.load(key, forge, pr_hint=target.pr)
-        if record is None:
-            return None
-        if target.repo != record.ticket.repo:  # one of its companions' pull requests
-            known = {(p.repo, p.number) for p in record.companion_prs}
-            return key if (target.repo, target.pr) in known else None
-        return key if record.pr_number == target.pr else None
+        return key if record is not None and names_pr(record, target.repo, target.pr) else None
 
     async def _for_ticket(self, intent: ForTicket, event_id: str) -> None:
         key = await self._ticket_for(intent.target, self._forges(intent.installation_id))
