@@ -128,3 +128,14 @@ def test_a_companion_pr_closed_by_a_person_is_marked_and_opened_again_on_new_com
     t.finish("approve", companion_heads={"octo/lib": "l2"})
     assert [(e.repo, e.branch) for e in t.of(OpenCompanionPR)] == [("octo/lib", t.rec.branch)]
     assert (t.rec.companion_prs[0].number, t.rec.companion_prs[0].state) == (None, "open")
+
+
+def test_the_companions_merge_heard_as_closed_before_its_answer_goes_on_landing() -> None:
+    t = _at_integrate()
+    t.feed(PullRequestClosed(now=t.now(), merged=True, by="ballet[bot]", repo="octo/lib"))
+    assert [(m.repo, m.number) for m in t.of(MergePR)] == [("octo/docs", 5)]
+    with pytest.raises(IllegalEvent, match="no merge of octo/lib is awaited"):
+        _merged(t, "octo/lib")
+    _merged(t, "octo/docs")
+    _merged(t, "octo/app")
+    assert t.rec.status == "done"

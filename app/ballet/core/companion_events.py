@@ -13,8 +13,9 @@ when it lands (core/companion_landing.py), not heard before.
 
 from __future__ import annotations
 
-from ballet.core import handlers, reviews
-from ballet.core.events import AnyEvent, PullRequestClosed, ReviewSubmitted
+from ballet.core import companion_landing, handlers, reviews
+from ballet.core.companion_merges import landing_next
+from ballet.core.events import AnyEvent, MergeResult, PullRequestClosed, ReviewSubmitted
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record
 from ballet.core.tx import Tx
@@ -63,6 +64,13 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
     state = "merged" if ev.merged else "closed"
     if pr.state == state:
         raise IllegalEvent(f"{ev.repo}#{pr.number} is {state} already")
+    w = rec.waiting
+    if ev.merged and landing_next(rec) == pr and w is not None and w.kind == "merge_result":
+        # Heard before Ballet's own merge answered (or a person merged it meanwhile):
+        # the landing goes on, and that answer then finds this merge no longer awaited.
+        merged = MergeResult(now=ev.now, result="merged", repo=ev.repo)
+        companion_landing.merge_result(tx, merged)
+        return
     prs = rec.companion_prs
     tx.set(companion_prs=(*prs[:at], pr.model_copy(update={"state": state}), *prs[at + 1 :]))
 
