@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.effects import OpenCompanionPR, SetCheckRun
-from ballet.core.events import CompanionPROpened
+from ballet.core.events import CompanionPROpened, PullRequestClosed
 from ballet.core.machine import IllegalEvent
 from ballet.core.record import decode_record
 from core_kit import Ticket, make_pipeline
@@ -88,3 +88,16 @@ def test_each_stage_verdict_shows_on_every_companion_head_too() -> None:
     }
     # The next run's start shows on the ticket's head alone.
     assert {e.repo for e in t.of(SetCheckRun) if e.status == "in_progress"} == {"octo/app"}
+
+
+def test_commits_after_a_companions_pr_merged_get_a_pr_of_their_own() -> None:
+    t = _ticket()
+    t.finish("done", companion_heads={"octo/lib": "l1"})
+    t.feed(CompanionPROpened(now=t.now(), repo="octo/lib", number=34, head_sha="l1"))
+    t.feed(PullRequestClosed(now=t.now(), merged=True, by="carol", repo="octo/lib"))
+    t.finish("approve", companion_heads={"octo/lib": "l1"})  # nothing new there
+    assert t.of(OpenCompanionPR) == [] and t.rec.companion_prs[0].state == "merged"
+    t.finish("fail")
+    t.finish("done", companion_heads={"octo/lib": "l2"})
+    assert [e.repo for e in t.of(OpenCompanionPR)] == ["octo/lib"]
+    assert (t.rec.companion_prs[0].number, t.rec.companion_prs[0].state) == (None, "open")

@@ -41,8 +41,10 @@ def heads_pushed(tx: Tx, heads: Mapping[str, str]) -> None:
         pr, head = known.get(repo), heads.get(repo)
         if pr is None and head is None:
             continue
-        if head is not None and (pr is None or pr.state == "closed"):
-            # New, or its pull request was closed unmerged: a pull request (again).
+        if head is not None and (
+            pr is None or pr.state == "closed" or (pr.state == "merged" and head != pr.head_sha)
+        ):
+            # New, or its pull request was closed, or merged before these commits: one more.
             pr = CompanionPR(repo=repo, head_sha=head)
         elif pr is not None and head is not None:
             pr = pr.model_copy(update={"head_sha": head})
