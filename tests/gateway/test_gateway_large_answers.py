@@ -154,6 +154,58 @@ def test_a_usage_event_cut_across_two_chunks_is_metered(tmp_path: Path, cut: int
     assert (input_tokens, output_tokens) == (10, 7)
 
 
+def test_a_session_that_hangs_up_mid_answer_is_still_charged_for_it(tmp_path: Path) -> None:
+    """A CLI that reads the first bytes and hangs up has still made the provider spend
+    (a Chat or Responses answer says its usage only at its end): the gateway reads the
+    answer on to its end and counts it, or a session could spend past every cap."""
+    upstream_done = asyncio.Event()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                     b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
+        try:
+            for part in (START, *DELTAS[:4], END):
+                writer.write(b"%x\r\n%s\r\n" % (len(part), part))
+                await writer.drain()
+                await asyncio.sleep(0.05)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        except ConnectionError:  # the gateway hung up too: the rest was never asked for
+            pass
+        finally:
+            upstream_done.set()
+
+    async def scenario() -> tuple[int, int, int]:
+        upstream = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = upstream.sockets[0].getsockname()[1]
+        gateway = ModelGateway(
+            ProviderMetering(), upstreams={"anthropic": f"http://127.0.0.1:{port}"}
+        )
+        terms = SessionTerms(session="s1", repo="octo/demo")
+        path = tmp_path / "h.sock"
+        async with gateway.session(terms, {"ANTHROPIC_API_KEY": ("anthropic", "k")}, path) as s:
+            reader, writer = await asyncio.open_unix_connection(str(path))
+            body = json.dumps({"model": "claude-sonnet-4-5", "stream": True}).encode()
+            writer.write(b"POST /anthropic/v1/messages HTTP/1.1\r\nhost: gateway\r\n"
+                         b"x-api-key: %s\r\ncontent-length: %d\r\n\r\n%s"
+                         % (s.tokens["ANTHROPIC_API_KEY"].encode(), len(body), body))  # fmt: skip
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+            writer.transport.abort()  # hung up, the answer under way
+            await asyncio.wait_for(upstream_done.wait(), 10)
+            for _ in range(100):
+                if s.spend.requests:
+                    break
+                await asyncio.sleep(0.02)
+            spend = s.spend
+        await gateway.aclose()
+        upstream.close()
+        return spend.requests, spend.input_tokens, spend.output_tokens
+
+    assert asyncio.run(scenario()) == (1, 10, 7)
+
+
 def test_what_the_socket_does_not_take_at_once_goes_after_in_order() -> None:
     """Writes to a socket with a small buffer, read slowly: what writev did not send
     waits in asyncio's buffer and goes after; more pieces than one writev takes too."""

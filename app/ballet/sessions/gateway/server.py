@@ -48,7 +48,7 @@ from ballet.sessions.gateway.forms import (
     without_key,
 )
 from ballet.sessions.gateway.grants import Grant, SessionGrants
-from ballet.sessions.gateway.metering import Metering
+from ballet.sessions.gateway.metering import AnswerMeter, Metering
 from ballet.sessions.gateway.terms import Ledger, MonthlyCaps, Observe, SessionTerms
 from ballet.sessions.gateway.upstream import UpstreamClients, UpstreamError, upstream_of
 from ballet.sessions.gateway.writes import write_down
@@ -285,8 +285,9 @@ class _Connection:
         except UpstreamError as error:
             message = f"Ballet's model gateway could not reach {provider}: {error}"
             return await self._refuse(provider, 502, message)
+        meter: AnswerMeter | None = None  # a request that spends nothing is not metered
+        hung_up = False
         try:
-            meter = None  # a request that spends nothing is not metered
             if api is not None:
                 kind, model = _content_type(answer.headers), gemini_model_of(path)
                 meter = session.gateway.metering.meter(provider, api, kind, model)
@@ -297,13 +298,25 @@ class _Connection:
                 if meter is not None:
                     for piece in pieces:
                         meter.feed(piece)
-                await self._pieces(pieces, chunked)
-            await self._send(h11.EndOfMessage())
+                if not hung_up:
+                    try:
+                        await self._pieces(pieces, chunked)
+                    except OSError:
+                        # The session hung up. The provider bills what it sends all the
+                        # same (a Chat or Responses answer says its usage only at its end):
+                        # a metered answer is read on to its end, unsent, and counted.
+                        if meter is None:
+                            raise
+                        hung_up = True
+            if not hung_up:
+                await self._send(h11.EndOfMessage())
         finally:
             answer.close()
         found = meter.spent(session.gateway.clock()) if meter is not None else None
         if found is not None:
             await session.spent(provider, *found)
+        if hung_up:
+            raise ConnectionResetError("the session hung up before its answer ended")
 
     async def _body(self) -> AsyncIterator[bytes]:
         if self.h11.they_are_waiting_for_100_continue:  # curl's way with a large body
