@@ -7,6 +7,9 @@ each batch the time to merge them all, the App's requests (per ticket, by
 status) and the faults injected. Every ticket must merge; the script exits 1
 otherwise.
 
+Its repositories set `policy: {merge: auto}` (demo.LANDS_ALONE_YML): tickets land
+with no person's approval, so the figures are Ballet's alone.
+
     .venv/bin/python bench/faults.py [--tickets 20] [--rate 0.2] [--seed 1] [--slots 4]
                                      [--spacing 0.75]
 """

@@ -24,6 +24,9 @@ between two agent processes (push, the SessionFinished job, each effect, the
 session job, the workspace, each git command, the sandbox) and prints, per
 transition, each step's median start (ms after the agent's end) and duration.
 
+Its repositories set `policy: {merge: auto}` (demo.LANDS_ALONE_YML): tickets land
+with no person's approval, so the figures are Ballet's alone.
+
     .venv/bin/python bench/transitions.py [--tickets 5] [--spacing 0] [--poll 0.2] [--phases]
         [--worker-process] [--direct-python] [--apart] [--profile worker.prof]
 """
@@ -195,7 +198,9 @@ async def main(
         commands_before = await _commands(stack)
         with _timed_worker(stack, notes, phases, overrides) if worker_process else nullcontext():
             for index in range(1, tickets + 1):
-                created = await stack.create_repo(demo.new_repo_request(f"t-{index}"))
+                # `policy: {merge: auto}`: lands with no person's approval to wait for.
+                request = demo.new_repo_request(f"t-{index}", ballet_yml=demo.LANDS_ALONE_YML)
+                created = await stack.create_repo(request)
                 repo: str = created["full_name"]
                 await asyncio.sleep(1.0)  # let the repository's own install and CI settle
                 start, start_wall = time.monotonic(), time.time()

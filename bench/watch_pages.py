@@ -14,6 +14,9 @@
 The repository is public, so no sign-in is needed (access is still asked of
 GitHub, cached a minute as for any reader).
 
+Its repositories set `policy: {merge: auto}` (demo.LANDS_ALONE_YML): tickets land
+with no person's approval, so the figures are Ballet's alone.
+
     .venv/bin/python bench/watch_pages.py [--lines 300] [--rate 50] [--log-mb 20]
                                           [--reads 10]
 """
@@ -121,7 +124,8 @@ async def page_timings(url: str, reads: int) -> tuple[list[float], list[float], 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-watch-") as tmp:
         async with running_stack(Path(tmp)) as stack:
-            yml = demo.BALLET_YML.replace(
+            # `policy: {merge: auto}`: the ticket lands with no person's approval.
+            yml = demo.LANDS_ALONE_YML.replace(
                 "runtimes:\n",
                 "runtimes:\n  bench: {adapter: command, command: [python3, .ballet/bench.py]}\n",
             ).replace(

@@ -78,7 +78,7 @@ runtimes:
 default_runtime: claude
 roles:                          # sign-off roles
   security: {runtime: codex, effort: high, skills: [reviewer], instructions: "Review for security."}
-policy: {review: agent, merge: auto}
+policy: {review: agent, merge: approved}   # the default: a person approves what lands
 phases: {artefact_path: .ballet/handoffs, gc_on_close: true}
 merge: {method: squash, delete_branch: true, commit_title: "{title} (#{pr})"}
 types:
@@ -198,6 +198,23 @@ pipelines:
   goes to the integrator (`implement` where the pipeline has none) with a
   `merge_conflict` cause naming the files; from a review or human stage before
   the integrator, the resolved head comes back to that stage's people first.
+- People decide what lands (`policy: merge: approved`, the default). Once the
+  stages and sign-offs are done, Ballet marks the pull request ready for review
+  and waits for a person's approval of its head commit: an approving review by
+  someone with write permission (where `approvers:` names people, by one of
+  them), or their `/ballet approve`; then it lands the pull request by the
+  repository's rules, above. An outsider's or a reader's approval does not count,
+  and an approval holds only for the commit it was given on: a new push, by
+  anyone, asks again (as GitHub's "dismiss stale approvals" does). Red checks on
+  the head return the work without asking anyone; `/ballet reject <reason>`
+  returns it with the reason, and a review asking for changes sends it to rework
+  as anywhere. The tracking comment and a comment on the pull request say who may
+  approve and how. `merge: auto` is the opt-in for landing with **no person**:
+  agents' code reaches the base branch without anyone having read it (only the
+  base's own rules, such as required reviews, still hold it back), so keep it for
+  repositories where that is acceptable ([security.md](security.md#what-lands-without-a-person)).
+  `merge: manual`: a person merges on GitHub. `/ballet policy merge=…` changes it
+  for one ticket, also while its landing waits.
 - `pool` (on a runtime, or on an agent stage, whose own wins; a sign-off role
   takes its runtime's) names the agent pool whose workers run the sessions,
   e.g. `pool: gpu` for a runtime that needs a GPU or a private network: only

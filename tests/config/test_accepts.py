@@ -48,4 +48,4 @@ def test_default_template_written_as_yaml_validates_to_itself() -> None:
 
 def test_unused_top_level_keys_have_defaults() -> None:
     config = valid("trigger_label: go\n")
-    assert config.pipelines == {} and config.policy.merge == "auto"
+    assert config.pipelines == {} and config.policy.merge == "approved"

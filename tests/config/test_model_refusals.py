@@ -61,7 +61,7 @@ def test_number_where_text_is_expected() -> None:
 def test_bad_literal_lists_the_choices() -> None:
     error = only_error("policy: {merge: sometimes}\n")
     assert (error.line, error.column) == (1, 17)
-    assert error.message == "policy.merge: Input should be 'auto' or 'manual'"
+    assert error.message == "policy.merge: Input should be 'approved', 'auto' or 'manual'"
 
 
 def test_missing_required_key_points_at_the_parent() -> None:

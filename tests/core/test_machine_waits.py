@@ -300,7 +300,7 @@ def test_reviews_decide_a_review_wait() -> None:
 
 def test_forge_events_for_another_wait_are_illegal() -> None:
     t = checks_ticket()
-    with pytest.raises(IllegalEvent, match="counts only at a `wait_for: review` stage"):
+    with pytest.raises(IllegalEvent, match="it must review the head"):
         t.feed(ReviewSubmitted(now=t.now(), state="approved", author="bob", permission="write"))
     with pytest.raises(IllegalEvent, match="merge_result"):
         t.feed(MergeResult(now=t.now(), result="merged"))

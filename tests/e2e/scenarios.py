@@ -7,6 +7,7 @@ runs on its head, the report comments and the tracking comment's record.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -28,8 +29,32 @@ BARE_REDIS_DB = 6
 STATE = "ballet:state"
 
 
-async def new_repo(stack: Stack, name: str, ballet_yml: str = demo.BALLET_YML) -> str:
-    created = await stack.create_repo(demo.new_repo_request(name, ballet_yml=ballet_yml))
+_POLICY = re.compile(r"^policy: \{(?P<keys>[^}\n]*)\}$", re.MULTILINE)
+
+
+def lands_alone(ballet_yml: str) -> str:
+    """The `.ballet.yml` with `policy: {merge: auto}`: Ballet lands the ticket with no
+    person's approval. Scenarios about anything but the person's step use it (the
+    default, `merge: approved`, waits for a writer: test_people_decide has that);
+    a file whose policy says `merge:` already keeps it."""
+    found = _POLICY.search(ballet_yml)
+    if found is None:
+        if re.search(r"^policy:", ballet_yml, re.MULTILINE):
+            raise ValueError("write the scenario's policy as `policy: {…}` on one line")
+        # At the end: the file's own lines keep their numbers (errors point at them).
+        return ballet_yml.rstrip("\n") + "\npolicy: {merge: auto}\n"
+    if "merge:" in found["keys"]:
+        return ballet_yml
+    keys = ", ".join(k for k in ("merge: auto", found["keys"].strip()) if k)
+    return ballet_yml[: found.start()] + f"policy: {{{keys}}}" + ballet_yml[found.end() :]
+
+
+async def new_repo(
+    stack: Stack, name: str, ballet_yml: str = demo.BALLET_YML, *, people_decide: bool = False
+) -> str:
+    """A demo repository; its `.ballet.yml` lands with no person unless `people_decide`."""
+    yml = ballet_yml if people_decide else lands_alone(ballet_yml)
+    created = await stack.create_repo(demo.new_repo_request(name, ballet_yml=yml))
     full_name: str = created["full_name"]
     return full_name
 

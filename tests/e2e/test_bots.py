@@ -22,6 +22,7 @@ from scenarios import (
     assert_merged_cleanly,
     comment,
     e2e_redis,
+    lands_alone,
     merged,
     replied_to,
     replies_to,
@@ -44,7 +45,10 @@ async def trusting_stack(redis_url: str, tmp_path: Path) -> AsyncIterator[Stack]
 
 
 async def bots_repo(stack: Stack, name: str) -> str:
-    request = demo.new_repo_request(name, collaborators={demo.AUTHOR: "write", BOT: "write"})
+    people = {demo.AUTHOR: "write", BOT: "write"}
+    request = demo.new_repo_request(
+        name, ballet_yml=lands_alone(demo.BALLET_YML), collaborators=people
+    )
     created = await stack.create_repo(request)
     full_name: str = created["full_name"]
     return full_name

@@ -18,6 +18,7 @@ from model_server import ModelServer
 from scenarios import (
     comment,
     e2e_redis,
+    lands_alone,
     outcomes,
     replied_to,
     replies_to,
@@ -81,7 +82,7 @@ async def stack(
 async def test_a_ticket_cap_stops_the_session_and_a_writer_lets_it_go_on(
     stack: Stack, model_server: ModelServer
 ) -> None:
-    request = demo.new_repo_request("capped", ballet_yml=BALLET_YML)
+    request = demo.new_repo_request("capped", ballet_yml=lands_alone(BALLET_YML))
     files = request["files"]
     assert isinstance(files, dict)
     files[".ballet/ask.py"] = ASK

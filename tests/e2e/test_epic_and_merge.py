@@ -16,6 +16,7 @@ from scenarios import (
     assert_merged_cleanly,
     ballet_labels,
     comment,
+    lands_alone,
     merged,
     outcomes,
     wait_until,
@@ -149,7 +150,7 @@ async def _merge_attempts(stack: Stack, repo: str) -> int:
 async def test_a_disallowed_method_asks_what_to_change_then_merges_once_allowed(
     stack: Stack,
 ) -> None:
-    request = demo.new_repo_request("squash-only", ballet_yml=MERGE_ONLY_YML)
+    request = demo.new_repo_request("squash-only", ballet_yml=lands_alone(MERGE_ONLY_YML))
     request["merge_methods"] = ["squash"]
     repo = (await stack.create_repo(request))["full_name"]
     async with stack.user(demo.AUTHOR) as user:

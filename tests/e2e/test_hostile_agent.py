@@ -19,7 +19,7 @@ from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.sessions.workspace import directory_name
 from process_namespaces import namespace_ends
-from scenarios import merged, wait_until
+from scenarios import lands_alone, merged, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -40,8 +40,8 @@ async def test_a_hostile_agent_gets_nothing_and_the_ticket_completes(
     secret_file.write_text(webhook_secret)
     redis = urlsplit(settings.redis_url.get_secret_value() if settings.redis_url else "")
     repo_name = "hostile-agent"
-    files = demo.repo_files(HOSTILE_YML) | {".ballet/hostile.py": HOSTILE}
-    request = demo.new_repo_request(repo_name, ballet_yml=HOSTILE_YML) | {"files": files}
+    files = demo.repo_files(lands_alone(HOSTILE_YML)) | {".ballet/hostile.py": HOSTILE}
+    request = demo.new_repo_request(repo_name) | {"files": files}
     repo = (await stack.create_repo(request))["full_name"]
     prepared = settings.workspaces.resolve() / "prepared" / "next-session"
     prepared.mkdir(parents=True)  # as a clone made ahead would be, on the worker

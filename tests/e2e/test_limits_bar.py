@@ -21,7 +21,7 @@ from ballet.demo.watch import View
 from ballet.queue import connect
 from ballet.sessions.confine.cgroups import PREFIX, detect
 from ballet.sessions.disk import can_mount
-from scenarios import e2e_redis, merged, new_repo, ticket, wait_until
+from scenarios import e2e_redis, lands_alone, merged, new_repo, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -62,8 +62,8 @@ async def test_a_session_without_end_fails_at_its_limits_and_the_other_ticket_me
         session_max_processes=64,
         session_max_disk="256MiB",
     ) as stack:
-        files = demo.repo_files(HOG_YML) | {".ballet/hog.py": HOG}
-        request = demo.new_repo_request("hog", ballet_yml=HOG_YML) | {"files": files}
+        files = demo.repo_files(lands_alone(HOG_YML)) | {".ballet/hog.py": HOG}
+        request = demo.new_repo_request("hog") | {"files": files}
         hog_repo = (await stack.create_repo(request))["full_name"]
         calm_repo = await new_repo(stack, "calm")
         started = time.monotonic()

@@ -26,6 +26,7 @@ from ballet.demo.watch import View
 from scenarios import (
     assert_merged_cleanly,
     flush,
+    lands_alone,
     merged,
     new_repo,
     outcomes,
@@ -99,7 +100,7 @@ def seen_in(block: ReportBlock) -> list[dict[str, Any]]:
 async def test_sessions_after_a_flush_are_given_every_earlier_report_and_handoff(
     stack: Stack,
 ) -> None:
-    request = demo.new_repo_request("recall", ballet_yml=SEEING)
+    request = demo.new_repo_request("recall", ballet_yml=lands_alone(SEEING))
     files = request["files"]
     assert isinstance(files, dict)
     files[".ballet/seen_agent.py"] = (Path(__file__).parent / "seen_agent.py").read_text()

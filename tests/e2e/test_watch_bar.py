@@ -21,7 +21,7 @@ from ballet.demo import repo as demo
 from ballet.demo.stack import Stack, running_stack
 from ballet.demo.watch import View
 from ballet.queue import connect
-from scenarios import e2e_redis, merged, ticket, wait_until
+from scenarios import e2e_redis, lands_alone, merged, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +82,7 @@ async def test_a_private_sessions_log_reaches_only_those_who_may_read_it(
     planted_stack: Stack,
 ) -> None:
     stack = planted_stack
-    request = demo.new_repo_request("secretive", ballet_yml=YML)
+    request = demo.new_repo_request("secretive", ballet_yml=lands_alone(YML))
     request["private"] = True
     request["collaborators"] = {demo.AUTHOR: "write", "bob": "read", "carol": "admin"}
     files = request["files"]
@@ -145,7 +145,7 @@ async def test_a_planted_secret_is_in_no_store_page_comment_check_or_branch(
 ) -> None:
     stack = planted_stack
     yml = YML.replace(".ballet/loud_agent.py", ".ballet/planter.py")
-    request = demo.new_repo_request("planted", ballet_yml=yml)
+    request = demo.new_repo_request("planted", ballet_yml=lands_alone(yml))
     request["private"] = True
     files = request["files"]
     assert isinstance(files, dict)

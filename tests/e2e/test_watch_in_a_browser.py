@@ -19,7 +19,7 @@ from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
 from browser import Browser, chromium_binary
-from scenarios import merged, ticket, wait_until
+from scenarios import lands_alone, merged, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +50,7 @@ async def test_a_reader_watches_a_private_sessions_log_grow_in_chromium(
     binary = chromium_binary()
     if binary is None:
         pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    request = demo.new_repo_request("watched", ballet_yml=YML)
+    request = demo.new_repo_request("watched", ballet_yml=lands_alone(YML))
     request["private"] = True
     files = request["files"]
     assert isinstance(files, dict)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
+from scenarios import lands_alone
 
 WITNESS = (Path(__file__).parent / "witness_agent.py").read_text()
 RUNTIMES = (
@@ -54,7 +55,7 @@ def repo_request(
 ) -> dict[str, Any]:
     """The demo repository's request with `files` (the witness agent unless given) added."""
     request: dict[str, Any] = demo.new_repo_request(
-        name, ballet_yml=ballet_yml, collaborators=collaborators
+        name, ballet_yml=lands_alone(ballet_yml), collaborators=collaborators
     )
     repo_files = request["files"]
     assert isinstance(repo_files, dict)

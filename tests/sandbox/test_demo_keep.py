@@ -29,6 +29,11 @@ def test_the_kept_demo_says_where_to_look_and_serves_until_ctrl_c(tmp_path: Path
                 break
         text = "".join(said)
         assert "merged as" in text and "kept running, until Ctrl-C" in text, text
+        # The person's step: Ballet waited for a writer's approval of the head, a
+        # maintainer gave it, and only then did the pull request merge.
+        waits = text.index("Ballet waits for a person: a person to approve the head")
+        approved = text.index("carol (maintainer) approved PR #")
+        assert waits < approved < text.index("merged as"), text
         page = re.search(r"the ticket's page:\s+(\S+)", text)
         api = re.search(r"the sandbox's API:\s+(\S+)", text)
         assert page and api, text
@@ -38,6 +43,10 @@ def test_the_kept_demo_says_where_to_look_and_serves_until_ctrl_c(tmp_path: Path
         assert "acme/calculator" in ticket.text and "done" in ticket.text
         pulls = httpx.get(api.group(1), timeout=30).json()
         assert [pull["merged_at"] is not None for pull in pulls] == [True]
+        repo_api = api.group(1).split("/pulls")[0]
+        reviews = httpx.get(f"{repo_api}/pulls/{pulls[0]['number']}/reviews", timeout=30)
+        approvals = [(r["user"]["login"], r["state"], r["commit_id"]) for r in reviews.json()]
+        assert approvals == [("carol", "APPROVED", pulls[0]["head"]["sha"])], approvals
 
         demo.send_signal(signal.SIGINT)
         assert demo.wait(timeout=60) == 130

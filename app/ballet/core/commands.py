@@ -42,7 +42,7 @@ Ballet commands (at the start of a line; several per comment are fine):
 - `/ballet cancel` — stop the ticket
 - `/ballet pause` / `/ballet resume` — hold the ticket / carry on
 - `/ballet signoff require <role>` / `/ballet signoff waive <role>` — change required sign-offs
-- `/ballet policy review=agent|agent+human merge=auto|manual` — change the execution policy
+- `/ballet policy review=agent|agent+human merge=approved|auto|manual` — change the policy
 - `/ballet refresh` — adopt the issue's current title and body as the ticket's text
 - `/ballet budget +<dollars>` — raise this ticket's cost cap, e.g. `/ballet budget +5`
 - `/ballet status` — show where the ticket is
@@ -153,15 +153,16 @@ def _signoff(line: str, words: list[str]) -> ParsedCommand:
 
 
 def _policy(line: str, words: list[str]) -> ParsedCommand:
-    usage = "write `/ballet policy review=agent|agent+human merge=auto|manual`."
+    usage = "write `/ballet policy review=agent|agent+human merge=approved|auto|manual`."
     review: ReviewPolicy | None = None
     merge: MergePolicy | None = None
+    merges: dict[str, MergePolicy] = {"approved": "approved", "auto": "auto", "manual": "manual"}
     for word in words:
         key, _, value = word.partition("=")
         if key == "review" and value in ("agent", "agent+human"):
             review = "agent" if value == "agent" else "agent+human"
-        elif key == "merge" and value in ("auto", "manual"):
-            merge = "auto" if value == "auto" else "manual"
+        elif key == "merge" and value in merges:
+            merge = merges[value]
         else:
             return CommandError(line=line, message=f"`{word}` is not a policy setting: {usage}")
     if review is None and merge is None:

@@ -28,7 +28,7 @@ from ballet.core.session_limits import Limits
 StageKind = Literal["agent", "human", "platform"]
 Adapter = Literal["command", "claude-code", "codex", "aider", "gemini", "opencode"]
 ReviewPolicy = Literal["agent", "agent+human"]
-MergePolicy = Literal["auto", "manual"]
+MergePolicy = Literal["approved", "auto", "manual"]
 PlatformAction = Literal["merge"]
 WaitFor = Literal["checks", "review", "merge"]
 # What a pull-request review asking for changes does outside a `wait_for: review` stage.
@@ -191,8 +191,8 @@ class Policy(Strict):
 
     review: ReviewPolicy = "agent"
     """`agent+human` turns on optional human stages."""
-    merge: MergePolicy = "auto"
-    """`manual` waits for a person to merge."""
+    merge: MergePolicy = "approved"
+    """`approved`: lands once a person approved the head; `auto`: no person; `manual`: by hand."""
 
 
 class MergeStrategy(Strict):

@@ -6,7 +6,7 @@ in which status each runs; a refused event raises `IllegalEvent`.
 
 from __future__ import annotations
 
-from ballet.core import merge_queue, rework, steps
+from ballet.core import landing_approval, merge_queue, rework, steps
 from ballet.core.effects import ReadChecks
 from ballet.core.events import ChecksCompleted, ChecksStarted, MergeResult
 from ballet.core.handlers import IllegalEvent
@@ -49,7 +49,7 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
     if rec.status == "waiting" and w is not None and w.kind == "checks":
         merging = rec.stage is not None and rec.pipeline.stage(rec.stage).action == "merge"
         if merging and passed:
-            steps.merge_now(tx)
+            steps.land(tx)  # which asks again for an approval a new head lapsed
         elif merging:
             steps.settle(
                 tx,
@@ -61,6 +61,10 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
             assert seen.outcome is not None
             red = () if passed else (steps.red_checks(tx, "checks_failed", seen.summary),)
             steps.settle(tx, seen.outcome, seen.summary, causes=red)
+    elif landing_approval.awaiting_approval(rec) and not passed:
+        # Nobody is asked to approve a head whose checks are red: the work goes back.
+        red_cause = steps.red_checks(tx, "merge_checks_failed", seen.summary)
+        steps.settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red_cause,))
 
 
 def _one_check_green(tx: Tx, ev: ChecksCompleted, names: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from ballet.core import budgets, render, rework, routing, steps
+from ballet.core import budgets, landing_approval, render, rework, routing, steps
 from ballet.core.effects import (
     CancelSession,
     OpenBranchAndDraftPR,
@@ -388,6 +388,8 @@ def head_pushed(tx: Tx, ev: HeadPushed) -> None:
         tx.set(
             waiting=w.model_copy(update={"sha": ev.sha, "checks_started": False, "since": ev.now})
         )
+    if landing_approval.awaiting_approval(rec):
+        landing_approval.await_approval(tx, ask=False)
     if rec.approval is None or rec.approval.sha == ev.sha:
         return
     # An approval holds for the commit it was given for: a new push asks again.
@@ -400,6 +402,8 @@ def head_pushed(tx: Tx, ev: HeadPushed) -> None:
             human,
             note=f"@{ev.pusher} pushed {ev.sha} after the approval; approve again for the new head",
         )
+    elif rec.status == "waiting" and landing_approval.waits_for_checks_to_land(rec):
+        steps.land(tx)
 
 
 def approval_stage_behind(rec: Record) -> str | None:

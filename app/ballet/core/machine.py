@@ -106,9 +106,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("paused", "checks_completed"): Rule(fw.checks_completed, ("paused",), "remember checks"),
     # A review by a person with write permission: at a review wait it decides (for
     # the head it names); elsewhere one asking for changes sends the ticket back to
-    # rework, at once when it waits, when the session or merge ends otherwise.
+    # rework, at once when it waits, when the session or merge ends otherwise, and
+    # one approving the head is kept: a landing waiting for people lands on it.
     ("waiting", "review_submitted"): Rule(companion_events.review_submitted, ONWARD,
-                                          "a review decides, or asks for rework"),
+                                          "a review decides, lands, or asks for rework"),
     ("running", "review_submitted"): Rule(companion_events.review_submitted, ("running",),
                                           "changes asked: rework once the session ends"),
     ("paused", "review_submitted"): Rule(companion_events.review_submitted, ("paused",),

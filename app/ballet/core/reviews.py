@@ -1,9 +1,11 @@
-"""Pull-request reviews: the gate of a `wait_for: review` stage, and a review
-asking for changes that steers the ticket wherever it is.
+"""Pull-request reviews: the gate of a `wait_for: review` stage, the approval a
+landing waits for (policy merge=approved), and a review asking for changes that
+steers the ticket wherever it is.
 
 A review counts only from a person (never a bot) with write permission, read
-the way slash commands read it; at a review gate only from the pipeline's
-`approvers:` when it names them, and only for the head commit it names
+the way slash commands read it; an approval (at a review gate, or kept for the
+landing) only from the pipeline's `approvers:` when it names them, and only for
+the head commit it names
 (`commit_id`): an approval of an older head does not pass, and a new head lapses
 an approval given earlier (`handlers.head_pushed`). A review that does not
 count raises `IllegalEvent` with why, which the edge logs; nothing changes.
@@ -14,7 +16,7 @@ the pull request, in one comment per bot that each later review edits.
 
 from __future__ import annotations
 
-from ballet.core import render, rework, steps
+from ballet.core import landing_approval, render, rework, steps
 from ballet.core.effects import MarkerKey, PostComment
 from ballet.core.events import WRITE_PERMISSIONS, ReviewSubmitted
 from ballet.core.handlers import IllegalEvent
@@ -37,10 +39,9 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     if rec.status == "waiting" and w is not None and w.kind == "review":
         _at_the_gate(tx, ev)
         return
-    if ev.state != "changes_requested":
-        raise IllegalEvent(
-            f"an approving review by @{ev.author} counts only at a `wait_for: review` stage"
-        )
+    if ev.state == "approved":
+        _approved(tx, ev)
+        return
     if rec.pipeline.reviews == "ignore":
         raise IllegalEvent("the pipeline says `reviews: ignore`")
     c = review_cause(rec, ev)
@@ -83,18 +84,38 @@ def _refuse_the_bot(tx: Tx, ev: ReviewSubmitted) -> None:
     )
 
 
-def _at_the_gate(tx: Tx, ev: ReviewSubmitted) -> None:
-    rec = tx.rec
+def _not_for_the_head(rec: Record, ev: ReviewSubmitted) -> str | None:
+    """Why this review decides nothing for the head, or None."""
     approvers = rec.pipeline.approvers
     if approvers is not None and ev.author.lower() not in {a.lower() for a in approvers}:
-        raise IllegalEvent(
-            f"@{ev.author} is not among the pipeline's approvers ({', '.join(approvers)})"
-        )
+        return f"@{ev.author} is not among the pipeline's approvers ({', '.join(approvers)})"
     if ev.commit_id is None or ev.commit_id != rec.head_sha:
-        raise IllegalEvent(
+        return (
             f"the review by @{ev.author} is of {ev.commit_id or 'an unknown commit'}, "
             f"but the head is {rec.head_sha}: it must review the head"
         )
+    return None
+
+
+def _approved(tx: Tx, ev: ReviewSubmitted) -> None:
+    """An approval of the head, wherever the ticket is, is kept (until a new head
+    lapses it); a landing that waits for people lands on it (core/landing_approval.py)."""
+    rec = tx.rec
+    refusal = _not_for_the_head(rec, ev)
+    if refusal:
+        raise IllegalEvent(refusal)
+    assert ev.commit_id is not None
+    tx.set(approval=Approval(by=ev.author, sha=ev.commit_id, at=tx.now))
+    if landing_approval.awaiting_approval(rec):
+        steps.land(tx)
+
+
+def _at_the_gate(tx: Tx, ev: ReviewSubmitted) -> None:
+    rec = tx.rec
+    refusal = _not_for_the_head(rec, ev)
+    if refusal:
+        raise IllegalEvent(refusal)
+    assert ev.commit_id is not None
     summary = f"review by @{ev.author} of {ev.commit_id[:12]}: {ev.state}"
     if ev.state == "approved":
         tx.set(approval=Approval(by=ev.author, sha=ev.commit_id, at=tx.now))

@@ -7,7 +7,7 @@ Each move works on a `Tx` (`ballet.core.tx`). Handlers in `machine` and
 
 from __future__ import annotations
 
-from ballet.core import render, routing
+from ballet.core import landing_approval, render, routing
 from ballet.core.budgets import over_budget
 from ballet.core.companion_merges import land_first
 from ballet.core.effects import (
@@ -249,13 +249,14 @@ def enter_platform(tx: Tx, stage_id: str) -> None:
 
 def land(tx: Tx) -> None:
     """Land the pull request by the repository's rules (the edge's `MergePR`:
-    tickets/interpret.py), or wait for a person to merge it (policy merge=manual).
+    tickets/interpret.py) once a person approved its head (policy merge=approved,
+    core/landing_approval.py), or wait for a person to merge it (merge=manual).
     Its result settles the open run: `merged`, or `returned` with its cause."""
     rec = tx.rec
     if rec.pr_number is None:
         ask(tx, f"stage `{rec.stage}` lands a pull request and the ticket has none")
         return
-    if rec.policy.merge != "auto":
+    if rec.policy.merge == "manual":
         wait_for_person_to_merge(tx, " (policy merge=manual)")
         return
     seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
@@ -263,6 +264,8 @@ def land(tx: Tx) -> None:
     if seen is not None and seen.outcome == "fail":
         red = red_checks(tx, "merge_checks_failed", seen.summary)
         settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red,))
+    elif landing_approval.needs_approval(rec):
+        landing_approval.await_approval(tx)
     elif seen is not None and seen.outcome is None and not agent:
         wait_checks_before_merge(tx)
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from ballet.core import commands, render, rework, routing, signoffs, steps
+from ballet.core import commands, landing_approval, render, rework, routing, signoffs, steps
 from ballet.core.commands import Command
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession
@@ -32,6 +32,9 @@ def approve(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
             "review the new head and approve again."
         )
     tx.set(approval=Approval(by=ev.author, sha=head, at=tx.now))
+    if landing_approval.awaiting_approval(rec):
+        steps.land(tx)  # a person decided: it lands by the repository's rules
+        return None
     note = f": {cmd.text}" if cmd.text else ""
     steps.settle(tx, "approve", f"approved by @{ev.author} at {head or 'an unknown head'}{note}")
     return None
@@ -45,7 +48,9 @@ def reject(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         )
     head = rec.head_sha or ev.head_sha
     why = cause("rejected", rec.stage or "", tx.now, by=ev.author, sha=head, text=cmd.text)
-    steps.settle(tx, "reject", f"rejected by @{ev.author}: {cmd.text}", causes=(why,))
+    # A landing's outcomes are `merged` and `returned`: a rejected landing returns the work.
+    outcome = "returned" if landing_approval.awaiting_approval(rec) else "reject"
+    steps.settle(tx, outcome, f"rejected by @{ev.author}: {cmd.text}", causes=(why,))
     return None
 
 
@@ -182,6 +187,9 @@ def policy(tx: Tx, ev: CommandIssued, cmd: Command) -> str | None:
         steps.close_run(tx, "skipped", "switched off by the policy")
         target, _ = routing.skip_off_stages(rec.pipeline, new, here.id)
         steps.go(tx, target)
+    elif new.merge != rec.policy.merge and landing_approval.at_landing(rec):
+        # The landing waits for people: it goes on as the new policy says.
+        steps.land(tx)
     return None
 
 

@@ -92,7 +92,7 @@ async def run_tickets(
     poll_seconds: float = 0.2,
     per_repo: int = 1,
     progress: Callable[[int, float], Awaitable[None]] | None = None,
-    ballet_yml: str = demo.BALLET_YML,
+    ballet_yml: str = demo.LANDS_ALONE_YML,
 ) -> LoadRun:
     """File `count` demo tickets at once, `per_repo` in each repository `<prefix>-<i>`;
     wait for all merges. Each repository's state is read every `poll_seconds`: with
@@ -100,7 +100,8 @@ async def run_tickets(
     work watched. Tickets in one repository are issues of their own, each on its own
     branch: each adds a test of its own and the same function (merged cleanly).
     `progress(merged, seconds)` is told how many have merged about once a minute;
-    `ballet_yml`: the repositories' configuration."""
+    `ballet_yml`: the repositories' configuration; by default the demo's, landing with
+    no person (`policy: {merge: auto}`), so a run measures Ballet alone."""
     making = asyncio.Semaphore(CREATING_AT_ONCE)
 
     async def create(i: int) -> str:

@@ -47,6 +47,11 @@ pipelines:
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
 """
 
+# The demo's pipeline with `policy: {merge: auto}`: Ballet lands each ticket with no
+# person's approval. For load runs and the benches, which measure Ballet, not how
+# fast a person approves; the demo itself shows the person's step (the default).
+LANDS_ALONE_YML = "policy: {merge: auto}\n" + BALLET_YML
+
 ISSUE_TITLE = "Add a multiply function"
 
 ISSUE_BODY = """`calc.py` can add but not multiply. Add `multiply(a, b)`.

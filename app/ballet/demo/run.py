@@ -2,8 +2,12 @@
 
 It starts a `Stack` (sandbox, Ballet's web app and worker, embedded Valkey),
 creates the demo repository, files and labels an issue as a person would,
-prints each step as the ticket advances, and ends with the ticket's timeline:
-exit 0 when the pull request is merged, 1 when the ticket stops elsewhere.
+prints each step as the ticket advances — and the person's step: once the agents
+are done Ballet waits for a writer to approve the pull request's head (the
+default policy, `merge: approved`), and a maintainer of the demo repository
+approves it through the sandbox's REST API, as a person would on GitHub — then
+ends with the ticket's timeline: exit 0 when the pull request is merged, 1 when
+the ticket stops elsewhere.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from ballet.core.landing_approval import awaiting_approval
 from ballet.core.record import Record
 from ballet.demo import repo as demo_repo
 from ballet.demo.stack import Stack, running_stack
@@ -108,6 +113,26 @@ class Progress:
         self.say(f"{record.status}: {where}{pr}".rstrip(": "))
 
 
+# Who approves the demo's pull request: a maintainer of the demo repository (admin,
+# so with write permission), not the agents and not the issue's author.
+APPROVER = "carol"
+
+
+async def approve_head(stack: Stack, full_name: str, view: View, progress: Progress) -> None:
+    """The person's step: say what Ballet waits for, then approve the head as a writer."""
+    record, pull = view.record, view.pull
+    assert record is not None and record.waiting is not None and pull is not None
+    progress.say(f"Ballet waits for a person: {record.waiting.reason}")
+    head = pull["head_sha"]
+    async with stack.user(APPROVER) as user:
+        review = await user.post(
+            f"/repos/{full_name}/pulls/{pull['number']}/reviews",
+            json={"event": "APPROVE", "commit_id": head, "body": "Read it; ship it."},
+        )
+        review.raise_for_status()
+    progress.say(f"{APPROVER} (maintainer) approved PR #{pull['number']} at {head[:12]}")
+
+
 def timeline(record: Record) -> str:
     rows = [f"{'stage':<12} {'iter':>4} {'outcome':<18} {'seconds':>8}"]
     for run in record.history:
@@ -166,10 +191,21 @@ async def _one_ticket(
         )
         return (merged and record is not None and record.status == "done") or stopped or waiting
 
+    def decided_or_settled(view: View) -> bool:
+        record = view.record
+        return settled(view) or (record is not None and awaiting_approval(record))
+
+    deadline = time.monotonic() + timeout
     try:
         view = await wait_until(
-            stack, full_name, number, settled, timeout=timeout, on_view=progress
+            stack, full_name, number, decided_or_settled, timeout=timeout, on_view=progress
         )
+        if view.record is not None and awaiting_approval(view.record):
+            await approve_head(stack, full_name, view, progress)
+            left = max(deadline - time.monotonic(), 1.0)
+            view = await wait_until(
+                stack, full_name, number, settled, timeout=left, on_view=progress
+            )
     except TimeoutError as exc:
         progress.say(
             f"gave up: {exc}; run again with a longer --timeout,"
