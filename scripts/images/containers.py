@@ -38,7 +38,7 @@ def manifest_options(spec: dict[str, Any], userns_size: int) -> list[str]:
     opts = ["--user", f"{pod['runAsUser']}:{pod['runAsGroup']}"]
     if "fsGroup" in pod:
         opts += ["--group-add", str(pod["fsGroup"])]
-    if spec.get("hostUsers") is False:
+    if spec.get("hostUsers") is False and userns_size:
         # The pod's own user namespace: its root is an unprivileged id range of the host.
         base = 1_000_000 + 65_536 * (os.getpid() % 100)
         opts += ["--uidmap", f"0:{base}:{userns_size}", "--gidmap", f"0:{base}:{userns_size}"]
@@ -60,11 +60,14 @@ def manifest_options(spec: dict[str, Any], userns_size: int) -> list[str]:
         opts += ["--security-opt", "unmask=ALL"]
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
-        volume = volumes[mount["name"]]
+        # Claims and ConfigMaps are the caller's to mount (run_valkey).
+        volume = volumes.get(mount["name"], {})
         if "emptyDir" in volume:
             size = volume["emptyDir"].get("sizeLimit", "1Gi").replace("Gi", "g")
-            # An emptyDir is writable by the pod's fsGroup and allows exec, as here.
-            opts += ["--tmpfs", f"{mount['mountPath']}:rw,exec,mode=1777,size={size}"]
+            # An emptyDir is writable by the pod's fsGroup. Podman 4.3 gives a tmpfs over
+            # a directory the image has (/data, /workspaces) that directory's root-owned
+            # 0755 whatever `mode=` says; `U` gives it to the container's user instead.
+            opts += ["--tmpfs", f"{mount['mountPath']}:rw,exec,U,size={size}"]
     return opts
 
 
@@ -116,12 +119,14 @@ def manifest_env(spec: dict[str, Any]) -> dict[str, str]:
 def run_valkey(podman: Podman, image: str, out: Path, port: int, password: str) -> None:
     """manifests/valkey.yaml's StatefulSet as a container: its ConfigMap's valkey.conf
     (on `port`), its command, its security options; its volume a tmpfs."""
-    conf = out / "valkey.conf"
-    conf.write_text(valkey_conf(port))
-    conf.chmod(0o644)
+    config = out / "valkey-config"  # the ConfigMap, mounted as a directory as Kubernetes does
+    config.mkdir(exist_ok=True)
+    config.chmod(0o755)
+    (config / "valkey.conf").write_text(valkey_conf(port))
+    (config / "valkey.conf").chmod(0o644)
     spec = pod_spec("valkey", "StatefulSet")
-    options = [*manifest_options(spec, 0), "-v", f"{conf}:/etc/valkey/valkey.conf:ro"]
-    options += ["--tmpfs", "/data:rw,mode=1777,size=1g"]
+    options = [*manifest_options(spec, 0), "-v", f"{config}:/etc/valkey:ro"]
+    options += ["--tmpfs", "/data:rw,U,size=1g"]
     podman.run(
         "valkey", image, options, {"VALKEY_PASSWORD": password}, spec["containers"][0]["command"]
     )

@@ -260,5 +260,11 @@ if __name__ == "__main__":
     parser.add_argument("--valkey-image", required=True)
     parser.add_argument("--out", type=Path, required=True, help="logs and the sandbox's data")
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--userns-size", type=int, default=65536)
+    parser.add_argument(
+        "--userns-size",
+        type=int,
+        default=0,
+        help="ids mapped for a pod with `hostUsers: false` (default 0: the host's user"
+        " namespace; see docs/deploy.md for why)",
+    )
     sys.exit(asyncio.run(main(parser.parse_args())))
