@@ -109,9 +109,11 @@ pipelines:
 ## Rules beyond the shapes below
 
 - `next` targets are a stage id of the same pipeline, `$done`, `$failed` or
-  `$question`. An outcome missing from `next`: `done` goes on to the
-  following stage (after the last one, `$done`), anything else raises a
-  question with the reason.
+  `$question`; written without `$` as the seeds' templates write them (`next:
+  {merged: done}`), `done`, `failed` and `question` are those ends too, unless a
+  stage of the pipeline has that id. An outcome missing from `next`: `done`
+  goes on to the following stage (after the last one, `$done`), anything else
+  raises a question with the reason.
 - Going back to an earlier stage starts a new iteration; reaching
   `iteration_limit` raises a question instead of going back again.
 - Every stage must be reachable, and every pipeline must be able to reach

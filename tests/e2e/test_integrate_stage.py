@@ -33,7 +33,8 @@ async def test_a_file_without_pipelines_runs_the_default_to_merged(stack: Stack)
     await assert_merged_cleanly(stack, view, repo, number)
 
 
-# The seeds' ticket pipeline, written as .ballet.yml: Integrate is an agent stage.
+# The seeds' ticket pipeline, written as .ballet.yml: Integrate is an agent stage, and
+# its `merged` goes to `done` as the seed writes it (no `$`).
 SEED = """\
 trigger_label: ballet
 runtimes:
@@ -47,7 +48,7 @@ pipelines:
          next: {approve: verify, changes_requested: implement}}
       - {id: verify, kind: agent, skills: [verifier], next: {pass: integrate, fail: implement}}
       - {id: integrate, kind: agent, skills: [integrator],
-         next: {merged: $done, returned: implement}}
+         next: {merged: done, returned: implement}}
 """
 
 

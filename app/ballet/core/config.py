@@ -268,8 +268,8 @@ class Stage(Strict):
     wait_for: WaitFor | None = None
     """Platform stages: wait for this forge event alone."""
     next: dict[str, str] = Field(default_factory=dict)
-    """Outcome -> a stage id, `$done`, `$failed` or `$question`. Missing: `done` goes to
-    the following stage (after the last, `$done`), anything else to `$question`."""
+    """Outcome -> a stage id or `$done`, `$failed`, `$question` (or those without `$`).
+    Missing: `done` goes to the following stage (after the last, `$done`), else `$question`."""
 
 
 class Pipeline(Strict):

@@ -45,9 +45,18 @@ def default_next(stages: tuple[Stage, ...], index: int) -> str:
     return stages[index + 1].id if index + 1 < len(stages) else "$done"
 
 
+def as_target(target: str, ids: Collection[str]) -> str:
+    """A target as the engine reads it: `done`, `failed` or `question` written without
+    `$` (as the seeds' templates write them) is that end, unless a stage has the id."""
+    bare = f"${target}"
+    return bare if bare in TERMINAL_TARGETS and target not in ids else target
+
+
 def stage_targets(stages: tuple[Stage, ...], index: int) -> dict[str, str]:
-    """A stage's `next` with the implicit `done` filled in (other outcomes: `$question`)."""
-    targets = dict(stages[index].next)
+    """A stage's `next` with the implicit `done` filled in (other outcomes: `$question`)
+    and its ends spelled as the engine reads them (`as_target`)."""
+    ids = {stage.id for stage in stages}
+    targets = {outcome: as_target(t, ids) for outcome, t in stages[index].next.items()}
     targets.setdefault("done", default_next(stages, index))
     return targets
 
@@ -163,7 +172,9 @@ def _check_pipeline(
         seen.add(stage.id)
         yield from _check_stage(config, (*at, "stages", i), stage, ids, skills)
     known = ids.union(TERMINAL_TARGETS)
-    targets_known = all(t in known for stage in pipeline.stages for t in stage.next.values())
+    targets_known = all(
+        as_target(t, ids) in known for stage in pipeline.stages for t in stage.next.values()
+    )
     # With duplicate ids or unknown targets the graph is not what the author meant:
     # its reachability errors would only repeat the errors already reported.
     if len(ids) == len(pipeline.stages) and targets_known:
@@ -255,7 +266,7 @@ def _check_stage(
             "add a `next:` mapping",
         )
     for outcome, target in stage.next.items():
-        if target not in ids and target not in TERMINAL_TARGETS:
+        if as_target(target, ids) not in ids and as_target(target, ids) not in TERMINAL_TARGETS:
             choices = _names([*sorted(ids), *TERMINAL_TARGETS])
             yield Problem(
                 (*at, "next", outcome),
