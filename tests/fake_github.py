@@ -73,6 +73,8 @@ class FakePR:
     merged: bool = False
     mergeable: bool | None = True
     behind: bool = False  # behind its base, under a protection that wants it up to date
+    # Reads that answer `mergeable: null` first, as GitHub does while it computes it.
+    computing: int = 0
     files: list[str] = field(default_factory=list)
 
 
@@ -459,6 +461,10 @@ class FakeGitHub:
 
     def _get_pr(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:
         pr = self.prs.get((repo, int(number)))
+        if pr is not None and pr.computing > 0:
+            pr.computing -= 1
+            unknown = {"mergeable": None, "mergeable_state": "unknown"}
+            return httpx.Response(200, json=self._pr_json(repo, pr) | unknown)
         return httpx.Response(200, json=self._pr_json(repo, pr)) if pr else _not_found()
 
     def _pr_files(self, request: httpx.Request, repo: str, number: str) -> httpx.Response:

@@ -23,6 +23,7 @@ from ballet.core.events import AnyEvent, BaseConflict
 from ballet.github.forge import Forge
 from ballet.github.intents import BaseMoved
 from ballet.tickets.live import LiveTickets
+from ballet.tickets.mergeability import computed_pr
 from ballet.tickets.store import RecordStore
 
 log = structlog.get_logger("ballet.tickets.base_moves")
@@ -51,7 +52,7 @@ async def on_base_moved(
             continue
         if not heeds_base(rec):
             continue
-        pr = await forge.get_pr(intent.repo, rec.pr_number)
+        pr = await computed_pr(forge, intent.repo, rec.pr_number)
         if pr.state != "open" or pr.base_ref != intent.branch:
             continue
         behind = pr.mergeable_state == "behind"
@@ -59,7 +60,7 @@ async def on_base_moved(
             log.info("brought up to date with its base", ticket=key, base=intent.branch)
             continue
         if pr.mergeable is not False and not behind:
-            continue  # clean, or not computed yet
+            continue  # clean, or GitHub still computing after reading again (a log says)
         both = set(await forge.list_pr_files(intent.repo, pr.number)) & set(intent.files)
         event: AnyEvent = BaseConflict(
             now=clock(),

@@ -65,6 +65,7 @@ from ballet.tickets.checks import read_checks
 from ballet.tickets.companion_prs import open_companion_pr
 from ballet.tickets.memo import Memo
 from ballet.tickets.merge_queue import land_by_queue
+from ballet.tickets.mergeability import computed_pr
 from ballet.tickets.page_links import PageLinks, with_ticket_link
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -313,7 +314,8 @@ class Interpreter:
         must wait is kept in the memo and resumed by `resume_merge` when checks finish.
         """
         repo, number = effect.repo, effect.number
-        pr = await self._forge.get_pr(repo, number)
+        # Not GitHub's null of a mergeability still computed: a behind branch must be seen.
+        pr = await computed_pr(self._forge, repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
             return await self._merge_now(effect, pr)  # merge_pr names the outcome
         if pr.mergeable_state == "behind":
