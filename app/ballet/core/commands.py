@@ -35,7 +35,7 @@ Verb = Literal[
 
 HELP_TEXT = """\
 Ballet commands (at the start of a line; several per comment are fine):
-- `/ballet approve [sha|note]` — approve the waiting human stage (approvers only)
+- `/ballet approve [sha|note]` — approve the waiting human stage or landing (approvers only)
 - `/ballet reject <reason>` — send the work back with a reason (approvers only)
 - `/ballet answer <text>` — answer the open question; the stage re-runs with it
 - `/ballet retry` — run the current stage again in a new session
