@@ -75,7 +75,8 @@ sizes() {
 # pieces and the sandbox; they run podman as `pm` does.
 drive() { # <script.py> [args...]
   local script="$1"; shift
-  PYTHONPATH="$conf" "$here/.venv/bin/python" "$conf/$script" \
+  # This checkout's Ballet first, whatever the virtualenv's editable install points at.
+  PYTHONPATH="$conf:$here/app" "$here/.venv/bin/python" "$conf/$script" \
     --podman "podman --root $cache/storage --runroot $runroot" \
     --web-image "$web_image" --worker-image "$worker_image" --valkey-image "$VALKEY_STANDIN" "$@"
 }
