@@ -60,8 +60,8 @@ build() {
     -f "$here/Dockerfile" "$here")
   pm build "${common[@]}" --target worker -t "$worker_image"
   pm build "${common[@]}" --target web -t "$web_image"
-  # Superseded layers of earlier builds; vfs keeps a full copy of each.
-  pm image prune -f >/dev/null
+  # No `image prune` here: the build cache (the stages' untagged images: the agent
+  # CLIs, aider) would go with the superseded images. `./run images clean` prunes.
   echo "images: built $web_image and $worker_image in $(( $(date +%s) - started )) s" >&2
   sizes
 }
