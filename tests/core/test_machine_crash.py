@@ -9,6 +9,8 @@ from ballet.core.config import Budget
 from ballet.core.effects import PostComment, PostReportComment, SetCheckRun, SetLabels
 from ballet.core.events import SessionCrashed
 from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record
+from ballet.core.report import Usage
 from ballet.core.spend import Spend
 from core_kit import T0, Ticket, agent, make_pipeline
 
@@ -131,4 +133,7 @@ def test_what_a_crashed_session_spent_counts_in_the_ticket_and_its_cap() -> None
 def test_a_crash_before_any_model_request_costs_nothing() -> None:
     t = Ticket()
     crash(t, spend=Spend())
-    assert t.rec.cost_used == 0 and t.rec.history[0].spend is None
+    crashed = t.rec.history[0]
+    assert t.rec.cost_used == 0 and crashed.spend is None and crashed.usage == Usage()
+    # The record stays valid through a round trip (it is kept as JSON in Redis).
+    assert Record.model_validate_json(t.rec.model_dump_json()) == t.rec

@@ -151,8 +151,9 @@ def session_crashed(tx: Tx, ev: SessionCrashed) -> None:
         # Metered before the worker died: the ticket pays for it, and its cap holds.
         tx.set(cost_used=rec.cost_used + spent.cost_usd)
         summary += f" Its model requests cost {render.spent_words(spent.cost_usd, spent)}."
-    usage = metered(spent) if spent is not None else None
-    done = steps.close_run(tx, CRASHED, summary, usage=usage, spend=spent, report_ref=key.render())
+    # Nothing metered: the run keeps its empty usage (model_copy does not validate).
+    paid = {"usage": metered(spent), "spend": spent} if spent is not None else {}
+    done = steps.close_run(tx, CRASHED, summary, report_ref=key.render(), **paid)
     assert done is not None
     same = (run.stage, run.iteration, run.role, run.phase)
     crashes = sum(
