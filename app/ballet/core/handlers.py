@@ -18,7 +18,6 @@ from ballet.core.events import (
     PullRequestClosed,
     PullRequestOpened,
     ReconcileTick,
-    SessionCrashed,
     SessionFinished,
     SessionStarted,
     TicketRequested,
@@ -131,52 +130,6 @@ def metered(s: Spend) -> Usage:
     return Usage(
         input_tokens=s.all_input_tokens, output_tokens=s.output_tokens, cost_usd=s.cost_usd
     )
-
-
-CRASHED = "crashed"
-
-
-def session_crashed(tx: Tx, ev: SessionCrashed) -> None:
-    rec = tx.rec
-    run = rec.open_run
-    if run is None or run.job_key != ev.job_key:
-        raise IllegalEvent(f"stale crash report {ev.job_key}: the ticket has moved on")
-    when = ev.last_beat.isoformat(timespec="seconds") if ev.last_beat else "it started"
-    summary = (
-        f"The session's worker stopped (no heartbeat since {when}); nothing it did was pushed."
-    )
-    key = tx.marker("report", extra=run.phase or run.role or "")
-    spent = ev.spend if ev.spend is not None and ev.spend.requests else None
-    if spent is not None:
-        # Metered before the worker died: the ticket pays for it, and its cap holds.
-        tx.set(cost_used=rec.cost_used + spent.cost_usd)
-        summary += f" Its model requests cost {render.spent_words(spent.cost_usd, spent)}."
-    # Nothing metered: the run keeps its empty usage (model_copy does not validate).
-    paid = {"usage": metered(spent), "spend": spent} if spent is not None else {}
-    done = steps.close_run(tx, CRASHED, summary, report_ref=key.render(), **paid)
-    assert done is not None
-    same = (run.stage, run.iteration, run.role, run.phase)
-    crashes = sum(
-        1
-        for r in tx.rec.history
-        if r.outcome == CRASHED and (r.stage, r.iteration, r.role, r.phase) == same
-    )
-    if crashes > ev.retries_allowed:
-        steps.ask(
-            tx,
-            f"the `{run.stage}` session's worker died {crashes} times in a row "
-            f"(Ballet re-ran it {ev.retries_allowed} times on its own); check the workers "
-            "(memory, evictions), then `/ballet retry`",
-        )
-        next_step = "a question: the retries are used up"
-    else:
-        if run.role is None:
-            tx.set(attempt=steps.next_attempt(tx.rec, run.stage, None))
-        # The crash was the infrastructure's, not the ticket's: a used-up budget does
-        # not stop the re-run (the session still counts).
-        steps.start_session(tx, run.stage, run.phase, role=run.role, bypass_budget=True)
-        next_step = f"a new attempt (automatic retry {crashes} of {ev.retries_allowed})"
-    steps.post_report(tx, key, done, Report(outcome=CRASHED, summary=summary), None, next_step)
 
 
 def worker_awaited(tx: Tx, ev: WorkerAwaited) -> None:

@@ -25,10 +25,10 @@ from ballet.core import (
     companion_events,
     companion_landing,
     companions,
+    crashes,
     edits,
     outbox,
     render,
-    reviews,
     signoffs,
     steps,
     verbs,
@@ -81,7 +81,7 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ("running", "session_finished"): Rule(companions.session_finished, ONWARD,
                                           "route the report's outcome"),
     # A session whose worker died runs again as a new attempt; past the retries, a question.
-    ("running", "session_crashed"): Rule(h.session_crashed, ("running", "waiting"),
+    ("running", "session_crashed"): Rule(crashes.session_crashed, ("running", "waiting"),
                                          "re-run a crashed session, or ask"),
     # A session queued on a pool with no live worker: the ticket keeps running and
     # its tracking comment names the pool, until a worker takes the session (the

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 
-from ballet.core.handlers import CRASHED
+from ballet.core.crashes import CRASHED
 from ballet.core.record import Record, StageRun
 from ballet.core.render import marker_for
 from ballet.core.report_block import ReportBlock, ReportBlockError, decode_block
