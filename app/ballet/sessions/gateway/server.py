@@ -39,6 +39,7 @@ import structlog
 from ballet.core.metering import Api, api_of, gemini_model_of, spends_nothing, usage_asked
 from ballet.core.provider_keys import PROVIDERS, Provider
 from ballet.core.spend import Cap, Spend, first_reached
+from ballet.sessions.gateway.bodies import bounded, content_type, has_body, once
 from ballet.sessions.gateway.forms import (
     HOP_BY_HOP,
     error_body,
@@ -62,6 +63,8 @@ MAX_HEAD_BYTES = 64 * 1024
 WRITE_BUFFER_BYTES = 1 << 18
 SOCKET_BUFFER_BYTES = 1 << 20
 MAX_ASKED_BYTES = 64 << 20  # a Chat request read whole to ask for its usage
+# How long the answers under way when a session ends are read on and counted.
+DRAIN_SECONDS = 30.0
 _CHUNKED = b"\r\ntransfer-encoding: chunked\r\n"  # in a head as h11 writes it, lowered
 
 
@@ -113,7 +116,8 @@ class GatewaySession:
         self.port: int | None = None
         self._server: asyncio.Server | None = None
         self._socket: Path | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[asyncio.Task[None], _Connection] = {}
+        self.closing = False  # the session ended: no request is taken any more
 
     @property
     def tokens(self) -> dict[str, str]:
@@ -129,8 +133,17 @@ class GatewaySession:
             self.port = self._server.sockets[0].getsockname()[1]
 
     async def aclose(self) -> None:
+        """Stop taking requests; answers under way are read on to their end and
+        counted (the provider bills them, whether or not the session is there to
+        read them), for DRAIN_SECONDS at most; then every connection is cut."""
+        self.closing = True
         if self._server is not None:
             self._server.close()
+        answering = [task for task, c in self._tasks.items() if c.answering]
+        for task in self._tasks.keys() - set(answering):
+            task.cancel()
+        if answering:
+            await asyncio.wait(answering, timeout=DRAIN_SECONDS)
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -141,15 +154,16 @@ class GatewaySession:
     async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._tasks.add(task)
+        connection = _Connection(self, reader, writer)
+        self._tasks[task] = connection
         try:
-            await _Connection(self, reader, writer).serve()
+            await connection.serve()
         except (OSError, h11.ProtocolError):
             pass
         except asyncio.CancelledError:  # the session ended: asyncio would log a cancelled
             pass  # connection's task as an error
         finally:
-            self._tasks.discard(task)
+            self._tasks.pop(task, None)
             writer.close()
 
     async def reached(self) -> Cap | None:
@@ -200,6 +214,7 @@ class _Connection:
         self.writer = writer
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
         self._held: list[bytes] = []
+        self.answering = False  # a request is being forwarded or its answer read
         # The next chunk is read from upstream while this one is still being written.
         writer.transport.set_write_buffer_limits(high=WRITE_BUFFER_BYTES)
         sock = writer.get_extra_info("socket")
@@ -207,11 +222,15 @@ class _Connection:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER_BYTES)
 
     async def serve(self) -> None:
-        while True:
+        while not self.session.closing:
             event = await self._next()
-            if not isinstance(event, h11.Request):
+            if not isinstance(event, h11.Request) or self.session.closing:
                 return
-            await self._exchange(event)
+            self.answering = True
+            try:
+                await self._exchange(event)
+            finally:
+                self.answering = False
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                 return
             self.h11.start_next_cycle()
@@ -272,14 +291,14 @@ class _Connection:
         url = session.upstream(provider) + path + (f"?{query}" if query else "")
         method = request.method.decode("ascii")
         headers = upstream_headers(request.headers, grant.form, grant.key)
-        body = self._body() if _has_body(request) else None
+        body = self._body() if has_body(request) else None
         if api == "openai_chat" and body is not None:
             # A streamed Chat answer says its usage only when asked: the body is read
             # whole (bounded) to ask it, or no cap would ever see what it spent.
-            whole = b"".join([chunk async for chunk in _bounded(body, MAX_ASKED_BYTES)])
+            whole = b"".join([chunk async for chunk in bounded(body, MAX_ASKED_BYTES)])
             whole = usage_asked(api, whole) or whole
             headers = with_length(headers, len(whole))
-            body = _once(whole)
+            body = once(whole)
         try:
             answer = await session.gateway.clients.send(method, url, headers, body)
         except UpstreamError as error:
@@ -289,7 +308,7 @@ class _Connection:
         hung_up = False
         try:
             if api is not None:
-                kind, model = _content_type(answer.headers), gemini_model_of(path)
+                kind, model = content_type(answer.headers), gemini_model_of(path)
                 meter = session.gateway.metering.meter(provider, api, kind, model)
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
             await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
@@ -364,25 +383,3 @@ class _Connection:
         if self._held:
             out, self._held = self._held, []
             await write_down(self.writer, out)
-
-
-async def _bounded(body: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
-    seen = 0
-    async for chunk in body:
-        seen += len(chunk)
-        if seen > limit:
-            raise h11.RemoteProtocolError(f"a Chat Completions request over {limit:,} bytes")
-        yield chunk
-
-
-async def _once(data: bytes) -> AsyncIterator[bytes]:
-    yield data
-
-
-def _content_type(headers: list[tuple[bytes, bytes]]) -> str:
-    found = next((v for n, v in headers if n.lower() == b"content-type"), b"")
-    return found.decode("latin-1")
-
-
-def _has_body(request: h11.Request) -> bool:
-    return any(name in (b"content-length", b"transfer-encoding") for name, _ in request.headers)
