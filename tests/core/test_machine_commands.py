@@ -7,8 +7,8 @@ from ballet.core.commands import HELP_TEXT, parse_commands
 from ballet.core.config import Policy
 from ballet.core.effects import CancelSession, MergePR, PostComment, PostReply, React, StartSession
 from ballet.core.events import CommandIssued, PullRequestClosed, ReconcileTick
-from ballet.core.report import Question
 from ballet.core.machine import COMMANDS, IllegalEvent
+from ballet.core.report import Question
 from core_kit import Ticket, at, human, make_pipeline
 
 
