@@ -67,9 +67,7 @@ def webhook_ref(name: str) -> dict[str, Any]:
     return {"$ref": f"#/x-webhooks/{name}/post/requestBody/content/application~1json/schema"}
 
 
-def test_rulesets_and_branch_rules_match_the_description(
-    github_spec: Spec, tmp_path: Path
-) -> None:
+def test_rulesets_and_branch_rules_match_the_description(github_spec: Spec, tmp_path: Path) -> None:
     with BackgroundSandbox(tmp_path / "sandbox", None) as running:
         api = httpx.Client(base_url=running.api_url, headers=OWNER, timeout=30)
         made = api.post(

@@ -48,10 +48,7 @@ def over_budget(rec: Record) -> str:
         )
     cap = rec.cost_cap_usd
     if cap is not None and rec.cost_used >= cap:
-        return (
-            f"the cost budget (${cap:.2f}) is used up (${rec.cost_used:.2f}); "
-            f"{RAISE_TICKET_CAP}"
-        )
+        return f"the cost budget (${cap:.2f}) is used up (${rec.cost_used:.2f}); {RAISE_TICKET_CAP}"
     return ""
 
 

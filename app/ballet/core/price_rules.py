@@ -56,7 +56,7 @@ def price_problem(runtime: Runtime, model: str | None, has_price: HasPrice) -> s
     via = f" from {providers[0]}" if len(providers) == 1 else ""
     return (
         f"model `{model}`{via} has no known price, so a cost budget never counts it: its "
-        "sessions' spend is counted in tokens and shown as \"price unknown\". Name a model "
+        'sessions\' spend is counted in tokens and shown as "price unknown". Name a model '
         "with a price, or bound the pipeline with `budget.sessions` instead"
     )
 
