@@ -12,6 +12,7 @@ from __future__ import annotations
 import stat
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -151,9 +152,28 @@ def test_setup_registers_the_app_and_ballet_then_works_with_it(
     number = issue.json()["number"]
     person.post(f"/repos/{repo}/issues/{number}/labels", json={"labels": ["ballet"]})
 
+    def state() -> Any:
+        return admin.get(f"/_sandbox/repos/{repo}/state").json()
+
+    def asks_a_person() -> bool:
+        now = state()
+        ready = [pull for pull in now["pulls"] if not pull["draft"] and not pull["merged"]]
+        return bool(ready) and any("the agents are done" in c["body"] for c in now["comments"])
+
+    # People decide what lands: a writer's review of the head (pull_request_review,
+    # one of the events the App subscribed to) lands it.
+    wait_for(asks_a_person, "Ballet asking a person to approve the head", log, limit=120)
+    (pull,) = state()["pulls"]
+    reviewer = httpx.Client(
+        base_url=sandbox.api_url, headers={"Authorization": "token sandbox-user:carol"}, timeout=30
+    )
+    reviewer.post(
+        f"/repos/{repo}/pulls/{pull['number']}/reviews",
+        json={"event": "APPROVE", "commit_id": pull["head_sha"]},
+    ).raise_for_status()
+
     def merged() -> bool:
-        state = admin.get(f"/_sandbox/repos/{repo}/state").json()
-        return any(pull["merged"] for pull in state["pulls"])
+        return any(pull["merged"] for pull in state()["pulls"])
 
     wait_for(merged, "the ticket's pull request merged", log, limit=120)
     subscribed = set(manifest["default_events"]) | {"installation", "installation_repositories"}
