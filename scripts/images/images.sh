@@ -13,7 +13,7 @@
 # As root, with Debian's podman, runc and mmdebstrap. Podman is pointed at
 # scripts/images/{containers,storage}.conf (nothing in /etc is edited) and keeps
 # its layers under .ballet-images/ (gitignored), beside the base stand-ins: the
-# second run reuses both (docs/deploy.md, "Building the images here").
+# second run reuses both (docs/deploy.md, "Building and running the images here").
 set -euo pipefail
 shopt -s inherit_errexit  # a failing step inside $(...) stops the script too
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -37,7 +37,7 @@ need() {
   for tool in "$@"; do command -v "$tool" >/dev/null 2>&1 || missing+=("$tool"); done
   [ ${#missing[@]} = 0 ] && return 0
   echo "images: missing ${missing[*]}; as root on Debian: apt-get install podman buildah runc" \
-       "mmdebstrap uidmap slirp4netns npm (docs/deploy.md, \"Building the images here\")" >&2
+       "mmdebstrap uidmap slirp4netns npm (docs/deploy.md, \"Building and running the images here\")" >&2
   exit 2
 }
 
