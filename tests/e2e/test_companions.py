@@ -89,6 +89,21 @@ async def test_a_ticket_changes_its_companion_two_linked_prs_merge_lib_first(sta
     # Every stage's verdict shows on the companion's head too.
     names = {r["name"] for r in lib_state["check_runs"] if r["head_sha"] == pr.head_sha}
     assert {"ballet/implement", "ballet/review", "ballet/verify"} <= names
+    # Ballet's own work for the ticket (its comments, labels, check runs, pull requests
+    # and merges in both repositories) went through a token GitHub was asked to limit
+    # to the ticket's repositories, no other of the installation (a write elsewhere
+    # through such a token is GitHub's 404: tests/github/test_token_scopes.py).
+    async with stack.admin() as admin:
+        made = (await admin.get("/_sandbox/requests")).json()
+    ours = [r for r in made if r["path"].startswith((f"/repos/{app}/", f"/repos/{lib}/"))]
+    writes = [(r["method"], r["path"], r.get("token_repos")) for r in ours if r["method"] != "GET"]
+    assert {path.split("/")[4] for _, path, _ in writes} == {"issues", "check-runs", "pulls"}
+    assert {(m, path.startswith(f"/repos/{lib}/")) for m, path, _ in writes} >= {
+        ("POST", True),  # its pull request, its check runs
+        ("PUT", True),  # its merge
+        ("PUT", False),
+    }
+    assert all(reach == sorted([app, lib]) for _, _, reach in writes), writes
 
 
 async def test_a_red_check_on_the_companions_pr_returns_the_ticket_naming_it(

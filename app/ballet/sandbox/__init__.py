@@ -66,7 +66,8 @@ The admin API under `/_sandbox/` (no authentication; it is how tests set the sta
   as GitHub would: e.g. CI failing on a commit with a check `lint` and its annotations.
 - `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),
   `POST /_sandbox/deliveries/{id}/redeliver` (same `X-GitHub-Delivery`).
-- `GET /_sandbox/requests`: every request the App made (method, path, status, time).
+- `GET /_sandbox/requests`: every request the App made (method, path, status, time;
+  `token_repos`: the repositories its installation token was limited to, if it was).
 - `PUT /_sandbox/webhook` `{"url"}`: move deliveries (e.g. once Ballet's web app is up);
   the App's OAuth callback, `<scheme and host of that URL>/oauth/callback`, moves with
   it unless `PUT /_sandbox/app/callback_urls` `{"urls"}` registered others.

@@ -133,6 +133,10 @@ class RequestLog:
             }
             if actor.via_app:
                 entry["user"] = actor.login
+            if actor.repository_ids is not None:
+                # The repositories a limited installation token reaches: which token it was.
+                reached = (r for r in self.sandbox.repos.values() if r.id in actor.repository_ids)
+                entry["token_repos"] = sorted(r.full_name for r in reached)
             self.sandbox.requests.append(entry)
 
         async def capture(message: Message) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
@@ -35,10 +34,9 @@ from ballet.core.events import (
 )
 from ballet.core.machine import IllegalEvent, advance
 from ballet.core.pools import PoolAccess
-from ballet.core.record import split_key, ticket_key
+from ballet.core.record import Record, split_key, ticket_key
 from ballet.github.forge import (
     AppIdentity,
-    Forge,
     ForgeError,
     ForgeUnavailable,
     RateLimited,
@@ -60,12 +58,13 @@ from ballet.tickets import base_moves, config_roles, heard, repo_config
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.decided import carrying_out, committed, deciding
 from ballet.tickets.drain import Drain, Later
-from ballet.tickets.interpret import Interpreter, SessionLauncher
+from ballet.tickets.interpret import SessionLauncher
 from ballet.tickets.live import LiveTickets
 from ballet.tickets.memo import Memo
 from ballet.tickets.page_links import PageLinks
 from ballet.tickets.start import Refusal, request_ticket
 from ballet.tickets.store import RecordStore
+from ballet.tickets.ticket_forges import InstallationForges, TicketForges, TicketWork
 
 log = structlog.get_logger("ballet.github")
 
@@ -81,17 +80,10 @@ class DeliveryLike(Protocol):
     def received_at(self) -> datetime: ...
 
 
-@dataclass(frozen=True)
-class _Ctx:
-    forge: Forge
-    interpreter: Interpreter
-    installation_id: int
-
-
 class TicketService:
     def __init__(
         self,
-        forges: Callable[[int], Forge],
+        forges: InstallationForges,  # each ticket's work: its repositories only
         store: RecordStore,
         memo: Memo,
         launcher: SessionLauncher,
@@ -113,33 +105,28 @@ class TicketService:
         self._branches = branches
         self._write_grace = write_grace
         self._outbox = Drain(store, clock, later)
-        self._forges = forges
+        self._work = TicketForges(
+            forges,
+            memo,
+            launcher,
+            clock=clock,
+            own_app_id=app.app_id,
+            own_login=app.bot_login,
+            pages=pages,
+            branches=branches,
+        )
         self._find_installation = find_installation
         self._store = store
         self._live = live_tickets
         self._memo = memo
-        self._launcher = launcher
-        self._app = app
         self._default_runtime = default_runtime
         self._clock = clock
-        self._pages = pages
 
-    def _ctx(self, installation_id: int) -> _Ctx:
-        forge = self._forges(installation_id)
-        return _Ctx(
-            forge,
-            Interpreter(
-                forge,
-                self._memo,
-                self._launcher,
-                clock=self._clock,
-                own_app_id=self._app.app_id,
-                own_login=self._app.bot_login,
-                pages=self._pages,
-                branches=self._branches,
-            ),
-            installation_id,
-        )
+    async def _ticket_work(self, key: str, installation_id: int) -> TicketWork:
+        """The ticket's work, its token reaching its repository and pinned companions
+        (a record Redis lost is rebuilt by the event's load; its work then rescoped)."""
+        record = await self._store.cached(key)
+        return self._work.for_ticket(installation_id, key, record)
 
     # -- deliveries ---------------------------------------------------------------
 
@@ -161,33 +148,35 @@ class TicketService:
             case ValidateConfigInPR():
                 await self._check_config(intent)
             case ConfigChanged():  # new tickets read it afresh; live ones hear its roles
-                forge = self._forges(intent.installation_id)
+                forge = self._work.forge(intent.installation_id, (intent.repo,))
                 await config_roles.tell_live_tickets(
                     forge, self._live, intent, self.handle, self._clock, event_id, self._pools
                 )
             case BaseMoved():  # tickets waiting on that base: up to date, or a conflict
                 move = (self._store, self._live, intent, self.handle, self._clock, event_id)
-                await base_moves.on_base_moved(self._forges(intent.installation_id), *move)
+                forge = self._work.forge(intent.installation_id, (intent.repo,))
+                await base_moves.on_base_moved(forge, *move)
             case InstallationChanged():
                 await self._installation(intent)
 
-    async def _ticket_for(self, target: TicketTarget, forge: Forge) -> str | None:
+    async def _ticket_for(self, target: TicketTarget, installation_id: int) -> str | None:
         """The ticket a delivery is about. A pull request found only through the
         issue its body closes must be the ticket's own: someone else's PR that
         fixes a ticket's issue is not Ballet's to drive."""
         key = await self._store.find_ticket(target)
         if key is None or target.pr is None:
             return key
+        forge = self._work.forge(installation_id, (split_key(key)[0],))
         record = await self._store.load(key, forge, pr_hint=target.pr)
         return key if record is not None and names_pr(record, target.repo, target.pr) else None
 
     async def _for_ticket(self, intent: ForTicket, event_id: str) -> None:
-        key = await self._ticket_for(intent.target, self._forges(intent.installation_id))
+        key = await self._ticket_for(intent.target, intent.installation_id)
         if key is None:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
-        forge = self._forges(intent.installation_id)
-        event = await heard.with_permission(forge, self._store, key, intent.event)
+        work = await self._ticket_work(key, intent.installation_id)
+        event = await heard.with_permission(work.forge, self._store, key, intent.event)
         if event is not None and split_key(key)[0] != intent.target.repo:
             event = companion_event(event, intent.target.repo)
         if event is None:
@@ -204,11 +193,12 @@ class TicketService:
 
     async def _resume_merge(self, key: str, installation_id: int, event_id: str) -> None:
         """Checks finished: a merge that waited for them goes ahead (or returns the work)."""
-        ctx = self._ctx(installation_id)
-        record = await self._store.load(key, ctx.forge)
+        own = self._work.forge(installation_id, (split_key(key)[0],))
+        record = await self._store.load(key, own)
         if record is None or record.pr_number is None:
             return
-        result = await ctx.interpreter.resume_merge(record.ticket.repo, record.pr_number)
+        work = self._work.for_ticket(installation_id, key, record)
+        result = await work.interpreter.resume_merge(record.ticket.repo, record.pr_number)
         if result is not None:
             await self.handle(
                 key, result, event_id=f"{event_id}:merge", installation_id=installation_id
@@ -230,13 +220,15 @@ class TicketService:
         installation = installation_id or await self._installation_of(repo)
         if installation is None:
             raise ForgeError(f"no App installation is known for {repo}; is Ballet installed there?")
-        ctx = self._ctx(installation)
         async with self._store.locked(key):
             with deciding():
+                ctx = await self._ticket_work(key, installation)
                 await self._drain(key, ctx)
-                applied = await self._apply(key, event, event_id, ctx, pr_hint)
+                new = await self._apply(key, event, event_id, ctx, pr_hint)
+                if new is not None:  # just started or rebuilt: its companions are known now
+                    ctx = self._work.for_ticket(installation, key, new)
                 await self._drain(key, ctx)
-        return applied
+        return new is not None
 
     async def _installation_of(self, repo: str) -> int | None:
         """Which installation serves `repo`: remembered in Redis, else asked of GitHub
@@ -250,22 +242,23 @@ class TicketService:
         return found
 
     async def _apply(
-        self, key: str, event: AnyEvent, event_id: str | None, ctx: _Ctx, pr_hint: int | None
-    ) -> bool:
+        self, key: str, event: AnyEvent, event_id: str | None, ctx: TicketWork, pr_hint: int | None
+    ) -> Record | None:
+        """The ticket's new record, None when the event did not apply."""
         if event_id is not None and await self._store.was_applied(key, event_id):
             log.info("event already applied", ticket=key, event_id=event_id)
-            return False
+            return None
         record = await self._store.load(key, ctx.forge, pr_hint=pr_hint)
         if record is None and not isinstance(event, TicketRequested):
             metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("no such ticket", ticket=key, kind=event.kind)
-            return False
+            return None
         try:
             new, effects = advance(record, event, write_grace=self._write_grace)
         except IllegalEvent as exc:
             metrics.TICKET_EVENTS.labels(event.kind, "refused").inc()
             log.info("event does not apply", ticket=key, kind=event.kind, reason=str(exc))
-            return False
+            return None
         await self._store.commit(new, effects, event_id, before=record, tally=True)
         committed(new.version)  # a session it starts may take a mirror fetched from now on
         # Every live ticket gets the reconciler's ticks, sessions or not (a human
@@ -274,9 +267,9 @@ class TicketService:
         metrics.ticket_advanced(event.kind, record.status if record else None, new.status)
         metrics.flow_observed(record, new)
         log.info("ticket advanced", ticket=key, kind=event.kind, status=new.status, stage=new.stage)
-        return True
+        return new
 
-    async def _drain(self, key: str, ctx: _Ctx) -> None:
+    async def _drain(self, key: str, ctx: TicketWork) -> None:
         async def carry_out(entry_id: str, effect: AnyEffect) -> None:
             await self._carry_out(key, entry_id, effect, ctx)
 
@@ -290,9 +283,9 @@ class TicketService:
             return  # no installation serves it any longer: nothing can be written
         async with self._store.locked(key):
             with deciding():
-                await self._drain(key, self._ctx(installation))
+                await self._drain(key, await self._ticket_work(key, installation))
 
-    async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: _Ctx) -> None:
+    async def _carry_out(self, key: str, entry_id: str, effect: AnyEffect, ctx: TicketWork) -> None:
         try:
             with carrying_out(entry_id):
                 follow_up = await ctx.interpreter.apply(effect)
@@ -306,7 +299,9 @@ class TicketService:
         if follow_up is not None:
             await self._apply(key, follow_up, f"{entry_id}:result", ctx, None)
 
-    async def _effect_failed(self, key: str, effect: AnyEffect, exc: ForgeError, ctx: _Ctx) -> None:
+    async def _effect_failed(
+        self, key: str, effect: AnyEffect, exc: ForgeError, ctx: TicketWork
+    ) -> None:
         log.error("effect failed for good", ticket=key, effect=effect.kind, error=str(exc))
         _, issue = split_key(key)
         body = (
@@ -320,7 +315,7 @@ class TicketService:
     # -- starting a ticket -------------------------------------------------------------
 
     async def _start(self, intent: StartTicket, event_id: str) -> None:
-        ctx = self._ctx(intent.installation_id)
+        ctx = self._work.for_repos(intent.installation_id, (intent.repo,))
         await self._store.remember_installation(intent.repo, intent.installation_id)
         result = await request_ticket(ctx.forge, intent, self._default_runtime, self._pools)
         key = ticket_key(intent.repo, intent.issue)
@@ -333,22 +328,23 @@ class TicketService:
                 key, result, event_id=event_id, installation_id=intent.installation_id
             )
 
-    async def _notice(self, ctx: _Ctx, key: str, issue: int, what: str, body: str) -> None:
+    async def _notice(self, ctx: TicketWork, key: str, issue: int, what: str, body: str) -> None:
         marker = MarkerKey(ticket=key, kind="notice", extra=what).render()
         await ctx.interpreter.upsert_comment(split_key(key)[0], issue, marker, body)
 
     # -- commands, config checks, installations -------------------------------------------
 
     async def _commands(self, intent: IssueCommands) -> None:
-        ctx = self._ctx(intent.installation_id)
-        key = await self._ticket_for(intent.target, ctx.forge)
+        key = await self._ticket_for(intent.target, intent.installation_id)
         if key is None:
             log.info("commands on a pull request of no ticket", target=intent.target)
             return
+        ctx = await self._ticket_work(key, intent.installation_id)
         if await self._store.load(key, ctx.forge, pr_hint=intent.target.pr) is None:
             _, number = split_key(key)
             label = repo_config.DEFAULT_TRIGGER_LABEL
-            await ctx.interpreter.upsert_comment(
+            here = self._work.for_repos(intent.installation_id, (intent.target.repo,))
+            await here.interpreter.upsert_comment(
                 intent.target.repo,
                 intent.target.issue or intent.target.pr or number,
                 MarkerKey(ticket=key, kind="reply", extra=str(intent.comment_id)).render(),
@@ -378,7 +374,7 @@ class TicketService:
             )
 
     async def _check_config(self, intent: ValidateConfigInPR) -> None:
-        forge = self._forges(intent.installation_id)
+        forge = self._work.forge(intent.installation_id, (intent.repo,))
         await repo_config.check_config_in_pr(
             forge, self._memo, intent.repo, intent.pr, intent.head_sha, self._pools
         )
