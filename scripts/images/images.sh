@@ -88,6 +88,9 @@ built() {
 
 run_ticket() { # scripted|clis
   built
+  # The worker's own user namespace (hostUsers: false) has its root filesystem
+  # opened by an unprivileged host id, which must pass through vfs/ (made 0700).
+  chmod 711 "$cache/storage/vfs"
   drive run_ticket.py --agents "$1" --out "$cache/runs/$1-$(date +%Y%m%dT%H%M%S)"
 }
 

@@ -263,8 +263,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--userns-size",
         type=int,
-        default=0,
-        help="ids mapped for a pod with `hostUsers: false` (default 0: the host's user"
-        " namespace; see docs/deploy.md for why)",
+        default=65536,
+        help="ids mapped for a pod with `hostUsers: false` (0: the host's user namespace)",
     )
     sys.exit(asyncio.run(main(parser.parse_args())))
