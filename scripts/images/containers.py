@@ -40,7 +40,8 @@ def manifest_options(spec: dict[str, Any], userns_size: int) -> list[str]:
         opts += ["--group-add", str(pod["fsGroup"])]
     if spec.get("hostUsers") is False and userns_size:
         # The pod's own user namespace: its root is an unprivileged id range of the host.
-        base = 1_000_000 + 65_536 * (os.getpid() % 100)
+        # One fixed range: vfs keeps a re-owned copy of the image per mapping.
+        base = 1_000_000
         opts += ["--uidmap", f"0:{base}:{userns_size}", "--gidmap", f"0:{base}:{userns_size}"]
     if ctx.get("allowPrivilegeEscalation") is False:
         opts += ["--security-opt", "no-new-privileges"]
