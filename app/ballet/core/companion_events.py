@@ -1,21 +1,27 @@
 """What people do on a companion's pull request (core/companions.py) while the ticket runs.
 
 The edge hears a companion's pull-request deliveries through the record's index of
-them and hands on only two kinds, marked with the companion's repository: a review
-and the pull request closed. A writer's review asking for changes returns the ticket
+them and hands on three kinds, marked with the companion's repository: a review,
+the pull request closed, and its checks finished. A writer's review asking for changes returns the ticket
 as one on its own pull request does (at once when it waits, once the running session
 or merge ends otherwise), its cause naming the repository; an approval there decides
 nothing (people approve the ticket's own pull request). A companion's pull request a
 person merged is one landing skips; one closed unmerged is marked so, and the next
-session that pushes the branch there gets a pull request again. Its checks are read
-when it lands (core/companion_landing.py), not heard before.
+session that pushes the branch there gets a pull request again. Its checks finished
+are heard too (core/companion_checks.py): a red one returns a ticket waiting to land.
 """
 
 from __future__ import annotations
 
 from ballet.core import companion_landing, handlers, reviews
 from ballet.core.companion_merges import landing_next
-from ballet.core.events import AnyEvent, MergeResult, PullRequestClosed, ReviewSubmitted
+from ballet.core.events import (
+    AnyEvent,
+    ChecksCompleted,
+    MergeResult,
+    PullRequestClosed,
+    ReviewSubmitted,
+)
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record
 from ballet.core.tx import Tx
@@ -23,8 +29,9 @@ from ballet.core.tx import Tx
 
 def companion_event(event: AnyEvent, repo: str) -> AnyEvent | None:
     """The event of a companion's pull request the ticket hears, marked with its
-    repository; None for any other (its checks, pushes, edits)."""
-    if isinstance(event, ReviewSubmitted | PullRequestClosed):
+    repository (a review, its close, its checks finished: core/companion_checks.py);
+    None for any other (pushes, edits)."""
+    if isinstance(event, ReviewSubmitted | PullRequestClosed | ChecksCompleted):
         return event.model_copy(update={"repo": repo})
     return None
 

@@ -189,6 +189,7 @@ class ChecksCompleted(Event):
     conclusion: CheckConclusion
     names: tuple[str, ...] = ()
     partial: bool = False  # one check's conclusion; the others on the head unread
+    repo: str | None = None  # a companion's pull request's head; None: the ticket's own
 
 
 class PullRequestOpened(Event):

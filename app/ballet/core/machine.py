@@ -33,6 +33,7 @@ from ballet.core import (
     steps,
     verbs,
 )
+from ballet.core import companion_checks as cc
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
 from ballet.core import merge_queue as mq
@@ -95,15 +96,16 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # ...and a forge wait past its timeout, or checks that never started.
     # (A companion's merge held for its checks is tried again: core/companion_landing.py.)
     ("waiting", "reconcile_tick"): Rule(companion_landing.tick, ("waiting",), "wait timed out"),
-    # Platform stages wait for the forge: checks, reviews, merges.
+    # Platform stages wait for the forge: checks, reviews, merges (a companion's
+    # checks, marked with its repository: core/companion_checks.py).
     ("waiting", "checks_started"): Rule(fw.checks_started, ("waiting",), "checks started"),
-    ("waiting", "checks_completed"): Rule(fw.checks_completed, ONWARD, "checks decide pass/fail"),
+    ("waiting", "checks_completed"): Rule(cc.checks_completed, ONWARD, "checks decide pass/fail"),
     # Check results for the head are remembered at any time: a checks wait
     # entered after CI finished settles at once instead of waiting forever.
     ("running", "checks_started"): Rule(fw.checks_started, ("running",), "remember checks"),
-    ("running", "checks_completed"): Rule(fw.checks_completed, ("running",), "remember checks"),
+    ("running", "checks_completed"): Rule(cc.checks_completed, ("running",), "remember checks"),
     ("paused", "checks_started"): Rule(fw.checks_started, ("paused",), "remember checks"),
-    ("paused", "checks_completed"): Rule(fw.checks_completed, ("paused",), "remember checks"),
+    ("paused", "checks_completed"): Rule(cc.checks_completed, ("paused",), "remember checks"),
     # A review by a person with write permission: at a review wait it decides (for
     # the head it names); elsewhere one asking for changes sends the ticket back to
     # rework, at once when it waits, when the session or merge ends otherwise, and

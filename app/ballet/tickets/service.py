@@ -188,7 +188,7 @@ class TicketService:
             installation_id=intent.installation_id,
             pr_hint=intent.target.pr,
         )
-        if isinstance(event, ChecksCompleted):
+        if isinstance(event, ChecksCompleted) and event.repo is None:
             await self._resume_merge(key, intent.installation_id, event_id)
 
     async def _resume_merge(self, key: str, installation_id: int, event_id: str) -> None:

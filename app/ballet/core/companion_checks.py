@@ -1,0 +1,66 @@
+"""A companion's checks heard while the ticket waits to land (issue 37 item 3).
+
+GitHub tells of a check suite or status finishing on a companion's pull request's
+head as it does on the ticket's own; the edge hands it on marked with the
+companion's repository (core/companion_events.py). A red one returns the ticket
+where a red one on its own head does — while it waits for checks before its merge,
+or for a person's approval to land — its cause naming the repository and the
+pull request. A companion's merge held for its checks (core/companion_merges.py)
+is tried again at once, green or red: the merge reads them all and lands it or
+returns the ticket, rather than waiting for the reconciler's next tick. Anywhere
+else its checks are read when it lands, not heard before.
+"""
+
+from __future__ import annotations
+
+from ballet.core import forge_waits, landing_approval, steps
+from ballet.core.companion_merges import CHECKS_FIRST, landing_next, merge_effect
+from ballet.core.events import ChecksCompleted
+from ballet.core.handlers import IllegalEvent
+from ballet.core.record import Record
+from ballet.core.returns import cause
+from ballet.core.tx import Tx
+
+GREEN = ("success", "neutral", "skipped")
+
+
+def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
+    rec = tx.rec
+    if ev.repo is None or ev.repo == rec.ticket.repo:
+        forge_waits.checks_completed(tx, ev)
+        return
+    pr = next((p for p in rec.companion_prs if p.repo == ev.repo), None)
+    if pr is None or pr.number is None:
+        raise IllegalEvent(f"{ev.repo} has no pull request of this ticket")
+    named = f"{pr.repo}#{pr.number}"
+    if ev.head_sha != pr.head_sha:
+        raise IllegalEvent(f"checks for {ev.head_sha}, but the head of {named} is {pr.head_sha}")
+    w = rec.waiting
+    if landing_next(rec) == pr and w is not None and w.kind == "merge_result":
+        if not w.reason.startswith(CHECKS_FIRST):
+            raise IllegalEvent(f"the merge of {named} is under way; it reads its checks")
+        tx.emit(merge_effect(rec, pr))  # held for these checks: it reads them now
+        return
+    if ev.conclusion in GREEN:
+        raise IllegalEvent(f"green checks on {named} are read when it lands")
+    if not (_waits_for_checks_to_merge(rec) or landing_approval.awaiting_approval(rec)):
+        raise IllegalEvent(f"red checks on {named} are read when it lands")
+    names = ", ".join(ev.names) or "all checks"
+    summary = f"red checks on {named} at {pr.head_sha[:12]}: {names}: {ev.conclusion}"
+    here = rec.stage or ""
+    why = cause("merge_checks_failed", here, tx.now, by=f"stage:{here}", sha=pr.head_sha,
+                text=summary)  # fmt: skip
+    steps.settle(tx, "returned", summary, causes=(why,))
+
+
+def _waits_for_checks_to_merge(rec: Record) -> bool:
+    """The ticket's own merge waits for its checks (its companions landed, or have
+    not been tried: a red one of theirs must not land the rest)."""
+    w = rec.waiting
+    return (
+        rec.status == "waiting"
+        and w is not None
+        and w.kind == "checks"
+        and rec.stage is not None
+        and rec.pipeline.stage(rec.stage).action == "merge"
+    )
