@@ -123,6 +123,16 @@ def main(args: argparse.Namespace) -> int:
                 [*pm, "logs", "ballet-worker-pod-0-worker"], capture_output=True, text=True
             )
             print(f"images: the played worker said:\n{(logs.stdout + logs.stderr)[-1500:]}")
+        else:
+            # Known, and not the manifest's fault: `./run images clis` runs the worker
+            # with the manifest's options translated, its own user namespace included.
+            print(
+                "images: the worker's pod is not played here: podman 4.3 gives a pod of "
+                "hostUsers: false ids from the `containers` user's /etc/subuid range (this "
+                "host has none) and ignores procMount; `./run images clis` runs the worker "
+                "with the manifest's options translated (docs/deploy.md)",
+                file=sys.stderr,
+            )
         return 0
     finally:
         for path in files.values():
