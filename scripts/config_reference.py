@@ -216,7 +216,13 @@ pipelines:
   base's own rules, such as required reviews, still hold it back), so keep it for
   repositories where that is acceptable ([security.md](security.md#what-lands-without-a-person)).
   `merge: manual`: a person merges on GitHub. `/ballet policy merge=…` changes it
-  for one ticket, also while its landing waits.
+  for one ticket, also while its landing waits. A ticket with `companions:` lands
+  only once each of its pull requests is approved at its head: its own as above,
+  and each companion's by an approving review from someone with write permission
+  on that repository (one of `approvers:` where it names people). Each
+  repository's writers decide what lands in it: the ticket's own approval or
+  `/ballet approve` speaks for the ticket's repository alone, and a new push to a
+  companion's pull request asks there again.
 - `pool` (on a runtime, or on an agent stage, whose own wins; a sign-off role
   takes its runtime's) names the agent pool whose workers run the sessions,
   e.g. `pool: gpu` for a runtime that needs a GPU or a private network: only

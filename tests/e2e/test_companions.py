@@ -23,6 +23,7 @@ from scenarios import (
     wait_until,
     waiting_for,
 )
+from test_people_heard import refused_reviews, review, until_refused
 from worker_processes import files_named
 
 pytestmark = pytest.mark.anyio
@@ -240,6 +241,45 @@ async def test_red_ci_on_the_companions_pr_while_people_decide_returns_the_ticke
     returned = next(r for r in record.history if r.stage == "integrate" and r.iteration == 1)
     assert returned.outcome == "returned"
     assert f"red checks on {lib}#{pr.number} at {pr.head_sha[:12]}" in returned.summary
+    # Its next head, green, is approved in both repositories by a writer of each.
+    (again,) = record.companion_prs
+    assert again.number == pr.number and again.head_sha != pr.head_sha
     await comment(stack, app, record.pr_number or 0, "carol", "/ballet approve")
+    await review(stack, lib, pr.number, "carol", "APPROVE", commit_id=again.head_sha)
     view = await wait_until(stack, app, number, merged, timeout=120)
+    assert await merges_in_order(stack, app, lib) == [lib, app]
+
+
+async def test_where_people_decide_each_repositorys_writer_approves_its_pull_request(
+    stack: Stack,
+) -> None:
+    lib = await new_repo(stack, "lib-approved")
+    app = await new_repo(stack, "app-approved", f"companions: [{lib}]\n" + demo.BALLET_YML,
+                         people_decide=True)  # fmt: skip
+    number = await ticket(stack, app, directives="demo:companion=lib-approved")
+    view = await wait_until(stack, app, number, waiting_in("approval", 1), timeout=120)
+    record = view.record
+    assert record is not None and record.pr_number is not None
+    (pr,) = record.companion_prs
+    assert pr.number is not None
+    # The ticket's own approval speaks for acme/app alone: the landing waits on for lib's.
+    await comment(stack, app, record.pr_number, "carol", "/ballet approve")
+
+    def only_lib_left(view: View) -> bool:
+        w = view.record.waiting if view.record is not None else None
+        return w is not None and w.reason.startswith("a person to approve the companions'")
+
+    view = await wait_until(stack, app, number, only_lib_left, timeout=60)
+    assert view.record is not None and view.record.waiting is not None
+    assert f"{lib}#{pr.number} at {pr.head_sha[:12]}" in view.record.waiting.reason
+    # A reader's approval there lands nothing; a writer's of lib's head lands both, lib first.
+    refused = refused_reviews()
+    await review(stack, lib, pr.number, "bob", "APPROVE")
+    await until_refused(stack, app, number, refused + 1)
+    assert not (await stack.state(lib))["pulls"][0]["merged"]
+    await review(stack, lib, pr.number, "carol", "APPROVE", commit_id=pr.head_sha)
+    view = await wait_until(stack, app, number, merged, timeout=120)
+    assert view.record is not None
+    (landed,) = view.record.companion_prs
+    assert landed.approval is not None and landed.approval.by == "carol"
     assert await merges_in_order(stack, app, lib) == [lib, app]

@@ -2,20 +2,23 @@
 
 The edge hears a companion's pull-request deliveries through the record's index of
 them and hands on three kinds, marked with the companion's repository: a review,
-the pull request closed, and its checks finished. A writer's review asking for changes returns the ticket
-as one on its own pull request does (at once when it waits, once the running session
-or merge ends otherwise), its cause naming the repository; an approval there decides
-nothing (people approve the ticket's own pull request). A companion's pull request a
-person merged is one landing skips; one closed unmerged is marked so, and the next
-session that pushes the branch there gets a pull request again. Its checks finished
-are heard too (core/companion_checks.py): a red one returns a ticket waiting to land.
+the pull request closed, and its checks finished (core/companion_checks.py). A
+writer's review asking for changes returns the ticket as one on its own pull request
+does (at once when it waits, once the running session or merge ends otherwise), its
+cause naming the repository. Where people decide (policy merge: approved), an
+approving review of its head by a writer of that repository is the approval it lands
+on (core/landing_approval.py); under any other policy an approval there decides
+nothing. A companion's pull request a person merged is one landing skips; one closed
+unmerged is marked so, and the next session that pushes the branch there gets a
+pull request again.
 """
 
 from __future__ import annotations
 
-from ballet.core import companion_landing, handlers, reviews
+from ballet.core import companion_landing, handlers, landing_approval, reviews, steps
 from ballet.core.companion_merges import landing_next
 from ballet.core.events import (
+    WRITE_PERMISSIONS,
     AnyEvent,
     ChecksCompleted,
     MergeResult,
@@ -23,7 +26,7 @@ from ballet.core.events import (
     ReviewSubmitted,
 )
 from ballet.core.handlers import IllegalEvent
-from ballet.core.record import Record
+from ballet.core.record import Approval, Record
 from ballet.core.tx import Tx
 
 
@@ -41,13 +44,17 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     if ev.repo is None or ev.repo == rec.ticket.repo:
         reviews.review_submitted(tx, ev)
         return
-    pr = next((p for p in rec.companion_prs if p.repo == ev.repo), None)
-    if pr is None:
+    at = next((i for i, p in enumerate(rec.companion_prs) if p.repo == ev.repo), None)
+    if at is None:
         raise IllegalEvent(f"{ev.repo} has no pull request of this ticket")
+    pr = rec.companion_prs[at]
+    if ev.state == "approved" and rec.policy.merge == "approved":
+        _approved(tx, ev, at)
+        return
     if ev.state != "changes_requested":
         raise IllegalEvent(
-            f"a {ev.state} review of {ev.repo}#{pr.number} decides nothing: people approve "
-            f"the ticket's own pull request"
+            f"a {ev.state} review of {ev.repo}#{pr.number} decides nothing (policy "
+            f"merge={rec.policy.merge})"
         )
     # Its words and the repository go back, as of the ticket's head (a review gate reads
     # it as of the change now); its inline comments are the companion's, not read here.
@@ -57,6 +64,36 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
                 "body": f"(a review of {ev.repo}#{pr.number}, at {pr.head_sha[:12]}){said}"}
     )  # fmt: skip
     reviews.review_submitted(tx, own)
+
+
+def _approved(tx: Tx, ev: ReviewSubmitted, at: int) -> None:
+    """A person with write permission on the companion's repository (its permission,
+    read there) approved its head: kept until a new head there lapses it; a landing
+    waiting for people goes on once nothing else is left to approve."""
+    rec = tx.rec
+    pr = rec.companion_prs[at]
+    named = f"{pr.repo}#{pr.number}"
+    if ev.author_is_bot:
+        raise IllegalEvent(f"a bot's approval of {named} decides nothing: a person's does")
+    if ev.permission not in WRITE_PERMISSIONS:
+        raise IllegalEvent(
+            f"an approval of {named} by @{ev.author} counts only with write permission on "
+            f"{pr.repo} (they have {ev.permission})"
+        )
+    approvers = rec.pipeline.approvers
+    if approvers is not None and ev.author.lower() not in {a.lower() for a in approvers}:
+        raise IllegalEvent(f"@{ev.author} is not among the pipeline's approvers")
+    if ev.commit_id != pr.head_sha:
+        raise IllegalEvent(
+            f"an approval of {ev.commit_id}, but the head of {named} is {pr.head_sha}"
+        )
+    approved = pr.model_copy(
+        update={"approval": Approval(by=ev.author, sha=pr.head_sha, at=tx.now)}
+    )
+    prs = rec.companion_prs
+    tx.set(companion_prs=(*prs[:at], approved, *prs[at + 1 :]))
+    if landing_approval.awaiting_approval(rec):
+        steps.land(tx)  # lands, or waits on for what is still unapproved
 
 
 def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:

@@ -320,13 +320,13 @@ class BalletConfig(Strict):
     pipelines: dict[str, Pipeline] = Field(default_factory=dict)
     """Pipelines by name; without any, tickets run the built-in default."""
     companions: Annotated[tuple[RepoName, ...], AfterValidator(_each_once)] = ()
-    """Other repositories of the same installation a ticket may change too, as
-    `owner/name`, in the order their pull requests land (dependencies first; the
-    ticket's own repository lands last). Every session gets a clone of each on the
-    ticket's branch; each one it commits in gets a pull request of its own. Each must be
-    a repository the App's installation reaches, and not this one: the `ballet/config`
-    check run and a ticket's start refuse any other at its line (`ballet validate`,
-    offline, checks the shape only)."""
+    """Other repositories of the same installation a ticket may change too, as `owner/name`, in
+    the order their pull requests land (dependencies first; the ticket's own repository lands
+    last). Every session gets a clone of each on the ticket's branch; each one it commits in
+    gets a pull request of its own. Each must be a repository the App's installation reaches,
+    and not this one: the `ballet/config` check run and a ticket's start refuse any other at its
+    line (`ballet validate`, offline, checks the shape only). Where people decide, each one's
+    pull request lands once a writer of that repository approves its head."""
 
 
 class ResolvedRole(Strict):

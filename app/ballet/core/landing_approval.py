@@ -9,12 +9,18 @@ approvals" does. `merge: auto` lands with no person; `merge: manual` waits for a
 person to merge on GitHub. The wait is an `approval` wait at a stage that lands, so
 it is heeded like a human stage's (the base moving, the ballet:question label) and
 has no timeout.
+
+A ticket with companions lands only when each companion's open pull request is
+approved too, at its head, by an approving review of someone with write permission
+on THAT repository (core/companion_events.py): each repository's writers decide
+what lands in it, and the ticket's own approval speaks for the ticket's repository
+alone.
 """
 
 from __future__ import annotations
 
 from ballet.core import routing
-from ballet.core.record import Record
+from ballet.core.record import CompanionPR, Record
 from ballet.core.runs import wait
 from ballet.core.tx import Tx
 
@@ -24,7 +30,18 @@ COMMAND = "/ballet approve"
 def needs_approval(rec: Record) -> bool:
     """The landing must wait for a person: the policy asks for one and no approval
     holds for the head."""
-    return rec.policy.merge == "approved" and not head_approved(rec)
+    return rec.policy.merge == "approved" and (not head_approved(rec) or bool(unapproved(rec)))
+
+
+def unapproved(rec: Record) -> tuple[CompanionPR, ...]:
+    """The companions' open pull requests whose head no writer there approved yet."""
+    return tuple(
+        p
+        for p in rec.companion_prs
+        if p.state == "open"
+        and p.number is not None
+        and (p.approval is None or p.approval.sha != p.head_sha)
+    )
 
 
 def head_approved(rec: Record) -> bool:
@@ -59,10 +76,21 @@ def await_approval(tx: Tx, *, ask: bool = True) -> None:
 
 def _reason(rec: Record) -> str:
     head = f" {rec.head_sha[:12]}" if rec.head_sha else ""
-    return (
+    own = (
         f"a person to approve the head{head} before it lands: an approving review of the "
         "pull request, or `/ballet approve`"
     )
+    left = unapproved(rec)
+    if not left:
+        return own
+    theirs = f"{_companions(left)}, each by an approving review of a writer there"
+    if head_approved(rec):
+        return f"a person to approve the companions' pull requests before they land: {theirs}"
+    return f"{own}; and {theirs}"
+
+
+def _companions(prs: tuple[CompanionPR, ...]) -> str:
+    return ", ".join(f"{p.repo}#{p.number} at {p.head_sha[:12]}" for p in prs)
 
 
 def _who(rec: Record) -> tuple[str, str]:
@@ -83,7 +111,17 @@ def _request(rec: Record) -> str:
         f"pull request, or `/ballet approve` — and Ballet lands it by the repository's "
         f"rules; `/ballet reject <reason>` sends it back for rework.\n\n"
         f"Who can approve: {who}. An approval holds for this commit only: a new push "
-        f"asks again."
+        f"asks again." + _companions_asked(rec)
+    )
+
+
+def _companions_asked(rec: Record) -> str:
+    left = unapproved(rec)
+    if not left:
+        return ""
+    return (
+        f"\n\nThe ticket's pull requests in its companions land with it, each once a "
+        f"person with write permission there approves its head in a review: {_companions(left)}."
     )
 
 

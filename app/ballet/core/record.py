@@ -144,6 +144,9 @@ class CompanionPR(Frozen):
     head_sha: str  # the branch's head as the last session pushed it
     number: int | None = None  # None: asked to be opened, not heard of yet
     state: Literal["open", "merged", "closed"] = "open"
+    # A writer of that repository's approving review, of the head it names
+    # (core/landing_approval.py: where people decide, each one is approved).
+    approval: Approval | None = None
 
 
 class Record(Frozen):

@@ -19,14 +19,15 @@ log = structlog.get_logger("ballet.github")
 
 
 async def with_permission(
-    forge: Forge, store: RecordStore, key: str, event: AnyEvent
+    forge: Forge, store: RecordStore, key: str, event: AnyEvent, *, where: str | None = None
 ) -> AnyEvent | None:
     """`event` with its author's permission where only a writer's counts (a review's
-    verdict, an edit of the issue; a bot's is never asked); None for an edit of an
-    issue that is no live ticket's, which costs no permission look-up."""
+    verdict, read in the repository `where` it was given: a companion's is its writers';
+    an edit of the issue; a bot's is never asked); None for an edit of an issue that is
+    no live ticket's, which costs no permission look-up."""
     repo, _ = split_key(key)
     if isinstance(event, ReviewSubmitted) and event.state in VERDICTS and not event.author_is_bot:
-        permission = await forge.permission(repo, event.author)
+        permission = await forge.permission(where or repo, event.author)
         return event.model_copy(update={"permission": permission})
     if not isinstance(event, IssueEdited):
         return event

@@ -176,7 +176,8 @@ class TicketService:
             log.info("event for no ticket", target=intent.target, kind=intent.event.kind)
             return
         work = await self._ticket_work(key, intent.installation_id)
-        event = await heard.with_permission(work.forge, self._store, key, intent.event)
+        where = intent.target.repo
+        event = await heard.with_permission(work.forge, self._store, key, intent.event, where=where)
         if event is not None and split_key(key)[0] != intent.target.repo:
             event = companion_event(event, intent.target.repo)
         if event is None:
