@@ -44,9 +44,7 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
     if ev.repo is None or ev.repo == rec.ticket.repo:
         reviews.review_submitted(tx, ev)
         return
-    at = next((i for i, p in enumerate(rec.companion_prs) if p.repo == ev.repo), None)
-    if at is None:
-        raise IllegalEvent(f"{ev.repo} has no pull request of this ticket")
+    at = _companion_at(rec, ev.repo)
     pr = rec.companion_prs[at]
     if ev.state == "approved" and rec.policy.merge == "approved":
         _approved(tx, ev, at)
@@ -101,9 +99,7 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
     if ev.repo is None or ev.repo == rec.ticket.repo:
         handlers.pr_closed(tx, ev)
         return
-    at = next((i for i, p in enumerate(rec.companion_prs) if p.repo == ev.repo), None)
-    if at is None:
-        raise IllegalEvent(f"{ev.repo} has no pull request of this ticket")
+    at = _companion_at(rec, ev.repo)
     pr = rec.companion_prs[at]
     state = "merged" if ev.merged else "closed"
     if pr.state == state:
@@ -124,3 +120,12 @@ def names_pr(rec: Record, repo: str, number: int) -> bool:
     if repo == rec.ticket.repo:
         return rec.pr_number == number
     return any((p.repo, p.number) == (repo, number) for p in rec.companion_prs)
+
+
+def _companion_at(rec: Record, repo: str) -> int:
+    """Where in the record the ticket's pull request in `repo` is; an event about a
+    repository the ticket has none in is refused."""
+    at = next((i for i, p in enumerate(rec.companion_prs) if p.repo == repo), None)
+    if at is None:
+        raise IllegalEvent(f"{repo} has no pull request of this ticket")
+    return at
