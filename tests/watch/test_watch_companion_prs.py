@@ -24,4 +24,4 @@ async def test_the_ticket_page_lists_the_companions_pull_requests(site: Site) ->
         page = await browser.get("/tickets/acme/app/4")
     assert page.status_code == 200, page.text
     assert '/acme/lib/pull/34">acme/lib#34</a> (merged)' in page.text
-    assert "acme/web (being opened) (open)" in page.text
+    assert "acme/web (its pull request being opened)" in page.text

@@ -85,9 +85,10 @@ def companion_links(web_url: str, record: Record) -> list[dict[str, str]]:
     """The ticket's pull requests in its companions, in landing order, with their state."""
     return [
         {
-            "name": f"{pr.repo}#{pr.number}" if pr.number else f"{pr.repo} (being opened)",
+            "name": f"{pr.repo}#{pr.number}" if pr.number else pr.repo,
             "url": f"{web_url}/{pr.repo}/pull/{pr.number}" if pr.number else "",
-            "state": pr.state,
+            # A pushed head whose pull request Ballet has not opened yet.
+            "state": pr.state if pr.number else "its pull request being opened",
         }
         for pr in record.companion_prs
     ]
