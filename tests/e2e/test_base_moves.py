@@ -17,11 +17,9 @@ from test_config_pr import Clone
 
 pytestmark = pytest.mark.anyio
 
-GATED = """\
-trigger_label: ballet
-runtimes:
-  script: {adapter: command, command: [python3, .ballet/agent.py]}
-default_runtime: script
+GATED = (
+    demo.SCRIPT_RUNTIME_YML
+    + """\
 pipelines:
   default:
     stages:
@@ -31,6 +29,7 @@ pipelines:
       - {id: integrate, kind: agent, skills: [integrator],
          next: {merged: $done, returned: implement}}
 """
+)
 SUBTRACT = "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
 
 

@@ -5,17 +5,13 @@ Ballet's landing of the pull request."""
 from __future__ import annotations
 
 import pytest
+from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from scenarios import assert_merged_cleanly, merged, new_repo, outcomes, ticket, wait_until
 
 pytestmark = pytest.mark.anyio
 
-NO_PIPELINES = """\
-trigger_label: ballet
-runtimes:
-  script: {adapter: command, command: [python3, .ballet/agent.py]}
-default_runtime: script
-"""
+NO_PIPELINES = demo.SCRIPT_RUNTIME_YML
 
 
 async def test_a_file_without_pipelines_runs_the_default_to_merged(stack: Stack) -> None:
@@ -35,11 +31,9 @@ async def test_a_file_without_pipelines_runs_the_default_to_merged(stack: Stack)
 
 # The seeds' ticket pipeline, written as .ballet.yml: Integrate is an agent stage, and
 # its `merged` goes to `done` as the seed writes it (no `$`).
-SEED = """\
-trigger_label: ballet
-runtimes:
-  script: {adapter: command, command: [python3, .ballet/agent.py]}
-default_runtime: script
+SEED = (
+    demo.SCRIPT_RUNTIME_YML
+    + """\
 pipelines:
   default:
     stages:
@@ -50,6 +44,7 @@ pipelines:
       - {id: integrate, kind: agent, skills: [integrator],
          next: {merged: done, returned: implement}}
 """
+)
 
 
 async def test_the_seeds_template_integrates_and_lands(stack: Stack) -> None:

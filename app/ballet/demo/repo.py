@@ -29,11 +29,18 @@ class AddTest(unittest.TestCase):
         self.assertEqual(add(2, 3), 5)
 """
 
-BALLET_YML = """\
+# The scripted agent as every stage's runtime: the head of the demo's `.ballet.yml`
+# and of the tests' own pipelines.
+SCRIPT_RUNTIME_YML = """\
 trigger_label: ballet
 runtimes:
   script: {adapter: command, command: [python3, .ballet/agent.py]}
 default_runtime: script
+"""
+
+BALLET_YML = (
+    SCRIPT_RUNTIME_YML
+    + """\
 pipelines:
   default:
     iteration_limit: 3
@@ -46,6 +53,7 @@ pipelines:
          next: {pass: integrate, fail: implement}}
       - {id: integrate, kind: platform, action: merge, next: {merged: $done, returned: implement}}
 """
+)
 
 # The demo's pipeline with `policy: {merge: auto}`: Ballet lands each ticket with no
 # person's approval. For load runs and the benches, which measure Ballet, not how
