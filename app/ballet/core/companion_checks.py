@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from ballet.core import forge_waits, landing_approval, steps
 from ballet.core.companion_merges import CHECKS_FIRST, landing_next, merge_effect
-from ballet.core.events import ChecksCompleted
+from ballet.core.events import PASSING_CONCLUSIONS, ChecksCompleted
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record
 from ballet.core.returns import cause
 from ballet.core.tx import Tx
-
-GREEN = ("success", "neutral", "skipped")
 
 
 def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
@@ -41,7 +39,7 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
             raise IllegalEvent(f"the merge of {named} is under way; it reads its checks")
         tx.emit(merge_effect(rec, pr))  # held for these checks: it reads them now
         return
-    if ev.conclusion in GREEN:
+    if ev.conclusion in PASSING_CONCLUSIONS:
         raise IllegalEvent(f"green checks on {named} are read when it lands")
     if not (_waits_for_checks_to_merge(rec) or landing_approval.awaiting_approval(rec)):
         raise IllegalEvent(f"red checks on {named} are read when it lands")

@@ -28,6 +28,8 @@ WRITE_PERMISSIONS: frozenset[Permission] = frozenset({"write", "maintain", "admi
 CheckConclusion = Literal[
     "success", "failure", "neutral", "cancelled", "skipped", "timed_out", "action_required"
 ]
+# The conclusions that let a pull request through, as GitHub's required checks read them.
+PASSING_CONCLUSIONS: frozenset[CheckConclusion] = frozenset({"success", "neutral", "skipped"})
 
 
 class Event(BaseModel):

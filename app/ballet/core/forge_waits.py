@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ballet.core import landing_approval, merge_queue, rework, steps
 from ballet.core.effects import ReadChecks
-from ballet.core.events import ChecksCompleted, ChecksStarted, MergeResult
+from ballet.core.events import PASSING_CONCLUSIONS, ChecksCompleted, ChecksStarted, MergeResult
 from ballet.core.handlers import IllegalEvent
 from ballet.core.merge_refused import method_refused
 from ballet.core.record import ChecksSeen, Record
@@ -36,7 +36,7 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
     rec = tx.rec
     if ev.head_sha != rec.head_sha:
         raise IllegalEvent(f"checks for {ev.head_sha}, but the head is {rec.head_sha}")
-    passed = ev.conclusion in ("success", "neutral", "skipped")
+    passed = ev.conclusion in PASSING_CONCLUSIONS
     names = ", ".join(ev.names) or "all checks"
     if ev.partial and passed:
         _one_check_green(tx, ev, names)
