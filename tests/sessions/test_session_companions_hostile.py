@@ -400,6 +400,8 @@ def test_a_companion_swapped_for_a_link_to_another_sessions_clone_leaves_that_cl
     assert f"refs/heads/{BRANCH}" not in remote_refs(lib), (result.failure_reason, result.report)
     assert not _has_object(lib, theirs)
     assert "octo/lib" not in result.companion_heads
+    # The session fails, saying what it did; nothing of the link was read.
+    assert result.failure_reason == "push" and "replaced" in result.report.summary
     # The other session's clone is as it was: its alternates kept.
     assert git("rev-parse", "HEAD", cwd=other) == theirs
     assert alternates.is_file() and alternates.read_text() == borrowed, (

@@ -112,6 +112,7 @@ async def push_companions(
         if token:
             redactor = redactor.adding({GIT_TOKEN: token})
         try:
+            still_made_here(workspace.clone)
             head = await push_ticket_branch(
                 workspaces, workspace, url=clone.info.clone_url, base=clone.info.base,
                 token=token, redactor=redactor,
@@ -125,6 +126,20 @@ async def push_companions(
         if head != clone.base_sha:
             heads[repo] = head
     return heads, redactor
+
+
+def still_made_here(clone: Path) -> None:
+    """The companion's clone is still the directory Ballet made for it. Everything
+    under `companions/` was the session's to write: it may have put a symbolic link
+    where the clone, or its owner's directory, was, and the push (outside the
+    sandbox) would read, and change, whatever repository of the worker it names."""
+    root = clone.parent.parent  # <workspace>/companions, of .../companions/<owner>/<name>
+    for path in (clone, clone.parent, root):
+        if path.is_symlink() or not path.is_dir():
+            raise PushError(
+                f"the session replaced {path.relative_to(root.parent)} with something else "
+                "than the clone Ballet made; nothing of it was pushed"
+            )
 
 
 def _named(error: PushError, repo: str) -> tuple[object, ...]:
