@@ -8,7 +8,10 @@ conflict needs work: it goes to the pipeline's integrator (else to rework,
 `implement`) with a `merge_conflict` cause naming the files both sides changed.
 From a gate before the integrator, the integrator's `done` brings the ticket back
 to that gate (`Record.resume_at`), not to the landing: people decide on the
-resolved head, then the ticket lands as it would have.
+resolved head, then the ticket lands as it would have. A companion's base moving
+into a conflict with its pull request goes the same way, the cause naming that
+repository (`BaseConflict.repo`): the integrator brings every repository's branch
+up to date, not only the ticket's own.
 """
 
 from __future__ import annotations
@@ -35,18 +38,25 @@ def base_conflict(tx: Tx, ev: BaseConflict) -> None:
     rec = tx.rec
     if not heeds_base(rec) or rec.stage is None:
         raise IllegalEvent("a base conflict concerns only a ticket waiting for people or a merge")
-    if ev.head_sha is not None and ev.head_sha != rec.head_sha:
-        raise IllegalEvent(
-            f"the conflict was found on {ev.head_sha}, but the head is {rec.head_sha}"
-        )
+    head, pr, where = rec.head_sha, "the pull request", ""
+    if ev.repo is not None and ev.repo != rec.ticket.repo:
+        # A companion's base moved (tickets/companion_base_moves.py): that repository's
+        # branch is the integrator's to bring up to date, and it is named.
+        theirs = next((p for p in rec.companion_prs if p.repo == ev.repo), None)
+        if theirs is None or theirs.number is None or theirs.state != "open":
+            raise IllegalEvent(f"{ev.repo} has no open pull request of this ticket")
+        head, pr, where = theirs.head_sha, f"{ev.repo}#{theirs.number}", f" of {ev.repo}"
+    if ev.head_sha is not None and ev.head_sha != head:
+        raise IllegalEvent(f"the conflict was found on {ev.head_sha}, but the head is {head}")
     here = rec.stage
     files = ", ".join(f"`{f}`" for f in ev.files) or "files GitHub does not name"
     text = (
-        f"`{ev.base}` moved to {ev.base_sha[:12]} while the ticket waited at `{here}`, and the "
-        f"pull request now conflicts with it; both changed {files}. Merge `{ev.base}` into the "
-        "branch keeping both intents: the base's change and the ticket's."
+        f"`{ev.base}`{where} moved to {ev.base_sha[:12]} while the ticket waited at `{here}`, "
+        f"and {pr} now conflicts with it; both changed {files}. Merge `{ev.base}` into the "
+        f"branch{where} keeping both intents: the base's change and the ticket's."
     )
-    why = cause("merge_conflict", here, tx.now, by=f"base:{ev.base}", sha=rec.head_sha, text=text)
+    by = f"base:{ev.repo}:{ev.base}" if where else f"base:{ev.base}"
+    why = cause("merge_conflict", here, tx.now, by=by, sha=head, text=text)
     integrator = routing.integrator_stage(rec.pipeline)
     target = integrator or routing.rework_stage(rec.pipeline)
     steps.settle(tx, "returned", text, causes=(why,), to=target)

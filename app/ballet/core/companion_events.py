@@ -21,6 +21,9 @@ from ballet.core.events import (
     WRITE_PERMISSIONS,
     AnyEvent,
     ChecksCompleted,
+    HeadPushed,
+    MergeGroupRequested,
+    MergeQueueLeft,
     MergeResult,
     PullRequestClosed,
     ReviewSubmitted,
@@ -29,12 +32,18 @@ from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Approval, Record
 from ballet.core.tx import Tx
 
+_HEARD = (
+    ReviewSubmitted, PullRequestClosed, ChecksCompleted, HeadPushed, MergeGroupRequested,
+    MergeQueueLeft,
+)  # fmt: skip
+
 
 def companion_event(event: AnyEvent, repo: str) -> AnyEvent | None:
     """The event of a companion's pull request the ticket hears, marked with its
-    repository (a review, its close, its checks finished: core/companion_checks.py);
-    None for any other (pushes, edits)."""
-    if isinstance(event, ReviewSubmitted | PullRequestClosed | ChecksCompleted):
+    repository (a review, its close, its checks finished: core/companion_checks.py; a
+    new head, its merge queue's group and leaving it: core/companion_queue.py); None
+    for any other (edits)."""
+    if isinstance(event, _HEARD):
         return event.model_copy(update={"repo": repo})
     return None
 
@@ -105,9 +114,11 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
     if pr.state == state:
         raise IllegalEvent(f"{ev.repo}#{pr.number} is {state} already")
     w = rec.waiting
-    if ev.merged and landing_next(rec) == pr and w is not None and w.kind == "merge_result":
-        # Heard before Ballet's own merge answered (or a person merged it meanwhile):
-        # the landing goes on, and that answer then finds this merge no longer awaited.
+    landing = w is not None and w.kind in ("merge_result", "merge_queue")
+    if ev.merged and landing_next(rec) == pr and landing:
+        # Heard before Ballet's own merge answered (or a person merged it meanwhile), or
+        # its merge queue merged it: the landing goes on, and an answer still to come
+        # then finds this merge no longer awaited.
         merged = MergeResult(now=ev.now, result="merged", repo=ev.repo)
         companion_landing.merge_result(tx, merged)
         return

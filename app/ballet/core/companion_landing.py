@@ -7,7 +7,9 @@ as the ticket's own would. Once one has landed, nothing is undone and nothing is
 hidden: whatever fails after stops the ticket with a question listing what landed,
 what did not and why; `/ballet retry` runs the landing again, which merges only
 what is still open, in the same order. A review that asked for changes while a
-companion's merge ran returns the ticket once it ends, as for the ticket's own.
+companion's merge ran returns the ticket once it ends, as for the ticket's own. A
+companion whose base requires GitHub's merge queue joins it (`queued`), and its
+leaving the queue unmerged is read here too (core/companion_queue.py).
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ from datetime import timedelta
 from ballet.core import forge_waits, handlers, rework, steps
 from ballet.core.companion_merges import (
     CHECKS_FIRST,
+    QUEUE_WAIT,
     landing_next,
     merge_effect,
     wait_for_companion_checks,
+    wait_in_companion_queue,
 )
 from ballet.core.events import MergeResult, ReconcileTick
 from ballet.core.handlers import IllegalEvent
-from ballet.core.record import Record
+from ballet.core.record import CompanionPR, Record
 from ballet.core.returns import ReturnKind, cause
 from ballet.core.tx import Tx
 
@@ -32,7 +36,6 @@ _WORDS = {
     "checks_failed": "red required checks",
     "closed": "the pull request was closed",
     "method_not_allowed": "a merge method the repository does not allow",
-    "queued": "a merge queue (companions are merged directly; merge it there)",
 }
 _KINDS: dict[str, ReturnKind] = {
     "conflict": "merge_conflict",
@@ -46,13 +49,15 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     if ev.repo is None or ev.repo == rec.ticket.repo:
         landed = _landed(rec)
         if landed and ev.result not in ("merged", "queued", "checks_pending"):
-            _stop(tx, f"{rec.ticket.repo}#{rec.pr_number}", ev)
+            _stop(tx, f"{rec.ticket.repo}#{rec.pr_number}", _said(ev.result, ev.detail))
             return
         forge_waits.merge_result(tx, ev)
         return
     pr = landing_next(rec)
     w = rec.waiting
-    if pr is None or pr.repo != ev.repo or w is None or w.kind != "merge_result":
+    # Its merge queue's wait ends only by the group merged (companion_events.pr_closed).
+    awaited = ("merge_result", QUEUE_WAIT) if ev.result == "merged" else ("merge_result",)
+    if pr is None or pr.repo != ev.repo or w is None or w.kind not in awaited:
         raise IllegalEvent(f"no merge of {ev.repo} is awaited")
     if ev.result == "merged":
         merged = pr.model_copy(update={"state": "merged"})
@@ -63,20 +68,33 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
             rework.apply_pending_reviews(tx)
         else:
             steps.merge_now(tx)  # the next companion, or the ticket's own pull request
+    elif ev.result == "queued":
+        wait_in_companion_queue(tx, pr, ev.sha)  # its base's rules require the queue
     elif ev.result == "checks_pending" and rec.pending_reviews:
         rework.apply_pending_reviews(tx)
     elif ev.result == "checks_pending":
         wait_for_companion_checks(tx, pr)
-    elif _landed(rec) or ev.result not in _KINDS:
-        _stop(tx, f"{pr.repo}#{pr.number}", ev)
     else:
-        detail = f": {ev.detail}" if ev.detail else ""
-        summary = f"merge of {pr.repo}#{pr.number} returned by {_WORDS[ev.result]}{detail}"
-        here = rec.stage or ""
-        why = cause(_KINDS[ev.result], here, tx.now, by=f"stage:{here}", sha=pr.head_sha,
-                    text=summary)  # fmt: skip
-        steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews))
-        tx.set(pending_reviews=())
+        not_landed(tx, pr, ev.result, ev.detail, sha=pr.head_sha)
+
+
+def not_landed(tx: Tx, pr: CompanionPR, result: str, detail: str, *, sha: str | None) -> None:
+    """A companion's pull request did not land (`result`: GitHub's merge's answer, or the
+    way its merge queue let it go). Before any other landed, a conflict, red checks or a
+    closed pull request return the ticket with the cause naming the repository (`sha`:
+    the commit the red checks ran on); once one landed, or for anything else, a person
+    decides."""
+    rec = tx.rec
+    where = f"{pr.repo}#{pr.number}"
+    if _landed(rec) or result not in _KINDS:
+        _stop(tx, where, _said(result, detail))
+        return
+    said = f": {detail}" if detail else ""
+    summary = f"merge of {where} returned by {_WORDS[result]}{said}"
+    here = rec.stage or ""
+    why = cause(_KINDS[result], here, tx.now, by=f"stage:{here}", sha=sha, text=summary)
+    steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews))
+    tx.set(pending_reviews=())
 
 
 def tick(tx: Tx, ev: ReconcileTick) -> None:
@@ -99,16 +117,21 @@ def _landed(rec: Record) -> list[str]:
     return [f"{p.repo}#{p.number}" for p in rec.companion_prs if p.state == "merged"]
 
 
-def _stop(tx: Tx, where: str, ev: MergeResult) -> None:
+def _said(result: str, detail: str) -> str:
+    return _WORDS.get(result, result) + (f" ({detail})" if detail else "")
+
+
+def _stop(tx: Tx, where: str, why: str) -> None:
     """Part of the change landed: a person decides; nothing is undone."""
     rec = tx.rec
-    detail = f" ({ev.detail})" if ev.detail else ""
     left = [f"{p.repo}#{p.number}" for p in rec.companion_prs if p.state != "merged"]
     rest = [x for x in (*left, f"{rec.ticket.repo}#{rec.pr_number}") if x != where]
+    landed = _landed(rec)
     steps.ask(
         tx,
-        f"landing stopped part way: landed {', '.join(_landed(rec))}; {where} did not land: "
-        f"{_WORDS.get(ev.result, ev.result)}{detail}"
+        "landing stopped part way: "
+        + (f"landed {', '.join(landed)}; " if landed else "nothing landed; ")
+        + f"{where} did not land: {why}"
         + (f"; not tried yet: {', '.join(rest)}" if rest else "")
         + ". Fix it, then `/ballet retry` lands what is left, in the same order",
     )

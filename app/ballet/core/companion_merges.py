@@ -4,18 +4,22 @@
 here first: the first companion pull request still open is merged instead, and
 the ticket waits for that merge; each one merged brings the next, the ticket's own
 last (the repository whose `.ballet.yml` names the others depends on them). What a
-companion's merge answers is read by `core/companion_landing.py`.
+companion's merge answers is read by `core/companion_landing.py`; a companion whose
+base's rules require GitHub's merge queue joins it, and the ticket waits for that
+queue (`core/companion_queue.py`).
 """
 
 from __future__ import annotations
 
 from ballet.core.effects import MergePR
-from ballet.core.record import CompanionPR, Record
+from ballet.core.record import CompanionPR, Record, WaitKind
 from ballet.core.runs import wait
 from ballet.core.tx import Tx
 
 # A companion's merge that waits for its checks: tried again at each reconciler tick.
 CHECKS_FIRST = "checks on "
+# A merge queue's wait, as the ticket's own (core/merge_queue.py, which imports steps).
+QUEUE_WAIT: WaitKind = "merge_queue"
 
 
 def landing_next(rec: Record) -> CompanionPR | None:
@@ -47,3 +51,18 @@ def merge_effect(rec: Record, pr: CompanionPR) -> MergePR:
 def wait_for_companion_checks(tx: Tx, pr: CompanionPR) -> None:
     wait(tx, "merge_result", f"{CHECKS_FIRST}{pr.repo}#{pr.number} to finish before it lands",
          (), "", sha=pr.head_sha)  # fmt: skip
+
+
+def wait_in_companion_queue(tx: Tx, pr: CompanionPR, head_sha: str | None) -> None:
+    """Its pull request joined its base's merge queue with `head_sha`: wait for its group."""
+    wait(tx, QUEUE_WAIT, f"GitHub's merge queue of {pr.repo} to merge {pr.repo}#{pr.number} "
+         "(companions land first)", (), "", sha=head_sha or pr.head_sha)  # fmt: skip
+
+
+def queued_companion(rec: Record) -> CompanionPR | None:
+    """The companion whose merge queue the ticket waits for; None where it waits for
+    none, or for its own pull request's queue (its companions landed)."""
+    w, pr = rec.waiting, landing_next(rec)
+    if rec.status != "waiting" or w is None or w.kind != QUEUE_WAIT or pr is None:
+        return None
+    return pr

@@ -211,6 +211,7 @@ class HeadPushed(Event):
     kind: Literal["head_pushed"] = "head_pushed"
     sha: str
     pusher: str
+    repo: str | None = None  # a companion's pull request's head; None: the ticket's own
 
 
 class BaseConflict(Event):
@@ -221,6 +222,7 @@ class BaseConflict(Event):
     base_sha: str
     head_sha: str | None = None  # the head GitHub found conflicting
     files: tuple[str, ...] = ()  # changed by both the base's push and the pull request
+    repo: str | None = None  # a companion's pull request conflicts; None: the ticket's own
 
 
 class MergeResult(Event):
@@ -246,6 +248,7 @@ class MergeGroupRequested(Event):
     kind: Literal["merge_group_requested"] = "merge_group_requested"
     group_sha: str
     head_sha: str  # the pull request's head the group was built from
+    repo: str | None = None  # a companion's merge queue; None: the ticket's own
 
 
 class MergeQueueLeft(Event):
@@ -255,6 +258,7 @@ class MergeQueueLeft(Event):
     kind: Literal["merge_queue_left"] = "merge_queue_left"
     reason: str
     by: str = ""
+    repo: str | None = None  # a companion's pull request left its queue; None: the ticket's own
 
 
 class ReconcileTick(Event):

@@ -34,9 +34,10 @@ from ballet.core import (
     verbs,
 )
 from ballet.core import companion_checks as cc
+from ballet.core import companion_heads as ch
+from ballet.core import companion_queue as cq
 from ballet.core import forge_waits as fw
 from ballet.core import handlers as h
-from ballet.core import merge_queue as mq
 from ballet.core.commands import HELP_TEXT, Command, CommandError, Verb
 from ballet.core.effects import (
     ALL_LABELS,
@@ -123,9 +124,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     ),
     # GitHub's merge queue (core/merge_queue.py): Ballet's checks reported on the
     # group's commit; the PR leaving the queue unmerged returns the work, or asks.
-    ("waiting", "merge_group_requested"): Rule(mq.group_requested, ("waiting",),
+    # A companion's queue the same (core/companion_queue.py), in landing order.
+    ("waiting", "merge_group_requested"): Rule(cq.group_requested, ("waiting",),
                                                "Ballet's checks on the queue's group"),
-    ("waiting", "merge_queue_left"): Rule(mq.queue_left, ONWARD,
+    ("waiting", "merge_queue_left"): Rule(cq.queue_left, ONWARD,
                                           "left the merge queue: returned, or a question"),
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
@@ -141,14 +143,16 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
                                              (*ONWARD, "cancelled"), "PR closed"),
     ("paused", "pull_request_closed"): Rule(companion_events.pr_closed, ("done", "cancelled"),
                                             "PR closed"),
-    # A new head: checks wait for it, and an approval for an older head lapses.
-    ("running", "head_pushed"): Rule(h.head_pushed, ("running",), "new head"),
-    ("waiting", "head_pushed"): Rule(h.head_pushed, ("waiting",), "new head; approval asked again"),
+    # A new head: checks wait for it, and an approval for an older head lapses
+    # (a companion's: core/companion_heads.py).
+    ("running", "head_pushed"): Rule(ch.head_pushed, ("running",), "new head"),
+    ("waiting", "head_pushed"): Rule(ch.head_pushed, ("waiting",),
+                                     "new head; approval asked again"),
     # The base moved while people or a merge waited, and the pull request conflicts
     # with it now: to the integrator, else to rework (core/base_moves.py).
     ("waiting", "base_conflict"): Rule(base_moves.base_conflict, ONWARD,
                                        "the base moved into a conflict: integrator, or rework"),
-    ("paused", "head_pushed"): Rule(h.head_pushed, ("paused",), "new head"),
+    ("paused", "head_pushed"): Rule(ch.head_pushed, ("paused",), "new head"),
     # The issue's title or body edited: a writer's edit is the ticket's text from now
     # on; anyone else's is not heard, and the issue is told so once (core/edits.py).
     **{(s, "issue_edited"): Rule(edits.issue_edited, (), "a writer's edit adopted; others' not")

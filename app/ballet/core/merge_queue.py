@@ -59,9 +59,12 @@ def group_requested(tx: Tx, ev: MergeGroupRequested) -> None:
     tx.emit(*group_check_runs(rec, ev.group_sha))
 
 
-def group_check_runs(rec: Record, group_sha: str) -> list[SetCheckRun]:
-    """Ballet's check runs for the group's commit: each name's last verdict on the head."""
-    head = rec.head_sha
+def group_check_runs(
+    rec: Record, group_sha: str, *, repo: str | None = None, head: str | None = None
+) -> list[SetCheckRun]:
+    """Ballet's check runs for the group's commit: each name's last verdict on the head
+    (`repo` and `head`: a companion's queue, its pull request's head)."""
+    head = head or rec.head_sha
     where = f" on the pull request's head {head[:12]}" if head else ""
     last: dict[str, StageRun] = {}
     for run in rec.history:
@@ -69,7 +72,7 @@ def group_check_runs(rec: Record, group_sha: str) -> list[SetCheckRun]:
             last[check_runs.name_of(run)] = run
     return [
         SetCheckRun(
-            repo=rec.ticket.repo,
+            repo=repo or rec.ticket.repo,
             ticket=rec.key,
             name=name,
             head_sha=group_sha,

@@ -9,6 +9,12 @@ rules want branches up to date (a strict required-checks rule) — GitHub merges
 base in (`update-branch`), with no person and no event: the new head arrives as any
 push does. Mergeability GitHub has not computed yet (null) is left as it is: the
 merge itself still answers a conflict.
+
+A push to a companion's branch is read the same way for the live tickets of other
+repositories whose pull request there waits on it (`.ballet.yml` `companions:`):
+behind, GitHub brings it up to date (the new head reaches the ticket as a companion's
+push: core/companion_heads.py); conflicting, the ticket hears `BaseConflict` naming
+the companion's repository, and its integrator brings that branch up to date too.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from datetime import datetime
 import structlog
 
 from ballet.core.base_moves import HEEDS_BASE, heeds_base
-from ballet.core.events import AnyEvent, BaseConflict
+from ballet.core.events import BaseConflict
 from ballet.github.forge import Forge
 from ballet.github.intents import BaseMoved
 from ballet.tickets.live import LiveTickets
@@ -40,6 +46,8 @@ async def on_base_moved(
     clock: Callable[[], datetime],
     event_id: str,
 ) -> None:
+    """The tickets of the pushed repository waiting on the branch, then those of other
+    repositories whose pull request in a companion waits on it."""
     keys = await live.of_repo(intent.repo)
     # Every push (a session's to its own branch too) comes here: the index says what
     # each ticket waits for, so only those a base move concerns are read whole.
@@ -52,24 +60,67 @@ async def on_base_moved(
             continue
         if not heeds_base(rec):
             continue
-        pr = await computed_pr(forge, intent.repo, rec.pr_number)
-        if pr.state != "open" or pr.base_ref != intent.branch:
+        event = await _look(forge, intent, rec.pr_number, clock)
+        if event is not None:
+            log.info("conflicts with its moved base", ticket=key, base=intent.branch)
+            await handle(
+                key, event, event_id=f"{event_id}:{key}", installation_id=intent.installation_id
+            )
+    await _companions_moved(forge, store, live, intent, handle, clock, event_id)
+
+
+async def _companions_moved(
+    forge: Forge,
+    store: RecordStore,
+    live: LiveTickets,
+    intent: BaseMoved,
+    handle: Handle,
+    clock: Callable[[], datetime],
+    event_id: str,
+) -> None:
+    """A companion's base moved: the ticket's pull request there is brought up to date,
+    or the ticket hears the conflict, as for its own (core/base_moves.py)."""
+    keys = [k for k in await live.members() if not k.startswith(f"{intent.repo}#")]
+    waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
+    for key in keys:
+        if waits.get(key) not in HEEDS_BASE:
             continue
-        behind = pr.mergeable_state == "behind"
-        if behind and await forge.update_branch(intent.repo, pr.number):
-            log.info("brought up to date with its base", ticket=key, base=intent.branch)
+        # Only a record Redis holds: a live set that outlived its records is rebuilt by
+        # the reconciler, and the pushed repository's token could not read another's.
+        rec = await store.cached(key)
+        if rec is None or not heeds_base(rec):
             continue
-        if pr.mergeable is not False and not behind:
-            continue  # clean, or GitHub still computing after reading again (a log says)
-        both = set(await forge.list_pr_files(intent.repo, pr.number)) & set(intent.files)
-        event: AnyEvent = BaseConflict(
-            now=clock(),
-            base=intent.branch,
-            base_sha=intent.sha,
-            head_sha=pr.head_sha,
-            files=tuple(sorted(both)),
-        )
-        log.info("conflicts with its moved base", ticket=key, base=intent.branch)
-        await handle(
-            key, event, event_id=f"{event_id}:{key}", installation_id=intent.installation_id
-        )
+        for pr in rec.companion_prs:
+            if pr.repo != intent.repo or pr.number is None or pr.state != "open":
+                continue
+            event = await _look(forge, intent, pr.number, clock)
+            if event is None:
+                continue
+            log.info("a companion conflicts with its moved base", ticket=key, repo=intent.repo)
+            theirs = event.model_copy(update={"repo": intent.repo})
+            where = f"{event_id}:{key}"
+            await handle(key, theirs, event_id=where, installation_id=intent.installation_id)
+
+
+async def _look(
+    forge: Forge, intent: BaseMoved, number: int, clock: Callable[[], datetime]
+) -> BaseConflict | None:
+    """Pull request `number` of the pushed repository, based on the moved branch: brought
+    up to date where GitHub says it is behind (None), or its conflict with the base."""
+    pr = await computed_pr(forge, intent.repo, number)
+    if pr.state != "open" or pr.base_ref != intent.branch:
+        return None
+    behind = pr.mergeable_state == "behind"
+    if behind and await forge.update_branch(intent.repo, pr.number):
+        log.info("brought up to date with its base", repo=intent.repo, pr=number)
+        return None
+    if pr.mergeable is not False and not behind:
+        return None  # clean, or GitHub still computing after reading again (a log says)
+    both = set(await forge.list_pr_files(intent.repo, pr.number)) & set(intent.files)
+    return BaseConflict(
+        now=clock(),
+        base=intent.branch,
+        base_sha=intent.sha,
+        head_sha=pr.head_sha,
+        files=tuple(sorted(both)),
+    )

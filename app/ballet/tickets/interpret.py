@@ -340,12 +340,8 @@ class Interpreter:
         if checks.pending:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
             return await self._merge_waits(effect)
-        # A companion's pull request is merged directly (core/companion_merges.py).
-        queued = (
-            None
-            if effect.companion
-            else await land_by_queue(self._forge, effect, pr, self._clock())
-        )
+        # A companion's too joins its base's queue where its rules require one.
+        queued = await land_by_queue(self._forge, effect, pr, self._clock())
         if queued is None:
             return await self._merge_now(effect, pr)
         await self._memo.forget_pending_merge(repo, number)

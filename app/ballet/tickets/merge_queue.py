@@ -1,6 +1,7 @@
 """Landing where the base's rules require GitHub's merge queue: join it instead of merging.
 
-The interpreter asks here before it merges. The queue then merges (or drops) the
+The interpreter asks here before it merges, a companion's pull request as the
+ticket's own (its result names the repository). The queue then merges (or drops) the
 pull request on its own; the engine hears how from the `merge_group` and
 `pull_request` `dequeued`/`closed` webhooks (core/merge_queue.py).
 """
@@ -35,6 +36,6 @@ async def land_by_queue(
     except QueueRefused as exc:
         log.info("merge queue refused", repo=effect.repo, pr=effect.number, detail=str(exc))
         detail = f"GitHub's merge queue refused the pull request: {exc}"
-        return MergeResult(now=now, result="checks_failed", detail=detail)
+        return MergeResult(now=now, result="checks_failed", detail=detail, repo=effect.repo)
     log.info("pull request queued", repo=effect.repo, pr=effect.number, sha=head)
-    return MergeResult(now=now, result="queued", sha=head)
+    return MergeResult(now=now, result="queued", sha=head, repo=effect.repo)
