@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ballet.sandbox import (
     admin,
+    auto_merge,
     githttp,
     graphql,
     hook_deliveries,
@@ -96,6 +97,7 @@ def new_sandbox(
         user_token_ttl_seconds=user_token_ttl_seconds,
     )
     merge_queue.watch(sandbox)
+    auto_merge.watch(sandbox)
     return sandbox
 
 

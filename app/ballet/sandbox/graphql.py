@@ -1,10 +1,13 @@
 """The corners of GitHub's GraphQL API that have no REST call: draft ↔ ready for
-review, and the merge queue.
+review, the merge queue and auto-merge.
 
 `markPullRequestReadyForReview(input: {pullRequestId})` (or the reverse,
 `convertPullRequestToDraft`); `enqueuePullRequest(input: {pullRequestId,
 expectedHeadOid?})` and `dequeuePullRequest(input: {id})` (merge_queue.py), which
-answer with the `mergeQueueEntry`. The pull request's id is its REST `node_id`,
+answer with the `mergeQueueEntry`; `enablePullRequestAutoMerge(input: {pullRequestId,
+expectedHeadOid?, mergeMethod?, commitHeadline?, commitBody?})` and
+`disablePullRequestAutoMerge(input: {pullRequestId})` (auto_merge.py), which answer
+with the `pullRequest` and its `autoMergeRequest`. The pull request's id is its REST `node_id`,
 given inline or as a variable. Any other query is refused with a GraphQL error.
 """
 
@@ -17,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from ballet.sandbox import events, merge_queue, shapes
+from ballet.sandbox import auto_merge, events, merge_queue, shapes
 from ballet.sandbox.auth import can_see, require
 from ballet.sandbox.errors import ApiError
 from ballet.sandbox.handler import actor_of, body_of, now, respond, sandbox_of
@@ -31,7 +34,10 @@ MUTATIONS = {
     **dict.fromkeys(DRAFT_MUTATIONS, "pullRequestId"),
     "enqueuePullRequest": "pullRequestId",
     "dequeuePullRequest": "id",
+    "enablePullRequestAutoMerge": "pullRequestId",
+    "disablePullRequestAutoMerge": "pullRequestId",
 }
+AUTO_MERGE_MUTATIONS = ("enablePullRequestAutoMerge", "disablePullRequestAutoMerge")
 
 
 def _error(message: str) -> JSONResponse:
@@ -81,6 +87,8 @@ async def graphql(request: Request) -> JSONResponse:
     require(actor, repo, "write")
     # GitHub's merge queue asks for the permission a merge does; a draft's state, the PR's.
     check_named(actor, "pull_requests" if mutation in DRAFT_MUTATIONS else "contents", "write")
+    if mutation in AUTO_MERGE_MUTATIONS:
+        return _auto_merge_mutation(sb, repo, pr, mutation, query, variables, actor.login)
     if mutation not in DRAFT_MUTATIONS:
         return await _queue_mutation(sb, repo, pr, mutation, query, variables, actor.login)
     draft = DRAFT_MUTATIONS[mutation]
@@ -121,6 +129,41 @@ async def _queue_mutation(
         "pullRequest": {"id": node_id("PullRequest", pr.id), "number": pr.number},
     }
     return respond({"data": {mutation: {"mergeQueueEntry": shape}}})
+
+
+def _auto_merge_mutation(
+    sb: Sandbox,
+    repo: Repo,
+    pr: Pull,
+    mutation: str,
+    query: str,
+    variables: dict[str, Any],
+    sender: str,
+) -> JSONResponse:
+    def arg(name: str) -> str | None:
+        enum = re.search(rf"(?<![\w$]){name}\s*:\s*([A-Z_]+)\b", query)  # mergeMethod: SQUASH
+        return _argument(query, variables, name) or (enum.group(1) if enum else None)
+
+    try:
+        if mutation == "enablePullRequestAutoMerge":
+            given = (arg("expectedHeadOid"), arg("mergeMethod"), arg("commitHeadline"))
+            auto_merge.enable(sb, repo, pr, *given, arg("commitBody"), sender)
+        else:
+            auto_merge.disable(sb, repo, pr, sender, f"Auto-merge was disabled by {sender}")
+    except auto_merge.AutoMergeRefusal as refusal:
+        return _error(str(refusal))
+    auto = pr.auto_merge
+    request = None
+    if auto is not None:
+        request = {
+            "enabledAt": shapes.iso(now()),
+            "enabledBy": {"login": auto.enabled_by},
+            "mergeMethod": auto.merge_method.upper(),
+            "commitHeadline": auto.commit_title,
+            "commitBody": auto.commit_message,
+        }
+    pull = {"id": node_id("PullRequest", pr.id), "number": pr.number, "autoMergeRequest": request}
+    return respond({"data": {mutation: {"pullRequest": pull}}})
 
 
 ROUTES = [Route("/graphql", graphql, methods=["POST"])]

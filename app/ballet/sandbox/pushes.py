@@ -48,4 +48,5 @@ def ref_moved(sb: Sandbox, repo: Repo, ref: str, old: str, new: str, pusher: str
             pr.head_sha = new
             issue.updated_at = datetime.now(UTC)
             events.pull_request(sb, repo, pr.number, "synchronize", pusher, before=old, after=new)
+    sb.branch_moved(repo, branch, pusher)
     ci.start(sb, repo, new, branch, None if old == ZERO else old)

@@ -1,5 +1,5 @@
-"""A repository's pull-request settings: which merge methods it allows and whether
-it deletes head branches once merged, changed as on GitHub with
+"""A repository's pull-request settings: which merge methods it allows, whether it
+allows auto-merge and whether it deletes head branches once merged, changed as on GitHub with
 `PATCH /repos/{owner}/{repo}` (admins only)."""
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ async def update_repo(request: Request) -> JSONResponse:
     delete = field(data, "delete_branch_on_merge", bool)
     if delete is not None:
         repo.delete_branch_on_merge = delete
+    auto = field(data, "allow_auto_merge", bool)
+    if auto is not None:
+        repo.allow_auto_merge = auto
     return respond(shapes.repository(sb, repo))
 
 

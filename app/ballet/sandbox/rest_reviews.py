@@ -132,6 +132,7 @@ async def create_review(request: Request) -> JSONResponse:
     if actor.login in pr.requested_reviewers:
         pr.requested_reviewers.remove(actor.login)
     events.review_submitted(sb, repo, review, actor.login)
+    sb.reviewed(repo, pr.number)
     return respond(shapes.review(sb, repo, review))
 
 

@@ -80,6 +80,17 @@ class PullStats:
     changed_files: int = 0
 
 
+@dataclass(frozen=True)
+class AutoMerge:
+    """A pull request's auto-merge, as enabled (auto_merge.py): GitHub merges it as
+    `enabled_by` once the base's rules let it."""
+
+    enabled_by: str
+    merge_method: str
+    commit_title: str
+    commit_message: str
+
+
 @dataclass
 class Pull:
     id: int
@@ -96,6 +107,7 @@ class Pull:
     maintainer_can_modify: bool = True
     # Kept from the moment of merging: afterwards the base contains the head.
     merged_stats: PullStats | None = None
+    auto_merge: AutoMerge | None = None
 
 
 @dataclass
@@ -219,6 +231,7 @@ class Repo:
     ci_command: list[str] | None = None
     merge_methods: tuple[str, ...] = MERGE_METHODS
     delete_branch_on_merge: bool = False
+    allow_auto_merge: bool = False  # "Allow auto-merge" in the repository's settings
     pushed_at: datetime | None = None
     labels: dict[str, Label] = field(default_factory=dict)
     issues: dict[int, Issue] = field(default_factory=dict)
@@ -343,6 +356,10 @@ class Sandbox:
     user_names: dict[str, str | None] = field(default_factory=dict)
     # Told of each commit whose check runs or statuses changed (the merge queue listens).
     check_listeners: list[Callable[[Repo, str], None]] = field(default_factory=list)
+    # Told of each review submitted (a pull request's number), and of each branch moved
+    # (its name and who moved it): auto-merge listens.
+    review_listeners: list[Callable[[Repo, int], None]] = field(default_factory=list)
+    branch_listeners: list[Callable[[Repo, str, str], None]] = field(default_factory=list)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1000))
 
     def next_id(self) -> int:
@@ -351,6 +368,14 @@ class Sandbox:
     def checks_reported(self, repo: Repo, sha: str) -> None:
         for listener in self.check_listeners:
             listener(repo, sha)
+
+    def reviewed(self, repo: Repo, number: int) -> None:
+        for listener in self.review_listeners:
+            listener(repo, number)
+
+    def branch_moved(self, repo: Repo, branch: str, pusher: str) -> None:
+        for listener in self.branch_listeners:
+            listener(repo, branch, pusher)
 
     def repo(self, owner: str, name: str) -> Repo | None:
         return self.repos.get(f"{owner}/{name}".lower())

@@ -156,6 +156,7 @@ def repository(sb: Sandbox, repo: Repo) -> JSON:
         "allow_squash_merge": "squash" in repo.merge_methods,
         "allow_rebase_merge": "rebase" in repo.merge_methods,
         "delete_branch_on_merge": repo.delete_branch_on_merge,
+        "allow_auto_merge": repo.allow_auto_merge,
     }
     shape.update({key: api + suffix for key, suffix in _REPO_URLS.items()})
     return shape

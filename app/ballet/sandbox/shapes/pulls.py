@@ -90,7 +90,7 @@ def pull(
             "statuses": {"href": f"{repo_api(sb, repo)}/statuses/{pr.head_sha}"},
         },
         "author_association": author_association(repo, item.user),
-        "auto_merge": None,
+        "auto_merge": _auto_merge(sb, pr),
         "draft": pr.draft,
         "merged": merged,
         "mergeable": None if merged else mergeable,
@@ -106,6 +106,18 @@ def pull(
         "additions": stats.additions,
         "deletions": stats.deletions,
         "changed_files": stats.changed_files,
+    }
+
+
+def _auto_merge(sb: Sandbox, pr: Pull) -> JSON | None:
+    auto = pr.auto_merge
+    if auto is None:
+        return None
+    return {
+        "enabled_by": user(sb, auto.enabled_by),
+        "merge_method": auto.merge_method,
+        "commit_title": auto.commit_title,
+        "commit_message": auto.commit_message,
     }
 
 
