@@ -50,8 +50,10 @@ from ballet.sessions.gateway.forms import (
 )
 from ballet.sessions.gateway.grants import Grant, SessionGrants
 from ballet.sessions.gateway.metering import AnswerMeter, Metering
+from ballet.sessions.gateway.receiving import UpstreamError
+from ballet.sessions.gateway.splicing import sink_of, splice_answer
 from ballet.sessions.gateway.terms import Ledger, MonthlyCaps, Observe, SessionTerms
-from ballet.sessions.gateway.upstream import UpstreamClients, UpstreamError, upstream_of
+from ballet.sessions.gateway.upstream import Answer, UpstreamClients, upstream_of
 from ballet.sessions.gateway.writes import write_down
 
 log = structlog.get_logger("ballet.gateway")
@@ -305,7 +307,7 @@ class _Connection:
             message = f"Ballet's model gateway could not reach {provider}: {error}"
             return await self._refuse(provider, 502, message)
         meter: AnswerMeter | None = None  # a request that spends nothing is not metered
-        hung_up = False
+        ended = True
         try:
             if api is not None:
                 kind, model = content_type(answer.headers), gemini_model_of(path)
@@ -313,29 +315,41 @@ class _Connection:
             down = [(n, v) for n, v in answer.headers if n.lower() not in HOP_BY_HOP]
             await self._send(h11.Response(status_code=answer.status, headers=down), held=True)
             chunked = _CHUNKED in b"".join(self._held).lower()
-            async for pieces in answer.body():
-                if meter is not None:
-                    for piece in pieces:
-                        meter.feed(piece)
+            sink = sink_of(answer, self.writer) if chunked else None
+            if sink is None:
+                hung_up = await self._relay(answer, meter, chunked)
                 if not hung_up:
-                    try:
-                        await self._pieces(pieces, chunked)
-                    except OSError:
-                        # The session hung up. The provider bills what it sends all the
-                        # same (a Chat or Responses answer says its usage only at its end):
-                        # a metered answer is read on to its end, unsent, and counted.
-                        if meter is None:
-                            raise
-                        hung_up = True
-            if not hung_up:
-                await self._send(h11.EndOfMessage())
+                    await self._send(h11.EndOfMessage())
+            else:  # its bytes moved by the kernel, a copy metered (splicing.py)
+                head, self._held = self._held, []
+                ended, hung_up = await splice_answer(answer, sink, head, meter)
+                if ended:  # its end went down as the upstream wrote it
+                    self.h11.send(h11.EndOfMessage())
         finally:
             answer.close()
         found = meter.spent(session.gateway.clock()) if meter is not None else None
         if found is not None:
             await session.spent(provider, *found)
-        if hung_up:
-            raise ConnectionResetError("the session hung up before its answer ended")
+        if hung_up or not ended:  # the session has part of an answer: its connection goes
+            raise ConnectionResetError("the session hung up, or the answer did not end whole")
+
+    async def _relay(self, answer: Answer, meter: AnswerMeter | None, chunked: bool) -> bool:
+        """The body read, metered and written down; True when the session hung up."""
+        hung_up = False
+        async for pieces in answer.body():
+            if meter is not None:
+                for piece in pieces:
+                    meter.feed(piece)
+            if not hung_up:
+                try:
+                    await self._pieces(pieces, chunked)
+                except OSError:
+                    # The provider bills what it sends all the same (a Chat or Responses
+                    # answer says its usage only at its end).
+                    if meter is None:
+                        raise
+                    hung_up = True
+        return hung_up
 
     async def _body(self) -> AsyncIterator[bytes]:
         if self.h11.they_are_waiting_for_100_continue:  # curl's way with a large body

@@ -7,32 +7,30 @@ under: `https://api.anthropic.com` for `/v1/messages`, `https://api.openai.com/v
 for `/responses` and `/chat/completions`, Gemini's host for `/v1beta/models/…`.
 
 The client is Ballet's own, small on purpose: HTTP/1.1 on an asyncio buffered
-protocol (TLS to the real providers, verified against the system's CAs), what
-arrives received into one buffer per connection and parsed there by httptools
-(llhttp, the parser uvicorn uses): the body's chunks are its only copies. The
-body is handed on as it comes, all of what has come at once (an upstream's many
-small events go down as one piece); reading waits while more than READ_BYTES of
-it is yet to be taken. httpx, tried first, parsed a 10 MB stream at a sixth of
-the speed of the bytes arriving (bench/gateway.py); asyncio's streams copied
-every byte twice more than this does. Idle
-connections are kept per worker and origin and reused; one idle longer than
-a provider keeps it open is not.
+protocol (receiving.py; TLS to the real providers, verified against the
+system's CAs). The body is handed on as it comes, all of what has come at once
+(an upstream's many small events go down as one piece), or, for a chunked
+answer on plain HTTP, spliced (`Answer.raw`, splicing.py). httpx, tried first,
+parsed a 10 MB stream at a sixth of the speed of the bytes arriving
+(bench/gateway.py); asyncio's streams copied every byte twice more than this
+does. Idle connections are kept per worker and origin and reused; one idle
+longer than a provider keeps it open is not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import mmap
 import ssl
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import httptools
 
 from ballet.core.provider_keys import Provider
+from ballet.sessions.gateway.receiving import Headers, Parsed, Stream, UpstreamError
 
 PUBLIC_APIS: Mapping[Provider, str] = {
     "anthropic": "https://api.anthropic.com",
@@ -42,15 +40,6 @@ PUBLIC_APIS: Mapping[Provider, str] = {
 CONNECT_TIMEOUT_SECONDS = 15.0
 IDLE_SECONDS = 30.0  # under the providers' own keep-alive time
 IDLE_PER_ORIGIN = 64
-# A receive's most, and the most body waiting to be taken: a 10 MB answer in ~10
-# reads, not ~40 (each a wake-up, a parse and a write down: the gateway's CPU per
-# such answer 10.4 to 8.5 ms in bench/gateway.py's interleaved runs).
-READ_BYTES = 1 << 20
-Headers = list[tuple[bytes, bytes]]
-
-
-class UpstreamError(OSError):
-    """The upstream could not be reached, or broke off before its answer's head."""
 
 
 def upstream_of(provider: Provider, base_url: str | None, operator: Mapping[Provider, str]) -> str:
@@ -58,138 +47,10 @@ def upstream_of(provider: Provider, base_url: str | None, operator: Mapping[Prov
 
 
 @dataclass
-class _Parsed:
-    """httptools' callbacks: the head, then body chunks as they are parsed."""
-
-    headers: Headers = field(default_factory=list)
-    head_done: bool = False
-    keep_alive: bool = False
-    parser: httptools.HttpResponseParser | None = None
-    chunks: list[bytes] = field(default_factory=list)
-    size: int = 0  # of `chunks`
-    done: bool = False
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self.headers.append((name, value))
-
-    def on_headers_complete(self) -> None:
-        self.head_done = True
-        # Asked now: once the message is complete the parser has moved on to the next.
-        self.keep_alive = self.parser is not None and self.parser.should_keep_alive()
-
-    def on_body(self, body: bytes) -> None:
-        self.chunks.append(body)
-        self.size += len(body)
-
-    def on_message_complete(self) -> None:
-        self.done = True
-
-
-class _Stream(asyncio.BufferedProtocol):
-    """A connection's protocol: what arrives is received into one buffer and parsed
-    there (the body's chunks are the only copies), read no further while more than
-    READ_BYTES of body waits to be taken; writes wait while the transport is full."""
-
-    def __init__(self) -> None:
-        # Anonymous memory, not a bytearray (which zeroes every page): a connection that
-        # only ever carried small answers holds a page or two of it, not all.
-        self._buffer = memoryview(mmap.mmap(-1, READ_BYTES))
-        self.transport: asyncio.Transport | None = None
-        self.parsed: _Parsed | None = None  # the answer being read
-        self.eof = False
-        self.error: Exception | None = None
-        self._waiter: asyncio.Future[None] | None = None
-        self._writable: asyncio.Future[None] | None = None
-        self._paused = False
-        self.closed = asyncio.get_running_loop().create_future()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._buffer
-
-    def buffer_updated(self, nbytes: int) -> None:
-        parsed = self.parsed
-        if parsed is None or parsed.parser is None or self.error is not None:  # idle
-            self.error = self.error or UpstreamError("the upstream spoke unasked")
-            self._lost()
-            return
-        try:
-            parsed.parser.feed_data(self._buffer[:nbytes])
-        except httptools.HttpParserError as error:
-            self.error = error
-            self._lost()
-            return
-        if parsed.size > READ_BYTES and not self._paused and self.transport is not None:
-            self._paused = True
-            self.transport.pause_reading()
-        self._wake()
-
-    def taken(self) -> None:
-        """The body's chunks were taken: read on."""
-        if self._paused and self.transport is not None and not self.transport.is_closing():
-            self._paused = False
-            self.transport.resume_reading()
-
-    def eof_received(self) -> bool | None:
-        self.eof = True
-        self._wake()
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
-        self.error = self.error or exc
-        self._wake()
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-    def pause_writing(self) -> None:
-        self._writable = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self._writable is not None and not self._writable.done():
-            self._writable.set_result(None)
-        self._writable = None
-
-    async def write(self, data: bytes) -> None:
-        if self.transport is None or self.eof:
-            raise ConnectionResetError("the upstream closed the connection")
-        self.transport.write(data)
-        if self._writable is not None:
-            await self._writable
-
-    async def arrived(self) -> None:
-        """Until more has been parsed, or the connection has ended."""
-        if self.eof:
-            raise self.error or ConnectionResetError("the upstream closed the connection")
-        self._waiter = asyncio.get_running_loop().create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-        if self.error is not None:
-            raise self.error
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def _lost(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-        self.eof = True
-        self._wake()
-
-
-@dataclass
 class _Connection:
     origin: str
     transport: asyncio.Transport
-    stream: _Stream
+    stream: Stream
     idle_since: float = 0.0
 
     def usable(self) -> bool:
@@ -204,13 +65,46 @@ class Answer:
     """An upstream's answer: its head, and its body as an async iterator of pieces."""
 
     def __init__(
-        self, clients: UpstreamClients, connection: _Connection, parser: Parsing, parsed: _Parsed
+        self, clients: UpstreamClients, connection: _Connection, parser: Parsing, parsed: Parsed
     ) -> None:
         self.status = parser.get_status_code()
+        self._parser = parser
         self.headers = parsed.headers
         self._clients, self._connection = clients, connection
         self._parsed = parsed
         self._whole = False
+        # The body that came with the head, as the upstream framed it: the answer may be
+        # spliced (None: it may not: TLS, not chunked).
+        self.raw = parsed.raw
+
+    @property
+    def ended(self) -> bool:
+        return self._parsed.done
+
+    def source(self) -> tuple[int, memoryview]:
+        """For splicing: the upstream socket, and a buffer to read the copy into (the
+        connection's: free while reading is paused)."""
+        stream = self._connection.stream
+        sock = self._connection.transport.get_extra_info("socket")
+        return sock.fileno(), stream.take_buffer()
+
+    def feed(self, data: memoryview) -> list[bytes]:
+        """A copy of what was spliced, parsed: the body's chunks in it."""
+        parsed = self._parsed
+        try:
+            if data:
+                self._parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            raise UpstreamError(f"{self._connection.origin}: {error}") from error
+        chunks, parsed.chunks, parsed.size = parsed.chunks, [], 0
+        return chunks
+
+    def spliced(self) -> bool:
+        """The body was spliced to its end: the connection may serve another answer (not if
+        the upstream said more than its answer: then False), and is read again."""
+        self._whole = self._parsed.done and self._parsed.begun == 1
+        self._connection.stream.taken()
+        return self._whole
 
     async def body(self) -> AsyncIterator[list[bytes]]:
         """All of the body that has come, as it comes: the chunks parsed from what each
@@ -227,6 +121,7 @@ class Answer:
                 return
             if stream.eof and stream.error is None:  # a body delimited by the connection's end
                 return
+            stream.taken()  # reading stopped at a spliceable head: this answer is read here
             await stream.arrived()
 
     def close(self) -> None:
@@ -257,7 +152,7 @@ class UpstreamClients:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         connection = await self._connection(parts.scheme, parts.hostname or "", parts.port)
         stream = connection.stream
-        parsed = _Parsed()
+        parsed = Parsed()
         parser = parsed.parser = Parsing(parsed)
         stream.parsed = parsed
         try:
@@ -300,7 +195,7 @@ class UpstreamClients:
         try:
             transport, stream = await asyncio.wait_for(
                 asyncio.get_running_loop().create_connection(
-                    _Stream, host, port or (443 if tls else 80), ssl=tls
+                    lambda: Stream(plain=tls is None), host, port or (443 if tls else 80), ssl=tls
                 ),
                 CONNECT_TIMEOUT_SECONDS,
             )
