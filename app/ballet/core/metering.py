@@ -37,7 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.json_picker import ANY_ITEM, JsonPicker, Path
-from ballet.core.sse_events import SseEvents
+from ballet.core.sse_events import Find, SseEvents, find_needle
 
 Api = Literal["anthropic_messages", "openai_chat", "openai_responses", "gemini"]
 
@@ -144,13 +144,19 @@ class UsageReader:
     that is not what its API sends (or an error) gives no usage: `result()` is
     None, and `unreadable` says when reading it failed outright."""
 
-    def __init__(self, api: Api, content_type: str, request_model: str | None = None) -> None:
+    def __init__(
+        self,
+        api: Api,
+        content_type: str,
+        request_model: str | None = None,
+        find: Find = find_needle,  # a stream's search for usage (sse_events.Find)
+    ) -> None:
         self.api = api
         self.request_model = request_model
         self.unreadable = False
         paths = _PATHS[api]
         streamed = content_type.partition(";")[0].strip().lower() == "text/event-stream"
-        self._events = SseEvents(paths) if streamed else None
+        self._events = SseEvents(paths, find=find) if streamed else None
         self._body = None if streamed else JsonPicker(paths)
         self._usage: dict[str, object] | None = None
         self._model: str | None = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ballet.core.json_picker import JsonPicker, Path, pick_from
 
@@ -33,18 +33,28 @@ FIELD_BOUND = 16  # the field names that matter are `data` and `event`
 _BLANK_LINES = (b"\n\n", b"\n\r", b"\r\r")
 _LINE_END = re.compile(rb"[\r\n]")
 _CR, _LF = b"\r\n"
-_NEEDLE = b"usage"
-_FIND_NEEDLE = re.compile(_NEEDLE)  # sre's literal search: faster than `in` on long pieces
+NEEDLE = b"usage"
+_FIND_NEEDLE = re.compile(NEEDLE)  # sre's literal search: faster than `in` on long pieces
 _USAGE_OBJECT = re.compile(rb'"usage\w*"\s*:\s*\{')
 
 Picked = dict[Path, object]
+# Whether NEEDLE is in the first `end` bytes of a piece. The search costs more than all
+# else the meter does to a stream of text deltas; an edge may give a faster one.
+Find = Callable[[bytes, int], bool]
+
+
+def find_needle(data: bytes, end: int) -> bool:
+    return _FIND_NEEDLE.search(data, 0, end) is not None
 
 
 class SseEvents:
     """Splits an event stream into events; `feed` returns what each ended event held."""
 
-    def __init__(self, paths: Iterable[Path], event_bound: int = EVENT_BOUND) -> None:
+    def __init__(
+        self, paths: Iterable[Path], event_bound: int = EVENT_BOUND, find: Find = find_needle
+    ) -> None:
         self._paths = frozenset(paths)
+        self._find = find
         self._event_bound = event_bound
         self._pending = bytearray()  # from the start of the event not yet ended
         self._big: _BigEvent | None = None
@@ -70,7 +80,7 @@ class SseEvents:
         it ends are searched for the needle where they lie, and joined only to be read."""
         pending = self._pending
         if not pending and chunk[-2:] in _BLANK_LINES:  # whole events, as servers flush them
-            if _FIND_NEEDLE.search(chunk):
+            if self._find(chunk, len(chunk)):
                 found.extend(self._events(chunk))
             return b""
         last = chunk.rfind(b"\n\n")
@@ -80,8 +90,8 @@ class SseEvents:
         if not end and pending[-1:] + chunk[:1] in _BLANK_LINES:
             end = 1  # a blank line across the pieces
         if end > 0:
-            seam = pending[-len(_NEEDLE) + 1 :] + chunk[: len(_NEEDLE) - 1]
-            if _NEEDLE in pending or _NEEDLE in seam or _FIND_NEEDLE.search(chunk, 0, end):
+            seam = pending[-len(NEEDLE) + 1 :] + chunk[: len(NEEDLE) - 1]
+            if NEEDLE in pending or NEEDLE in seam or self._find(chunk, end):
                 found.extend(self._events(bytes(pending) + chunk[:end]))
             pending.clear()
             chunk = chunk[end:]

@@ -15,6 +15,7 @@ from ballet.core.metering import Api, UsageReader
 from ballet.core.provider_keys import Provider
 from ballet.core.spend import Spend
 from ballet.pricing import spend_of
+from ballet.sessions.gateway.needle import FIND_USAGE
 
 
 class AnswerMeter(Protocol):
@@ -40,7 +41,7 @@ class ProviderMetering:
     def meter(
         self, provider: Provider, api: Api, content_type: str, model: str | None
     ) -> AnswerMeter | None:
-        return ReaderMeter(provider, UsageReader(api, content_type, model))
+        return ReaderMeter(provider, UsageReader(api, content_type, model, find=FIND_USAGE))
 
 
 class ReaderMeter:
