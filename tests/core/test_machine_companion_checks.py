@@ -1,6 +1,7 @@
 """A companion's checks heard while the ticket waits to land: a red one returns the
 ticket as red checks on its own head do, naming the repository; a companion merge
-held for its checks is tried again when they finish; elsewhere they are read at landing."""
+held for its checks is tried again when they finish; a red one heard while a session
+runs is kept and returns the ticket when it comes to land."""
 
 from __future__ import annotations
 
@@ -73,10 +74,38 @@ def test_a_companion_merge_held_for_its_checks_is_tried_when_they_finish() -> No
     assert t.rec.stage == "implement"
 
 
-def test_a_companions_checks_elsewhere_are_read_at_landing() -> None:
+def test_red_checks_on_the_companion_while_a_session_runs_return_the_ticket_as_it_lands() -> None:
     t = _with_lib(Policy())
-    with pytest.raises(IllegalEvent, match="read when it lands"):
-        _lib_checks(t)  # Verify runs: the ticket does not wait to land
+    _lib_checks(t)  # Verify runs: nothing can go back now; the verdict is kept
+    (held,) = t.rec.companion_prs
+    assert held.checks is not None and (held.checks.sha, held.checks.outcome) == ("l1", "fail")
+    assert t.rec.stage == "verify" and t.rec.status == "running"
+    with pytest.raises(IllegalEvent, match="held already"):
+        _lib_checks(t)  # a redelivery changes nothing
+    t.finish("pass", sha="c1")
+    # Coming to land, nobody is asked to approve red work: it goes back, naming lib.
+    assert t.rec.stage == "implement" and t.rec.waiting is None
+    (why,) = t.rec.returned
+    assert (why.kind, why.sha, why.repo, why.pr) == ("merge_checks_failed", "l1", "octo/lib", 34)
+    assert why.text == "red checks on octo/lib#34 at l1: ci: failure"
+    assert t.of(MergePR) == []
+    # The next session's commits there are a new head: its own checks decide.
+    t.finish("done", sha="c2", companion_heads={"octo/lib": "l2"})
+    t.finish("approve", sha="c2")
+    t.finish("pass", sha="c2")
+    assert t.rec.waiting is not None and t.rec.waiting.kind == "approval"
+
+
+def test_a_green_rerun_clears_a_red_verdict_held_on_the_companion() -> None:
+    t = _with_lib(Policy())
+    _lib_checks(t)
+    t.feed(ChecksCompleted(now=t.now(), head_sha="l1", conclusion="success", repo="octo/lib"))
+    t.finish("pass", sha="c1")
+    assert t.rec.waiting is not None and t.rec.waiting.kind == "approval"
+
+
+def test_a_companions_checks_are_refused_when_they_are_not_news() -> None:
+    t = _with_lib(Policy())
     t.finish("pass", sha="c1")
     with pytest.raises(IllegalEvent, match="green checks on octo/lib#34"):
         _lib_checks(t, "success")

@@ -111,7 +111,9 @@ def test_a_writers_review_asking_changes_on_a_companion_returns_the_work_naming_
     _merged(t, "octo/lib")
     assert t.rec.status == "running" and t.rec.stage == "implement"
     (why,) = t.rec.returned
-    assert (why.kind, why.by, why.review_id) == ("changes_requested", "carol", None)
+    # Its inline comments are read on docs' pull request, where the review was given.
+    assert (why.kind, why.by, why.review_id) == ("changes_requested", "carol", 77)
+    assert (why.repo, why.pr) == ("octo/docs", 5)
     assert why.text == "(a review of octo/docs#5, at d1) Keep the old name."
     approve = review.model_copy(update={"state": "approved"})
     with pytest.raises(IllegalEvent, match="decides nothing"):

@@ -8,17 +8,19 @@ or for a person's approval to land — its cause naming the repository and the
 pull request. A companion's merge held for its checks (core/companion_merges.py)
 is tried again at once, green or red: the merge reads them all and lands it or
 returns the ticket, rather than waiting for the reconciler's next tick. Anywhere
-else its checks are read when it lands, not heard before.
+else (a session runs, the ticket is paused or waits for something else) a red
+verdict is kept on the record and returns the ticket when it comes to land
+(core/companion_reds.py); a green one after it clears it (a re-run passed).
 """
 
 from __future__ import annotations
 
 from ballet.core import forge_waits, landing_approval, steps
 from ballet.core.companion_merges import CHECKS_FIRST, landing_next, merge_effect
+from ballet.core.companion_reds import red_cause
 from ballet.core.events import PASSING_CONCLUSIONS, ChecksCompleted
 from ballet.core.handlers import IllegalEvent
-from ballet.core.record import Record
-from ballet.core.returns import cause
+from ballet.core.record import ChecksSeen, CompanionPR, Record
 from ballet.core.tx import Tx
 
 
@@ -39,16 +41,29 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
             raise IllegalEvent(f"the merge of {named} is under way; it reads its checks")
         tx.emit(merge_effect(rec, pr))  # held for these checks: it reads them now
         return
-    if ev.conclusion in PASSING_CONCLUSIONS:
-        raise IllegalEvent(f"green checks on {named} are read when it lands")
-    if not (_waits_for_checks_to_merge(rec) or landing_approval.awaiting_approval(rec)):
-        raise IllegalEvent(f"red checks on {named} are read when it lands")
     names = ", ".join(ev.names) or "all checks"
-    summary = f"red checks on {named} at {pr.head_sha[:12]}: {names}: {ev.conclusion}"
-    here = rec.stage or ""
-    why = cause("merge_checks_failed", here, tx.now, by=f"stage:{here}", sha=pr.head_sha,
-                text=summary)  # fmt: skip
-    steps.settle(tx, "returned", summary, causes=(why,))
+    held = pr.checks if pr.checks is not None and pr.checks.sha == pr.head_sha else None
+    if ev.conclusion in PASSING_CONCLUSIONS:
+        if ev.partial or held is None or held.outcome != "fail":
+            raise IllegalEvent(f"green checks on {named} are read when it lands")
+        _keep(tx, pr, ChecksSeen(sha=pr.head_sha, outcome="pass", summary=f"{names}: passed"))
+        return  # every check finished green since: nothing red is held any more
+    seen = ChecksSeen(sha=pr.head_sha, outcome="fail", summary=f"{names}: {ev.conclusion}")
+    acts = _waits_for_checks_to_merge(rec) or landing_approval.awaiting_approval(rec)
+    if held == seen and not acts:
+        raise IllegalEvent(f"red checks on {named} are held already")
+    _keep(tx, pr, seen)
+    if acts:
+        why = red_cause(rec, pr, seen.summary, tx.now)
+        steps.settle(tx, "returned", why.text, causes=(why,))
+
+
+def _keep(tx: Tx, pr: CompanionPR, seen: ChecksSeen) -> None:
+    """The verdict on the companion's head, kept: a red one returns the ticket when
+    it comes to land (`steps.land`, core/companion_reds.py)."""
+    prs = tx.rec.companion_prs
+    kept = pr.model_copy(update={"checks": seen})
+    tx.set(companion_prs=tuple(kept if p is pr else p for p in prs))
 
 
 def _waits_for_checks_to_merge(rec: Record) -> bool:

@@ -64,10 +64,11 @@ def review_submitted(tx: Tx, ev: ReviewSubmitted) -> None:
             f"merge={rec.policy.merge})"
         )
     # Its words and the repository go back, as of the ticket's head (a review gate reads
-    # it as of the change now); its inline comments are the companion's, not read here.
+    # it as of the change now); the cause keeps the companion's repository and pull
+    # request, where the next session's job reads its inline comments.
     said = f" {ev.body}" if ev.body else ""
     own = ev.model_copy(
-        update={"repo": None, "review_id": None, "commit_id": rec.head_sha,
+        update={"commit_id": rec.head_sha,
                 "body": f"(a review of {ev.repo}#{pr.number}, at {pr.head_sha[:12]}){said}"}
     )  # fmt: skip
     reviews.review_submitted(tx, own)

@@ -29,14 +29,7 @@ Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
 TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
 # What a waiting ticket waits for; `question` and `approval` need a person.
 WaitKind = Literal[
-    "question",
-    "approval",
-    "checks",
-    "review",
-    "merge",
-    "merge_result",
-    "merge_queue",
-    "auto_merge",  # GitHub's auto-merge, pinned to `Waiting.sha` (core/merge_pins.py)
+    "question", "approval", "checks", "review", "merge", "merge_result", "merge_queue"
 ]
 
 STATE_FORMAT = "v1"
@@ -86,7 +79,7 @@ class Waiting(Frozen):
     who: tuple[str, ...] = ()  # logins; empty means anyone with write permission
     command: str = ""  # the command that acts on it, e.g. "/ballet answer <text>"
     since: datetime
-    sha: str | None = None  # the head a checks wait is for, or a merge is pinned to
+    sha: str | None = None  # the head SHA a checks wait is for
     checks_started: bool = False  # a checks wait with nothing started times out sooner
     group_sha: str | None = None  # a merge-queue wait: the commit of the pull request's group
 
@@ -154,6 +147,10 @@ class CompanionPR(Frozen):
     # A writer of that repository's approving review, of the head it names
     # (core/landing_approval.py: where people decide, each one is approved).
     approval: Approval | None = None
+    # Its checks' verdict heard on a head while the ticket could not act on it (a
+    # session ran): a red one returns the ticket when it comes to land
+    # (core/companion_reds.py), unless a new head was pushed there since.
+    checks: ChecksSeen | None = None
 
 
 class Record(Frozen):

@@ -48,6 +48,10 @@ class ReturnCause(Frozen):
     at: datetime
     # The commit a rework session left after a review asked for changes, once told.
     addressed_in: str | None = None
+    # A companion's pull request it was given on (its checks, its review): the session
+    # job reads the details there; None: the ticket's own repository and pull request.
+    repo: str | None = None
+    pr: int | None = None
 
 
 def cause(
@@ -59,6 +63,8 @@ def cause(
     sha: str | None = None,
     text: str = "",
     review_id: int | None = None,
+    repo: str | None = None,
+    pr: int | None = None,
 ) -> ReturnCause:
     return ReturnCause(
         kind=kind,
@@ -68,6 +74,8 @@ def cause(
         text=clip(text, CAUSE_TEXT_MAX),
         review_id=review_id,
         at=at,
+        repo=repo,
+        pr=pr,
     )
 
 
@@ -102,6 +110,8 @@ def describe(c: ReturnCause) -> str:
     """One line for people and the tracking comment."""
     who = f" by @{c.by}" if c.by and not c.by.startswith(("role:", "stage:")) else ""
     on = f" on {c.sha[:12]}" if c.sha else ""
+    if c.repo is not None:
+        on += f" of {c.repo}" + (f"#{c.pr}" if c.pr is not None else "")
     words = {
         "rejected": f"rejected{who}{on}",
         "checks_failed": f"red checks{on}",

@@ -125,6 +125,8 @@ def _at_the_gate(tx: Tx, ev: ReviewSubmitted) -> None:
 
 
 def review_cause(rec: Record, ev: ReviewSubmitted) -> ReturnCause:
+    # A companion's review (core/companion_events.py) is read there, on its pull request.
+    pr = next((p.number for p in rec.companion_prs if p.repo == ev.repo), None)
     return cause(
         "changes_requested",
         rec.stage or "",
@@ -133,4 +135,6 @@ def review_cause(rec: Record, ev: ReviewSubmitted) -> ReturnCause:
         sha=ev.commit_id,
         text=ev.body,
         review_id=ev.review_id,
+        repo=ev.repo,
+        pr=pr if ev.repo is not None else None,
     )

@@ -74,17 +74,19 @@ def tell_reviews(tx: Tx, run: StageRun) -> str:
     if not due:
         return ""
     for c in due:
-        if c.review_id is None:
+        # A companion's review is answered on its pull request, naming its head there.
+        there = next((p for p in rec.companion_prs if (p.repo, p.number) == (c.repo, c.pr)), None)
+        if c.review_id is None or (c.repo is not None and there is None):
             continue
         key = tx.marker("reply", extra=f"review:{c.review_id}")
         body = (
-            f"Ballet's `{run.stage}` session addressed this review in {head} "
-            f"(iteration {run.iteration})."
+            f"Ballet's `{run.stage}` session addressed this review in "
+            f"{there.head_sha if there is not None else head} (iteration {run.iteration})."
         )
         tx.emit(
             ReplyToReview(
-                repo=rec.ticket.repo,
-                number=rec.pr_number,
+                repo=c.repo or rec.ticket.repo,
+                number=c.pr if there is not None and c.pr is not None else rec.pr_number,
                 review_id=c.review_id,
                 marker=key,
                 body=render.with_marker(body, key.render()),

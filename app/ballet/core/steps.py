@@ -10,6 +10,7 @@ from __future__ import annotations
 from ballet.core import landing_approval, render, routing
 from ballet.core.budgets import over_budget
 from ballet.core.companion_merges import land_first
+from ballet.core.companion_reds import held_red, red_cause
 from ballet.core.effects import (
     ConvertToDraft,
     MarkerKey,
@@ -261,9 +262,13 @@ def land(tx: Tx) -> None:
         return
     seen = rec.checks if rec.checks is not None and rec.checks.sha == rec.head_sha else None
     agent = rec.stage is not None and rec.pipeline.stage(rec.stage).kind == "agent"
+    held = held_red(rec)  # a companion's, heard while a session ran
     if seen is not None and seen.outcome == "fail":
         red = red_checks(tx, "merge_checks_failed", seen.summary)
         settle(tx, "returned", f"red checks on the head: {seen.summary}", causes=(red,))
+    elif held is not None and held.checks is not None:
+        why = red_cause(rec, held, held.checks.summary, tx.now)
+        settle(tx, "returned", why.text, causes=(why,))
     elif landing_approval.needs_approval(rec):
         landing_approval.await_approval(tx)
     elif seen is not None and seen.outcome is None and not agent:
@@ -320,8 +325,7 @@ def merge_now(tx: Tx) -> None:
         delete_branch=strategy.delete_branch,
     )
     tx.emit(merge)
-    # Pinned to that head: another one withdraws the merge (core/merge_pins.py).
-    wait(tx, "merge_result", "the merge of the pull request", (), "", sha=rec.head_sha)
+    wait(tx, "merge_result", "the merge of the pull request", (), "")
 
 
 def wait_checks_before_merge(tx: Tx) -> None:

@@ -13,7 +13,6 @@ from datetime import datetime
 
 from ballet.core.commands import ParsedCommand
 from ballet.core.events import (
-    AutoMergeDisabled,
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
@@ -33,7 +32,6 @@ TicketBoundEvent = (
     | ReviewSubmitted
     | MergeGroupRequested
     | MergeQueueLeft
-    | AutoMergeDisabled
 )
 
 

@@ -78,6 +78,9 @@ class ReturnInfo(Frozen):
     checks_left_out: int = 0
     review: ReviewInfo | None = None
     unread: str = ""  # what GitHub could not tell when the session started, and why
+    # A companion's pull request the cause was given on, where its details were read.
+    repo: str | None = None
+    pr: int | None = None
 
     @classmethod
     def of(cls, c: ReturnCause, **details: object) -> ReturnInfo:
@@ -89,6 +92,8 @@ class ReturnInfo(Frozen):
                 "sha": c.sha,
                 "text": c.text,
                 "at": c.at,
+                "repo": c.repo,
+                "pr": c.pr,
                 **details,
             }
         )
@@ -108,7 +113,10 @@ def returned_section(returned: tuple[ReturnInfo, ...]) -> str:
         "follows first; all of it is in $BALLET_CONTEXT (`returned`)."
     ]
     for r in returned:
-        said = describe(ReturnCause(kind=r.kind, stage=r.stage, by=r.by, sha=r.sha, at=r.at))
+        said = describe(
+            ReturnCause(kind=r.kind, stage=r.stage, by=r.by, sha=r.sha, at=r.at, repo=r.repo,
+                        pr=r.pr)
+        )  # fmt: skip
         lines = [f"### {said[:1].upper()}{said[1:]} (stage `{r.stage}`)"]
         if r.text and r.review is None:  # a review read from GitHub shows its own body
             lines.append(_quote(r.text))

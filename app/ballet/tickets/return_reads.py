@@ -4,6 +4,8 @@ The record keeps a cause small (who, why, which head, which review); the failing
 checks' output and annotations and a review's inline comments stay on GitHub and
 are read here, by the cause's commit and review id, bounded: 20 checks, 50
 annotations, 50 inline comments, 2,000 characters a text, each cut counted.
+A cause given on a companion's pull request (its red checks, a review there) is
+read in that repository, on that pull request.
 Reading when the session starts, not when the wait settled, costs GitHub nothing
 for returns no session follows, and survives a Redis loss with the record. A
 GitHub that fails here loses the session only the details: it still runs, told
@@ -50,6 +52,9 @@ class ReturnReads:
         return tuple([await self._one(repo, pr, c) for c in causes])
 
     async def _one(self, repo: str, pr: int | None, c: ReturnCause) -> ReturnInfo:
+        if c.repo is not None:
+            # Given on a companion's pull request: its checks and review are there.
+            repo, pr = c.repo, c.pr
         try:
             if c.kind in CHECK_KINDS and c.sha is not None:
                 forge = await self._forge_for(repo)
