@@ -475,6 +475,8 @@ class FakeGitHub:
         pr = self.prs[(repo, int(number))]
         if not pr.mergeable:
             return httpx.Response(405, json={"message": "Pull Request is not mergeable"})
+        if json.loads(request.content or b"{}").get("sha", pr.head_sha) != pr.head_sha:
+            return httpx.Response(409, json={"message": "Head branch was modified."})
         pr.merged, pr.state = True, "closed"
         return httpx.Response(200, json={"sha": "m" * 40, "merged": True, "message": "merged"})
 
@@ -482,6 +484,10 @@ class FakeGitHub:
         pr = self.prs[(repo, int(number))]
         if not pr.mergeable:
             return httpx.Response(422, json={"message": "merge conflict between base and head"})
+        expected = json.loads(request.content or b"{}").get("expected_head_sha", pr.head_sha)
+        if expected != pr.head_sha:
+            message = "expected head sha didn't match current head ref."
+            return httpx.Response(422, json={"message": message})
         pr.behind = False
         pr.head_sha = hashlib.sha1(f"update-{pr.head_sha}".encode()).hexdigest()
         return httpx.Response(202, json={"message": "Updating pull request branch."})

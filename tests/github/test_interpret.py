@@ -18,6 +18,7 @@ from ballet.core.effects import (
     SetLabels,
     StartSession,
     UpsertTrackingComment,
+    WithdrawMerge,
 )
 from ballet.core.events import ChecksCompleted, ChecksStarted, MergeResult, PullRequestOpened
 from ballet.core.render import REPORT_LINK_SCHEME
@@ -292,12 +293,43 @@ async def test_a_branch_behind_its_base_is_brought_up_to_date_before_merging(
     old = "7" * 40
     pr = FakePR(6, "b", "main", old, "t", "", behind=True)
     fake_github.prs[(REPO, 6)] = pr
-    assert await interpreter.apply(MergePR(repo=REPO, number=6, sha=old)) is None
+    updated = await interpreter.apply(MergePR(repo=REPO, number=6, sha=old))
     assert pr.head_sha != old and not pr.behind and not pr.merged
+    # The merge waits pinned to the commit GitHub made, and says which.
+    assert isinstance(updated, MergeResult) and (updated.result, updated.sha) == (
+        "updated",
+        pr.head_sha,
+    )
     assert ("PUT", f"{R}/pulls/6/update-branch") in fake_github.writes()
     # CI on the new head finishes: the parked merge goes ahead, for the new head.
     result = await interpreter.resume_merge(REPO, 6)
     assert isinstance(result, MergeResult) and result.result == "merged"
+
+
+async def test_a_push_after_the_update_withdraws_the_waiting_merge(
+    forges: GitHubApp, redis: Redis, fake_github: FakeGitHub, launcher: RecordingLauncher
+) -> None:
+    interpreter = Interpreter(
+        forges.for_installation(INSTALLATION_ID), Memo(redis), launcher, clock=lambda: NOW
+    )
+    old = "7" * 40
+    pr = FakePR(6, "b", "main", old, "t", "", behind=True)
+    fake_github.prs[(REPO, 6)] = pr
+    await interpreter.apply(MergePR(repo=REPO, number=6, sha=old))
+    pr.head_sha = "w" * 40  # a writer pushed while the updated head's checks ran
+    await interpreter.apply(WithdrawMerge(repo=REPO, number=6))
+    assert await interpreter.resume_merge(REPO, 6) is None
+    assert not pr.merged
+
+
+async def test_a_head_moved_since_the_approval_is_not_brought_up_to_date(
+    interpreter: Interpreter, fake_github: FakeGitHub
+) -> None:
+    pr = FakePR(6, "b", "main", "w" * 40, "t", "", behind=True)
+    fake_github.prs[(REPO, 6)] = pr
+    assert await interpreter.apply(MergePR(repo=REPO, number=6, sha="7" * 40)) is None
+    assert ("PUT", f"{R}/pulls/6/update-branch") not in fake_github.writes()
+    assert await interpreter.resume_merge(REPO, 6) is None  # nothing waits: asked again
 
 
 async def test_a_branch_that_cannot_be_brought_up_to_date_is_a_conflict(

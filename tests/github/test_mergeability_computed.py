@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.effects import MergePR
+from ballet.core.events import MergeResult
 from ballet.github.app import GitHubApp
 from ballet.tickets.interpret import Interpreter
 from ballet.tickets.memo import Memo
@@ -63,6 +64,7 @@ async def test_a_landing_right_after_a_push_still_brings_a_behind_branch_up_to_d
     pr = FakePR(6, "b", "main", old, "t", "", behind=True)
     pr.computing = 1  # the first read answers `mergeable_state: unknown`, not `behind`
     fake_github.prs[(REPO, 6)] = pr
-    assert await interpreter.apply(MergePR(repo=REPO, number=6, sha=old)) is None
+    updated = await interpreter.apply(MergePR(repo=REPO, number=6, sha=old))
+    assert isinstance(updated, MergeResult) and updated.result == "updated"
     assert ("PUT", f"{R}/pulls/6/update-branch") in fake_github.writes()
     assert pr.head_sha != old and not pr.merged

@@ -219,6 +219,14 @@ class MergePR(Effect):
     companion: bool = False
 
 
+class WithdrawMerge(Effect):
+    """The head moved off the one the merge was pinned to: forget the edge's waiting
+    merge and turn GitHub's auto-merge off, if it is on (core/merge_pins.py)."""
+
+    kind: Literal["withdraw_merge"] = "withdraw_merge"
+    number: int
+
+
 class ReadChecks(Effect):
     """Read every check on `sha`; the edge answers with their `ChecksCompleted`
     verdict once all are done, `ChecksStarted` while some still run, nothing while
@@ -271,6 +279,7 @@ AnyEffect = Annotated[
     | StartSession
     | CancelSession
     | MergePR
+    | WithdrawMerge
     | ReadChecks
     | ReplyToReview
     | MarkReadyForReview

@@ -235,9 +235,12 @@ class MergeResult(Event):
         "closed",
         "method_not_allowed",
         "queued",  # the base's rules require the merge queue: the pull request joined it
+        "updated",  # brought up to date with its base: the merge waits, pinned to `sha`
+        "auto_merge",  # GitHub's auto-merge turned on, pinned to `sha`: GitHub merges it
     ]
     detail: str = ""
-    sha: str | None = None  # the merge commit when merged; the head queued when queued
+    # The merge commit when merged; the head queued, updated to or auto-merged otherwise.
+    sha: str | None = None
     repo: str | None = None  # the pull request's repository (None: the ticket's own)
 
 
@@ -259,6 +262,15 @@ class MergeQueueLeft(Event):
     reason: str
     by: str = ""
     repo: str | None = None  # a companion's pull request left its queue; None: the ticket's own
+
+
+class AutoMergeDisabled(Event):
+    """GitHub turned the pull request's auto-merge off (`pull_request`
+    `auto_merge_disabled`) before it merged: a conflict, or a person; GitHub's reason."""
+
+    kind: Literal["auto_merge_disabled"] = "auto_merge_disabled"
+    reason: str
+    by: str = ""
 
 
 class ReconcileTick(Event):
@@ -293,6 +305,7 @@ AnyEvent = Annotated[
     | MergeResult
     | MergeGroupRequested
     | MergeQueueLeft
+    | AutoMergeDisabled
     | ReconcileTick
     | RolesInConfig,
     Field(discriminator="kind"),

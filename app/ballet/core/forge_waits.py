@@ -6,7 +6,7 @@ in which status each runs; a refused event raises `IllegalEvent`.
 
 from __future__ import annotations
 
-from ballet.core import landing_approval, merge_queue, rework, steps
+from ballet.core import landing_approval, merge_pins, merge_queue, rework, steps
 from ballet.core.effects import ReadChecks
 from ballet.core.events import PASSING_CONCLUSIONS, ChecksCompleted, ChecksStarted, MergeResult
 from ballet.core.handlers import IllegalEvent
@@ -86,6 +86,13 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
         # there would leave the integrate check on the merged PR as superseded.
         merge = f" as {ev.sha[:12]}" if ev.sha else ""
         steps.settle(tx, "merged", f"merged by Ballet{merge}")
+        return
+    if ev.result == "updated":
+        # Brought up to date by the landing: the merge waits, pinned to the new head.
+        merge_pins.updated(tx, ev.sha)
+        return
+    if ev.result == "auto_merge":
+        merge_pins.auto_merging(tx, ev.sha)  # GitHub merges it (core/merge_pins.py)
         return
     if ev.result == "queued":
         # The base's rules require GitHub's merge queue: its group decides (core/merge_queue.py).

@@ -314,7 +314,7 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
         ev.merged
         and rec.status == "waiting"
         and w is not None
-        and w.kind in ("merge", "merge_result", "merge_queue")
+        and w.kind in ("merge", "merge_result", "merge_queue", "auto_merge")
     ):
         # A person who merged has decided: no sign-off follows the merge.
         steps.settle(tx, "merged", f"merged by @{ev.by}" if ev.by else "merged", gated=False)

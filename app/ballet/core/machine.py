@@ -27,6 +27,7 @@ from ballet.core import (
     companions,
     crashes,
     edits,
+    merge_pins,
     outbox,
     render,
     signoffs,
@@ -129,6 +130,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
                                                "Ballet's checks on the queue's group"),
     ("waiting", "merge_queue_left"): Rule(cq.queue_left, ONWARD,
                                           "left the merge queue: returned, or a question"),
+    # GitHub's auto-merge turned off before it merged (core/merge_pins.py): a conflict
+    # returns the work, anything else asks.
+    ("waiting", "auto_merge_disabled"): Rule(merge_pins.auto_merge_disabled, ONWARD,
+                                             "auto-merge off: returned, or a question"),
     # The PR Ballet opened: the tracking comment moves onto it.
     ("running", "pull_request_opened"): Rule(h.pr_opened, ("running",), "PR known"),
     ("waiting", "pull_request_opened"): Rule(h.pr_opened, ("waiting",), "PR known"),
@@ -146,7 +151,9 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # A new head: checks wait for it, and an approval for an older head lapses
     # (a companion's: core/companion_heads.py).
     ("running", "head_pushed"): Rule(ch.head_pushed, ("running",), "new head"),
-    ("waiting", "head_pushed"): Rule(ch.head_pushed, ("waiting",),
+    # While the ticket's own merge is pinned to a head, another one withdraws it
+    # (core/merge_pins.py).
+    ("waiting", "head_pushed"): Rule(merge_pins.head_pushed, ("waiting",),
                                      "new head; approval asked again"),
     # The base moved while people or a merge waited, and the pull request conflicts
     # with it now: to the integrator, else to rework (core/base_moves.py).

@@ -29,7 +29,14 @@ Status = Literal["running", "waiting", "done", "failed", "cancelled", "paused"]
 TERMINAL: tuple[Status, ...] = ("done", "failed", "cancelled")
 # What a waiting ticket waits for; `question` and `approval` need a person.
 WaitKind = Literal[
-    "question", "approval", "checks", "review", "merge", "merge_result", "merge_queue"
+    "question",
+    "approval",
+    "checks",
+    "review",
+    "merge",
+    "merge_result",
+    "merge_queue",
+    "auto_merge",  # GitHub's auto-merge, pinned to `Waiting.sha` (core/merge_pins.py)
 ]
 
 STATE_FORMAT = "v1"
@@ -79,7 +86,7 @@ class Waiting(Frozen):
     who: tuple[str, ...] = ()  # logins; empty means anyone with write permission
     command: str = ""  # the command that acts on it, e.g. "/ballet answer <text>"
     since: datetime
-    sha: str | None = None  # the head SHA a checks wait is for
+    sha: str | None = None  # the head a checks wait is for, or a merge is pinned to
     checks_started: bool = False  # a checks wait with nothing started times out sooner
     group_sha: str | None = None  # a merge-queue wait: the commit of the pull request's group
 

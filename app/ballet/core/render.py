@@ -127,7 +127,7 @@ def waiting_line(rec: Record) -> str:
     w = rec.waiting
     if w is None:
         return ""
-    if w.kind in ("checks", "merge_result", "merge_queue"):
+    if w.kind in ("checks", "merge_result", "merge_queue", "auto_merge"):
         # The forge acts here, not a person; say so rather than name someone.
         return f"**Waiting for** {text(w.reason)} (no one needs to act; `/ballet retry` asks again)"
     who = ", ".join(f"@{login}" for login in w.who) or "anyone with write permission"

@@ -325,7 +325,8 @@ def merge_now(tx: Tx) -> None:
         delete_branch=strategy.delete_branch,
     )
     tx.emit(merge)
-    wait(tx, "merge_result", "the merge of the pull request", (), "")
+    # Pinned to that head: another one withdraws the merge (core/merge_pins.py).
+    wait(tx, "merge_result", "the merge of the pull request", (), "", sha=rec.head_sha)
 
 
 def wait_checks_before_merge(tx: Tx) -> None:

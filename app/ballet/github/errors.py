@@ -15,6 +15,10 @@ class ForgeUnavailable(ForgeError):
     """GitHub could not be reached or kept failing (5xx); the job may be retried later."""
 
 
+class HeadMoved(ForgeError):
+    """The pull request's head is no longer the one a call expected."""
+
+
 class NotFound(ForgeError):
     """The repository, issue, pull request or file does not exist (or is hidden)."""
 

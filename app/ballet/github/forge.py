@@ -19,6 +19,7 @@ from typing import Literal, Protocol
 from ballet.core.events import CheckConclusion, Permission
 from ballet.github.errors import ForgeError as ForgeError
 from ballet.github.errors import ForgeUnavailable as ForgeUnavailable
+from ballet.github.errors import HeadMoved as HeadMoved
 from ballet.github.errors import NotFound as NotFound
 from ballet.github.errors import RateLimited as RateLimited
 from ballet.github.said import CheckAnnotation as CheckAnnotation
@@ -70,6 +71,8 @@ class PullRequest:
     html_url: str
     body: str = ""
     node_id: str = ""  # GraphQL's id of the pull request (its mutations name it)
+    auto_merge: bool = False  # GitHub's auto-merge is on for it
+    allow_auto_merge: bool = False  # its repository allows auto-merge
 
 
 @dataclass(frozen=True)
@@ -326,8 +329,21 @@ class Forge(Protocol):
         """Put a pull request in its base's merge queue; `QueueRefused` if GitHub will not."""
         ...
 
-    async def update_branch(self, repo: str, number: int) -> bool:
-        """Bring the PR branch up to date with its base; False when it cannot (conflict)."""
+    async def enable_auto_merge(
+        self, node_id: str, expected_head: str, method: MergeMethod, commit_title: str | None
+    ) -> None:
+        """Turn GitHub's auto-merge on; `AutoMergeRefused` with GitHub's words if it will not."""
+        ...
+
+    async def disable_auto_merge(self, node_id: str) -> None:
+        """Turn it off; a pull request without it on is not an error (github/auto_merge.py)."""
+        ...
+
+    async def update_branch(
+        self, repo: str, number: int, expected_head_sha: str | None = None
+    ) -> bool:
+        """Bring the PR branch up to date with its base; False when it cannot (conflict);
+        `HeadMoved` when its head is no longer `expected_head_sha`."""
         ...
 
     async def mark_ready_for_review(self, repo: str, number: int) -> None: ...

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from ballet.core.commands import ParsedCommand
 from ballet.core.events import (
+    AutoMergeDisabled,
     ChecksCompleted,
     ChecksStarted,
     HeadPushed,
@@ -32,6 +33,7 @@ TicketBoundEvent = (
     | ReviewSubmitted
     | MergeGroupRequested
     | MergeQueueLeft
+    | AutoMergeDisabled
 )
 
 

@@ -115,9 +115,18 @@ class Branch(Lenient):
     commit: BranchCommit
 
 
+class RepoSettings(Lenient):
+    allow_auto_merge: bool = False  # documented optional: absent reads as not allowed
+
+
 class BranchTip(Lenient):
     ref: str
     sha: str
+    repo: RepoSettings | None = None
+
+
+class AutoMergeData(Lenient):
+    merge_method: str = ""
 
 
 class PullRequestData(Lenient):
@@ -135,6 +144,7 @@ class PullRequestData(Lenient):
     mergeable_state: str = "unknown"
     html_url: str = ""
     body: str | None = None
+    auto_merge: AutoMergeData | None = None
 
 
 class IssueLabel(Lenient):
@@ -282,6 +292,8 @@ def pull_request_of(pr: PullRequestData) -> PullRequest:
         html_url=pr.html_url,
         body=pr.body or "",
         node_id=pr.node_id,
+        auto_merge=pr.auto_merge is not None,
+        allow_auto_merge=pr.base.repo is not None and pr.base.repo.allow_auto_merge,
     )
 
 

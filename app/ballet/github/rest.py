@@ -17,6 +17,7 @@ from pydantic import TypeAdapter
 
 from ballet.core.events import Permission
 from ballet.github import models as m
+from ballet.github.auto_merge import AutoMergeCalls
 from ballet.github.branches import BranchCalls
 from ballet.github.checks import ChecksCalls
 from ballet.github.client import (
@@ -28,6 +29,7 @@ from ballet.github.forge import (
     Comment,
     ForgeError,
     GitRemote,
+    HeadMoved,
     IssueDetails,
     MergeMethod,
     MergeResult,
@@ -52,7 +54,13 @@ _file_list = TypeAdapter(list[m.PullFile])
 
 
 class GitHubForge(
-    BranchCalls, ChecksCalls, IssueGraphCalls, MergeQueueCalls, MergeStrategyCalls, ReviewCalls
+    AutoMergeCalls,
+    BranchCalls,
+    ChecksCalls,
+    IssueGraphCalls,
+    MergeQueueCalls,
+    MergeStrategyCalls,
+    ReviewCalls,
 ):
     """The `Forge` Protocol on one installation's token."""
 
@@ -298,10 +306,15 @@ class GitHubForge(
             return MergeResult("not_mergeable", str(exc))
         return MergeResult("merged", "", m.MergeData.model_validate(data).sha)
 
-    async def update_branch(self, repo: str, number: int) -> bool:
+    async def update_branch(
+        self, repo: str, number: int, expected_head_sha: str | None = None
+    ) -> bool:
+        body = {} if expected_head_sha is None else {"expected_head_sha": expected_head_sha}
         try:
-            await self._client.call("PUT", f"/repos/{repo}/pulls/{number}/update-branch", json={})
+            await self._client.call("PUT", f"/repos/{repo}/pulls/{number}/update-branch", json=body)
         except ForgeError as exc:
+            if exc.status == 422 and "expected" in str(exc).lower():
+                raise HeadMoved(str(exc), status=422) from exc
             if exc.status == 422:  # merge conflict, or nothing to update
                 return "conflict" not in str(exc).lower()
             raise

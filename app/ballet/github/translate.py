@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from ballet.github import readers as r
+from ballet.github.auto_merge import auto_merge_disabled
 from ballet.github.forge import AppIdentity
 from ballet.github.intents import Ignored, Intent
 from ballet.github.payloads import parse_delivery
@@ -41,6 +42,7 @@ TABLE: dict[tuple[str, str], Route] = {
     ("pull_request", "opened"):                  Route(r.pr_pushed),
     ("pull_request", "reopened"):                Route(r.pr_pushed),
     ("pull_request", "dequeued"):                Route(r.pr_dequeued),
+    ("pull_request", "auto_merge_disabled"):     Route(auto_merge_disabled),
     ("merge_group", "checks_requested"):         Route(r.merge_group_requested),
     ("pull_request_review", "submitted"):        Route(r.review_submitted),
     ("check_suite", "requested"):                Route(r.check_suite_started),

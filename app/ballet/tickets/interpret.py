@@ -45,6 +45,7 @@ from ballet.core.effects import (
     SetLabels,
     StartSession,
     UpsertTrackingComment,
+    WithdrawMerge,
 )
 from ballet.core.events import AnyEvent, MergeResult, PullRequestOpened
 from ballet.core.pages import ticket_path
@@ -59,7 +60,7 @@ from ballet.github.forge import (
     PullRequest,
     find_comment,
 )
-from ballet.tickets import branch_writes
+from ballet.tickets import branch_writes, held_merge
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.checks import read_checks
 from ballet.tickets.companion_prs import open_companion_pr
@@ -150,6 +151,8 @@ class Interpreter:
                 await self._launcher.cancel(effect)
             case MergePR():
                 return await self._merge(effect)
+            case WithdrawMerge():
+                await held_merge.withdraw(self._forge, self._memo, effect)
             case ReadChecks():
                 return await read_checks(
                     self._forge, effect.repo, effect.sha, self._own_app_id, self._clock()
@@ -313,19 +316,13 @@ class Interpreter:
         checks, then merge" (docs/architecture.md, "Stage kinds"). A merge that
         must wait is kept in the memo and resumed by `resume_merge` when checks finish.
         """
-        repo, number = effect.repo, effect.number
+        repo, number, now = effect.repo, effect.number, self._clock()
         # Not GitHub's null of a mergeability still computed: a behind branch must be seen.
         pr = await computed_pr(self._forge, repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
             return await self._merge_now(effect, pr)  # merge_pr names the outcome
-        if pr.mergeable_state == "behind":
-            # Branch protection wants the head up to date with the base: bring it
-            # up to date, then merge the new head once its checks pass.
-            if not await self._forge.update_branch(repo, number):
-                detail = f"{pr.head_ref} cannot be brought up to date with {pr.base_ref}"
-                return MergeResult(now=self._clock(), result="conflict", detail=detail, repo=repo)
-            log.info("branch brought up to date; merge waits for checks", repo=repo, pr=number)
-            return await self._merge_waits(effect.model_copy(update={"sha": None}))
+        if pr.mergeable_state == "behind":  # the rules want it up to date: pinned to the update
+            return await held_merge.bring_up_to_date(self._forge, self._memo, effect, pr, now)
         if pr.draft:
             # GitHub refuses to merge a draft; merging is the end of the review.
             await self._forge.mark_ready_for_review(repo, number)
@@ -337,6 +334,9 @@ class Interpreter:
             names = ", ".join(c.name for c in checks.failed)
             detail = f"checks failed on {pr.head_sha[:12]}: {names}"
             return MergeResult(now=self._clock(), result="checks_failed", detail=detail, repo=repo)
+        # Where auto-merge is the repository's way and its rules hold the merge back.
+        if auto := await held_merge.by_auto_merge(self._forge, self._memo, effect, pr, now):
+            return auto
         if checks.pending:
             log.info("merge waits for checks", repo=repo, pr=number, sha=pr.head_sha)
             return await self._merge_waits(effect)

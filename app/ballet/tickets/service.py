@@ -193,17 +193,19 @@ class TicketService:
             await self._resume_merge(key, intent.installation_id, event_id)
 
     async def _resume_merge(self, key: str, installation_id: int, event_id: str) -> None:
-        """Checks finished: a merge that waited for them goes ahead (or returns the work)."""
+        """Checks finished: a waiting merge goes ahead, locked (its update's push comes after)."""
         own = self._work.forge(installation_id, (split_key(key)[0],))
-        record = await self._store.load(key, own)
-        if record is None or record.pr_number is None:
-            return
-        work = self._work.for_ticket(installation_id, key, record)
-        result = await work.interpreter.resume_merge(record.ticket.repo, record.pr_number)
-        if result is not None:
-            await self.handle(
-                key, result, event_id=f"{event_id}:merge", installation_id=installation_id
-            )
+        async with self._store.locked(key):
+            record = await self._store.load(key, own)
+            if record is None or record.pr_number is None:
+                return
+            work = self._work.for_ticket(installation_id, key, record)
+            result = await work.interpreter.resume_merge(record.ticket.repo, record.pr_number)
+            with deciding():
+                if result is not None and await self._apply(
+                    key, result, f"{event_id}:merge", work, None
+                ):
+                    await self._drain(key, work)
 
     # -- one event of one ticket -----------------------------------------------------
 
