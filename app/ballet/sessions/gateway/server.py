@@ -318,7 +318,8 @@ class _Connection:
             sink = sink_of(answer, self.writer) if chunked else None
             if sink is None:
                 hung_up = await self._relay(answer, meter, chunked)
-                if not hung_up:
+                ended = not answer.cut_short  # else no end goes down: the session's is cut
+                if not hung_up and ended:
                     await self._send(h11.EndOfMessage())
             else:  # its bytes moved by the kernel, a copy metered (splicing.py)
                 head, self._held = self._held, []

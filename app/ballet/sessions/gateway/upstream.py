@@ -81,6 +81,13 @@ class Answer:
     def ended(self) -> bool:
         return self._parsed.done
 
+    @property
+    def cut_short(self) -> bool:
+        """The upstream closed the connection before the end its framing promised (a body
+        framed by the connection's end has no other)."""
+        framed = (b"content-length", b"transfer-encoding")
+        return not self._parsed.done and any(n.lower() in framed for n, _ in self.headers)
+
     def source(self) -> tuple[int, memoryview]:
         """For splicing: the upstream socket, and a buffer to read the copy into (the
         connection's: free while reading is paused)."""
