@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 from ballet.core.config import Policy
-from ballet.core.effects import MergePR, StartSession
+from ballet.core.effects import ConvertToDraft, MarkReadyForReview, MergePR, StartSession
 from ballet.core.events import BaseConflict, CompanionPROpened, HeadPushed, ReviewSubmitted
 from ballet.core.handlers import IllegalEvent
-from core_kit import Ticket, agent, make_pipeline, platform
+from core_kit import Ticket, agent, make_pipeline
 
 STAGES = (
     agent("implement", skills=("implementer",), next={"done": "integrate"}),
@@ -89,3 +89,19 @@ def test_a_head_pushed_where_the_ticket_has_no_open_pull_request_is_refused() ->
     t = _waiting_for_people()
     with pytest.raises(IllegalEvent, match="octo/docs has no pull request"):
         t.feed(HeadPushed(now=t.now(), sha="d1", pusher="carol", repo="octo/docs"))
+
+
+def test_companions_pull_requests_follow_the_tickets_own_into_review_and_back() -> None:
+    t = Ticket(make_pipeline(STAGES, companions=("octo/lib",), policy=Policy()))
+    t.open_pr(number=8)
+    t.finish("done", sha="c1", companion_heads={"octo/lib": "l1"})
+    assert t.rec.ready_for_review  # the integrator's stage lands: the ticket is in review
+    t.feed(CompanionPROpened(now=t.now(), repo="octo/lib", number=34, head_sha="l1"))
+    # Opened as a draft after the ticket's own went into review: lib's follows, so
+    # GitHub says when its branch is behind its base, and people read the whole change.
+    assert [(e.repo, e.number) for e in t.of(MarkReadyForReview)] == [("octo/lib", 34)]
+    t.finish("done", sha="c1")
+    t.feed(
+        BaseConflict(now=t.now(), base="main", base_sha="b" * 40, head_sha="l1", repo="octo/lib")
+    )
+    assert [(e.repo, e.number) for e in t.of(ConvertToDraft)] == [("octo/app", 8), ("octo/lib", 34)]

@@ -11,7 +11,7 @@ queue (`core/companion_queue.py`).
 
 from __future__ import annotations
 
-from ballet.core.effects import MergePR
+from ballet.core.effects import ConvertToDraft, MarkReadyForReview, MergePR
 from ballet.core.record import CompanionPR, Record, WaitKind
 from ballet.core.runs import wait
 from ballet.core.tx import Tx
@@ -20,6 +20,7 @@ from ballet.core.tx import Tx
 CHECKS_FIRST = "checks on "
 # A merge queue's wait, as the ticket's own (core/merge_queue.py, which imports steps).
 QUEUE_WAIT: WaitKind = "merge_queue"
+AnyReview = MarkReadyForReview | ConvertToDraft
 
 
 def landing_next(rec: Record) -> CompanionPR | None:
@@ -66,3 +67,16 @@ def queued_companion(rec: Record) -> CompanionPR | None:
     if rec.status != "waiting" or w is None or w.kind != QUEUE_WAIT or pr is None:
         return None
     return pr
+
+
+def in_review_with_the_ticket(rec: Record, *, ready: bool) -> list[AnyReview]:
+    """The companions' open pull requests follow the ticket's own into review (`ready`)
+    and back to a draft: people are asked to read the whole change, and GitHub says a
+    companion's branch is `behind` its base only once it is no draft (a base move
+    brings it up to date where the rules want that: tickets/base_moves.py)."""
+    review = MarkReadyForReview if ready else ConvertToDraft
+    return [
+        review(repo=p.repo, number=p.number)
+        for p in rec.companion_prs
+        if p.state == "open" and p.number is not None
+    ]

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ballet.core import handlers
 from ballet.core.companion_text import companion_pr_body
-from ballet.core.effects import OpenCompanionPR, SetCheckRun
+from ballet.core.effects import MarkReadyForReview, OpenCompanionPR, SetCheckRun
 from ballet.core.events import CompanionPROpened, SessionFinished
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import CompanionPR, Record
@@ -74,6 +74,10 @@ def pr_opened(tx: Tx, ev: CompanionPROpened) -> None:
         raise IllegalEvent(f"{ev.repo}#{ev.number} is known already")
     opened = prs[at].model_copy(update={"number": ev.number})
     tx.set(companion_prs=(*prs[:at], opened, *prs[at + 1 :]))
+    if tx.rec.ready_for_review:
+        # Opened as a draft after the ticket's own went into review: it follows
+        # (companion_merges.in_review_with_the_ticket).
+        tx.emit(MarkReadyForReview(repo=ev.repo, number=ev.number))
 
 
 def on_companions(rec: Record, runs: list[SetCheckRun]) -> list[SetCheckRun]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ballet.core import landing_approval, render, routing
 from ballet.core.budgets import over_budget
-from ballet.core.companion_merges import land_first
+from ballet.core.companion_merges import in_review_with_the_ticket, land_first
 from ballet.core.companion_reds import held_red, red_cause
 from ballet.core.effects import (
     ConvertToDraft,
@@ -85,6 +85,7 @@ def back_to_draft(tx: Tx) -> None:
     if rec.ready_for_review and rec.pr_number is not None:
         tx.set(ready_for_review=False)
         tx.emit(ConvertToDraft(repo=rec.ticket.repo, number=rec.pr_number))
+        tx.emit(*in_review_with_the_ticket(rec, ready=False))
 
 
 def settle(
@@ -174,6 +175,7 @@ def hold_for_signoff(tx: Tx, target: str, note: str, bypass_budget: bool = False
         # Moving to "in review": the draft becomes a PR people are asked to read.
         tx.set(ready_for_review=True)
         tx.emit(MarkReadyForReview(repo=rec.ticket.repo, number=rec.pr_number))
+        tx.emit(*in_review_with_the_ticket(rec, ready=True))
         if rec.pipeline.approvers:
             tx.emit(
                 RequestReviewers(

@@ -10,8 +10,9 @@ working directory and the `BALLET_*` variables of the session contract.
   them, commits;
 - review: reads `git diff base...HEAD` and approves a diff that adds code and a test;
 - verify: runs the repository's tests (`python3 -m unittest`);
-- a stage with the integrator skill: merges the base into the branch, conflicts
-  resolved by keeping both sides' lines (git's union merge), runs the tests, commits;
+- a stage with the integrator skill: merges the base into the branch (and each
+  companion's base into its branch), conflicts resolved by keeping both sides'
+  lines (git's union merge), runs the tests, commits;
 - any role stage (sign-off): signs off;
 - spike stages: writes a knowledge report about the repository.
 
@@ -152,20 +153,33 @@ def verify() -> dict[str, Any]:
     }
 
 
+def bring_up_to_date(path: str, base: str, how: str) -> subprocess.CompletedProcess[str]:
+    """`git merge` (or rebase) the base into the clone at `path`, both intents kept: each
+    conflicting hunk keeps the base's lines and the branch's."""
+    info = Path(path, git("-C", path, "rev-parse", "--git-dir").strip(), "info")
+    info.mkdir(exist_ok=True)
+    (info / "attributes").write_text("* merge=union\n")
+    command = ["merge", "--no-edit"] if how == "merge" else ["rebase"]
+    return subprocess.run(
+        ["git", "-C", path, *command, f"origin/{base}"], capture_output=True, text=True
+    )
+
+
 def integrate(ctx: dict[str, Any]) -> dict[str, Any]:
     base = ctx.get("base") or "main"
-    # Both intents kept: each conflicting hunk keeps the base's lines and the branch's.
-    Path(git("rev-parse", "--git-dir").strip(), "info").mkdir(exist_ok=True)
-    Path(git("rev-parse", "--git-path", "info/attributes").strip()).write_text("* merge=union\n")
     how = ctx.get("update_with") or "merge"
-    command = ["merge", "--no-edit"] if how == "merge" else ["rebase"]
-    merged = subprocess.run(["git", *command, f"origin/{base}"], capture_output=True, text=True)
-    if merged.returncode != 0:
-        return {
-            "outcome": "returned",
-            "summary": f"`git {how} origin/{base}` failed: "
-            + (merged.stdout + merged.stderr)[-500:],
-        }
+    # Every repository's branch, the companions' first, each on its own base.
+    repos = [(c["repo"], c["path"], c["base"]) for c in ctx.get("companions", [])]
+    said = ""
+    for repo, path, theirs in [*repos, (ctx["ticket"]["repo"], ".", base)]:
+        merged = bring_up_to_date(path, theirs, how)
+        if merged.returncode != 0:
+            return {
+                "outcome": "returned",
+                "summary": f"`git {how} origin/{theirs}` in {repo} failed: "
+                + (merged.stdout + merged.stderr)[-500:],
+            }
+        said += f"{repo}: {merged.stdout.strip()[-300:]}\n"
     checks = verify()
     if checks["outcome"] != "pass":
         return {
@@ -173,10 +187,11 @@ def integrate(ctx: dict[str, Any]) -> dict[str, Any]:
             "summary": f"after the merge: {checks['summary']}",
             "details": checks["details"],
         }
+    also = f", and {', '.join(r for r, _, _ in repos)} with theirs" if repos else ""
     return {
         "outcome": "done",
-        "summary": f"Brought the branch up to date with `{base}` by {how}; tests pass.",
-        "details": merged.stdout[-500:],
+        "summary": f"Brought the branch up to date with `{base}` by {how}{also}; tests pass.",
+        "details": said[-1000:],
     }
 
 

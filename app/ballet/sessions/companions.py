@@ -38,6 +38,9 @@ class CompanionClone:
     info: CompanionInfo
     workspace: Workspace  # its clone, as push.py reads one
     base_sha: str  # the companion's base head when the clone was made
+    # An integrator told to rebase may rebase the companion's branch on its base too:
+    # its push is then leased on the head the session started from, as the ticket's.
+    rewrite: bool = False
 
 
 def companions_root(workspace: Workspace) -> Path:
@@ -72,7 +75,7 @@ async def open_companions(
             workspace.key, clone, clone, workspace.home, workspace.files, mirror,
             mirror / "ballet-leases" / "none", cloned.branch, cloned.start_sha, cloned.existed,
         )  # fmt: skip
-        made.append(CompanionClone(info, own, cloned.base_sha))
+        made.append(CompanionClone(info, own, cloned.base_sha, spec.update_with == "rebase"))
     return tuple(made)
 
 
@@ -115,7 +118,7 @@ async def push_companions(
             still_made_here(workspace.clone)
             head = await push_ticket_branch(
                 workspaces, workspace, url=clone.info.clone_url, base=clone.info.base,
-                token=token, redactor=redactor,
+                token=token, redactor=redactor, rewrite=clone.rewrite,
             )  # fmt: skip
         except PushError as error:
             raise type(error)(*_named(error, repo)) from error

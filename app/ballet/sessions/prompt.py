@@ -60,7 +60,20 @@ def companions_section(spec: RunnerSpec) -> str:
         "`$BALLET_COMPANIONS` lists them, one `owner/name=path` a line. Commit each change "
         "in the repository it belongs to: Ballet pushes every one whose branch moved and "
         "opens its pull request. The ticket's whole change is every repository's diff "
-        "against its base: `git -C <path> diff origin/<base>...HEAD` in each."
+        "against its base: `git -C <path> diff origin/<base>...HEAD` in each." + _integrating(spec)
+    )
+
+
+def _integrating(spec: RunnerSpec) -> str:
+    """An integrator brings every repository's branch up to date, not only the ticket's."""
+    if spec.update_with is None:
+        return ""
+    merge = spec.update_with == "merge"
+    how = "merge `origin/<base>` into it" if merge else "rebase it on `origin/<base>`"
+    return (
+        f" Bring each one's branch up to date with its base as you do this one's: {how} "
+        "(`git -C <path> ...`), resolve its conflicts keeping both intents, and commit there; "
+        "a repository already up to date needs nothing."
     )
 
 
