@@ -45,6 +45,7 @@ def test_a_companions_base_moving_into_a_conflict_goes_to_the_integrator_naming_
     assert (t.rec.status, t.rec.stage, t.rec.iteration) == ("running", "integrate", 2)
     (why,) = t.rec.returned
     assert (why.kind, why.by, why.sha) == ("merge_conflict", "base:octo/lib:main", "l1")
+    assert (why.repo, why.pr) == ("octo/lib", 34)
     assert why.text == (
         f"`main` of octo/lib moved to {'b' * 12} while the ticket waited at `integrate`, and "
         "octo/lib#34 now conflicts with it; both changed `from_7.py`. Merge `main` into the "

@@ -91,7 +91,8 @@ def test_red_checks_on_the_companions_group_before_anything_landed_return_the_wo
     _left(t, "CI_FAILURE")
     assert t.rec.status == "running" and t.rec.stage == "implement"
     (why,) = t.rec.returned
-    assert (why.kind, why.sha) == ("merge_checks_failed", GROUP)  # where the red checks ran
+    # Where the red checks ran: the next session's job reads them in lib, at the group.
+    assert (why.kind, why.sha, why.repo, why.pr) == ("merge_checks_failed", GROUP, "octo/lib", 34)
     assert why.text == (
         "merge of octo/lib#34 returned by red required checks: required checks failed on "
         f"GitHub's merge queue's group {GROUP[:12]}"

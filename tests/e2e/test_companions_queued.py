@@ -86,6 +86,7 @@ async def test_a_companion_group_whose_ci_fails_returns_the_ticket_naming_it(
     (why,) = [c for c in record.returned if c.kind == "merge_checks_failed"]
     group = why.sha
     assert group is not None and group != pr.head_sha
+    assert (why.repo, why.pr) == (lib, pr.number)  # where the next session reads them
     assert why.text == (
         f"merge of {lib}#{pr.number} returned by red required checks: required checks "
         f"failed on GitHub's merge queue's group {group[:12]}"

@@ -38,14 +38,15 @@ def base_conflict(tx: Tx, ev: BaseConflict) -> None:
     rec = tx.rec
     if not heeds_base(rec) or rec.stage is None:
         raise IllegalEvent("a base conflict concerns only a ticket waiting for people or a merge")
-    head, pr, where = rec.head_sha, "the pull request", ""
+    head, pr, where, repo, number = rec.head_sha, "the pull request", "", None, None
     if ev.repo is not None and ev.repo != rec.ticket.repo:
-        # A companion's base moved (tickets/companion_base_moves.py): that repository's
-        # branch is the integrator's to bring up to date, and it is named.
+        # A companion's base moved (tickets/base_moves.py): that repository's branch
+        # is the integrator's to bring up to date, and the cause names it.
         theirs = next((p for p in rec.companion_prs if p.repo == ev.repo), None)
         if theirs is None or theirs.number is None or theirs.state != "open":
             raise IllegalEvent(f"{ev.repo} has no open pull request of this ticket")
-        head, pr, where = theirs.head_sha, f"{ev.repo}#{theirs.number}", f" of {ev.repo}"
+        head, repo, number = theirs.head_sha, ev.repo, theirs.number
+        pr, where = f"{ev.repo}#{theirs.number}", f" of {ev.repo}"
     if ev.head_sha is not None and ev.head_sha != head:
         raise IllegalEvent(f"the conflict was found on {ev.head_sha}, but the head is {head}")
     here = rec.stage
@@ -56,7 +57,7 @@ def base_conflict(tx: Tx, ev: BaseConflict) -> None:
         f"branch{where} keeping both intents: the base's change and the ticket's."
     )
     by = f"base:{ev.repo}:{ev.base}" if where else f"base:{ev.base}"
-    why = cause("merge_conflict", here, tx.now, by=by, sha=head, text=text)
+    why = cause("merge_conflict", here, tx.now, by=by, sha=head, text=text, repo=repo, pr=number)
     integrator = routing.integrator_stage(rec.pipeline)
     target = integrator or routing.rework_stage(rec.pipeline)
     steps.settle(tx, "returned", text, causes=(why,), to=target)

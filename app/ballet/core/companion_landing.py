@@ -92,7 +92,9 @@ def not_landed(tx: Tx, pr: CompanionPR, result: str, detail: str, *, sha: str | 
     said = f": {detail}" if detail else ""
     summary = f"merge of {where} returned by {_WORDS[result]}{said}"
     here = rec.stage or ""
-    why = cause(_KINDS[result], here, tx.now, by=f"stage:{here}", sha=sha, text=summary)
+    # The repository and pull request: the next session's job reads its checks there.
+    why = cause(_KINDS[result], here, tx.now, by=f"stage:{here}", sha=sha, text=summary,
+                repo=pr.repo, pr=pr.number)  # fmt: skip
     steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews))
     tx.set(pending_reviews=())
 
