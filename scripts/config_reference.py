@@ -200,6 +200,17 @@ pipelines:
   goes to the integrator (`implement` where the pipeline has none) with a
   `merge_conflict` cause naming the files; from a review or human stage before
   the integrator, the resolved head comes back to that stage's people first.
+  With `companions:`, each repository's pull request lands by that repository's
+  rules, the companions first, one at a time, in order: merged directly where it
+  has no queue, through its own merge queue where its base requires one (Ballet's
+  check runs reported on that queue's group commit, the next one landing once the
+  group merged). A companion's group failing, or its pull request leaving the
+  queue, returns the ticket naming the repository before anything landed, and
+  otherwise stops it with a question listing what landed, what did not and why
+  (`/ballet retry` lands the rest). The integrator brings every repository's
+  branch up to date, and a companion's base moving while the ticket waits is
+  heard as the ticket's own: behind, brought up to date where its rules want it;
+  conflicting, to the integrator with the repository and files named.
 - People decide what lands (`policy: merge: approved`, the default). Once the
   stages and sign-offs are done, Ballet marks the pull request ready for review
   and waits for a person's approval of its head commit: an approving review by

@@ -321,12 +321,12 @@ class BalletConfig(Strict):
     """Pipelines by name; without any, tickets run the built-in default."""
     companions: Annotated[tuple[RepoName, ...], AfterValidator(_each_once)] = ()
     """Other repositories of the same installation a ticket may change too, as `owner/name`, in
-    the order their pull requests land (dependencies first; the ticket's own repository lands
-    last). Every session gets a clone of each on the ticket's branch; each one it commits in
-    gets a pull request of its own. Each must be a repository the App's installation reaches,
-    and not this one: the `ballet/config` check run and a ticket's start refuse any other at its
-    line (`ballet validate`, offline, checks the shape only). Where people decide, each one's
-    pull request lands once a writer of that repository approves its head."""
+    the order their pull requests land (dependencies first; the ticket's own lands last), each
+    by its own rules (through GitHub's merge queue where its base requires one). Every session
+    gets a clone of each on the ticket's branch; each one it commits in gets a pull request.
+    Each must be one the App's installation reaches, not this one: the `ballet/config` check
+    and a ticket's start refuse any other at its line (`ballet validate` checks the shape
+    only). Where people decide, each lands once a writer there approves its head."""
 
 
 class ResolvedRole(Strict):
