@@ -27,7 +27,7 @@ def test_a_companion_with_commits_gets_one_linked_draft_pr() -> None:
         ("octo/docs", t.rec.branch),
     ]
     assert asked[0].ticket == "octo/app#7"
-    assert asked[0].body.startswith("Part of octo/app#7, with octo/app#8.")
+    assert "\nPart of octo/app#7, with octo/app#8.\n" in asked[0].body
     assert [(p.repo, p.head_sha, p.number) for p in t.rec.companion_prs] == [
         ("octo/lib", "l1", None),
         ("octo/docs", "d1", None),

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ballet.core import handlers
-from ballet.core.companion_text import companion_pr_body
+from ballet.core.companion_text import companion_pr_body, link_effects
 from ballet.core.effects import MarkReadyForReview, OpenCompanionPR, SetCheckRun
 from ballet.core.events import CompanionPROpened, SessionFinished
 from ballet.core.handlers import IllegalEvent
@@ -74,6 +74,7 @@ def pr_opened(tx: Tx, ev: CompanionPROpened) -> None:
         raise IllegalEvent(f"{ev.repo}#{ev.number} is known already")
     opened = prs[at].model_copy(update={"number": ev.number})
     tx.set(companion_prs=(*prs[:at], opened, *prs[at + 1 :]))
+    tx.emit(*link_effects(tx.rec))  # each of the ticket's pull requests names this one
     if tx.rec.ready_for_review:
         # Opened as a draft after the ticket's own went into review: it follows
         # (companion_merges.in_review_with_the_ticket).

@@ -80,6 +80,16 @@ class OpenCompanionPR(Effect):
     body: str
 
 
+class LinkPullRequest(Effect):
+    """Ballet's marked block in pull request `number`'s body, naming the ticket and its
+    other pull requests (core/companion_text.py); the edge rewrites only that block,
+    and only when it changed."""
+
+    kind: Literal["link_pull_request"] = "link_pull_request"
+    number: int
+    block: str
+
+
 class UpsertTrackingComment(Effect):
     kind: Literal["upsert_tracking_comment"] = "upsert_tracking_comment"
     number: int  # the issue, or the PR once it exists
@@ -268,6 +278,7 @@ class RequestReviewers(Effect):
 AnyEffect = Annotated[
     OpenBranchAndDraftPR
     | OpenCompanionPR
+    | LinkPullRequest
     | UpsertTrackingComment
     | PostReportComment
     | PostComment

@@ -26,7 +26,8 @@ can kill the worker under it and see the session go with it),
 `demo:usage=yes` has every session report the usage of a metered model (USAGE
 below), as a `command` runtime may, and `demo:companion=<name>` has implement also
 commit the issue's code as `from_<ticket>.py` in the companion repository of that
-name (`BALLET_COMPANIONS`), whose diff review then reads too
+name (`BALLET_COMPANIONS`; one line per companion, `@<n>` from iteration n on), whose
+diff review then reads too
 (`demo:break-companion-ci=yes@1` turns that companion's CI red in that iteration).
 Only the standard library is used: a session's environment is bare.
 """
@@ -57,6 +58,13 @@ def scripted(body: str, stage: str, iteration: int) -> str | None:
         if m.group(1) == stage and (m.group(3) is None or int(m.group(3)) == iteration):
             return m.group(2)
     return None
+
+
+def companions_changed(body: str, iteration: int) -> set[str]:
+    """The companions implement changes: each `demo:companion=<name>` line, one
+    with `@<n>` from iteration n on."""
+    lines = re.finditer(r"^demo:companion=([\w-]+)(?:@(\d+))?\s*$", body, re.M)
+    return {m.group(1) for m in lines if m.group(2) is None or int(m.group(2)) <= iteration}
 
 
 def python_blocks(body: str) -> list[str]:
@@ -96,7 +104,7 @@ def implement(ctx: dict[str, Any], body: str, iteration: int) -> dict[str, Any]:
     if git("status", "--porcelain").strip():
         git("commit", "-q", "-m", f"{ctx['ticket']['title']} (iteration {iteration})")
     for companion in ctx.get("companions", []):
-        if scripted(body, "companion", 0) == companion["repo"].split("/")[1]:
+        if companion["repo"].split("/")[1] in companions_changed(body, iteration):
             path = Path(companion["path"]) / f"from_{ctx['ticket']['number']}.py"
             path.write_text(blocks[0])
             red = Path(companion["path"]) / ".ci-red"

@@ -193,6 +193,9 @@ class GitHubForge(
     async def get_pr(self, repo: str, number: int) -> PullRequest:
         return m.pull_request_of(await self._pr_data(repo, number))
 
+    async def set_pr_body(self, repo: str, number: int, body: str) -> None:
+        await self._client.call("PATCH", f"/repos/{repo}/pulls/{number}", json={"body": body})
+
     async def list_pr_files(self, repo: str, number: int) -> tuple[str, ...]:
         files = _file_list.validate_python(
             await self._client.pages(f"/repos/{repo}/pulls/{number}/files")

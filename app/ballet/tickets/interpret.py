@@ -29,6 +29,7 @@ from ballet.core.effects import (
     AnyEffect,
     CancelSession,
     ConvertToDraft,
+    LinkPullRequest,
     MarkReadyForReview,
     MergePR,
     OpenBranchAndDraftPR,
@@ -63,7 +64,7 @@ from ballet.github.forge import (
 from ballet.tickets import branch_writes, held_merge
 from ballet.tickets.branch_writes import BranchWriter
 from ballet.tickets.checks import read_checks
-from ballet.tickets.companion_prs import open_companion_pr
+from ballet.tickets.companion_prs import link_pull_request, open_companion_pr
 from ballet.tickets.memo import Memo
 from ballet.tickets.merge_queue import land_by_queue
 from ballet.tickets.mergeability import computed_pr
@@ -119,6 +120,8 @@ class Interpreter:
                 return await self._open_pr(effect)
             case OpenCompanionPR():
                 return await open_companion_pr(self._forge, effect, self._clock)
+            case LinkPullRequest():
+                await link_pull_request(self._forge, effect)
             case UpsertTrackingComment():
                 body = await self._link_reports(effect.repo, effect.number, effect.body)
                 if self._pages is not None:
