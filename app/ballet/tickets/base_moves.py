@@ -83,7 +83,7 @@ async def _companions_moved(
     keys = [k for k in await live.members() if not k.startswith(f"{intent.repo}#")]
     waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
     for key in keys:
-        if waits.get(key) not in HEEDS_BASE:
+        if key in waits and waits[key] not in HEEDS_BASE:
             continue
         # Only a record Redis holds: a live set that outlived its records is rebuilt by
         # the reconciler, and the pushed repository's token could not read another's.
