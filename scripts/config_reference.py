@@ -182,7 +182,18 @@ pipelines:
   with those checks and their annotations on the group's commit, a conflict in
   the queue returns it as a merge conflict, and a pull request taken out of the
   queue otherwise asks a person. The queue merges by the ruleset's merge method,
-  not `method`, and does not delete the branch.
+  not `method`, and does not delete the branch. Where the repository allows
+  auto-merge (Settings → General → Allow auto-merge) and its rules hold the
+  approved pull request back (required checks still running, required reviews
+  missing), Ballet turns GitHub's auto-merge on, pinned to the approved head
+  (`expectedHeadOid`), with `method` and `commit_title`, and GitHub merges it
+  once its rules let it; the stage ends `merged` then. The repository's setting
+  is the choice: no `.ballet.yml` key turns it on or off (turn the setting off
+  and Ballet merges itself). A push to the branch meanwhile turns it off and asks
+  a person to approve the new head (under `merge: auto` the new head is merged in
+  its turn); GitHub turning it off over a conflict returns the ticket as a merge
+  conflict, and a person turning it off asks what to do (`/ballet retry` lands it
+  again). Not where a merge queue is required, nor for a companion's pull request.
 - An agent stage with the `integrator` skill (the seeds' Integrate, e.g.
   `{id: integrate, kind: agent, skills: [integrator], next: {merged: $done,
   returned: implement}}`) merges the base into the branch, resolves conflicts
@@ -193,7 +204,10 @@ pipelines:
   depends on the repository: without rules, it merges once the head's checks
   pass; with required reviews or checks, it waits for them; with a strict
   required-checks rule, Ballet brings a branch that is behind up to date first
-  (`update-branch`); with a merge queue required, through GitHub's queue; with
+  (`update-branch`) and merges the head GitHub made once its checks pass, a push by
+  anyone meanwhile asking a person again; where the repository allows auto-merge
+  and its rules hold the pull request back, by GitHub's auto-merge, pinned to the
+  approved head; with a merge queue required, through GitHub's queue; with
   `policy: merge: manual`, a person merges it. While the ticket waits for people or a
   person's merge and the base moves, a pull request behind but clean is brought
   up to date where the rules want it, with no person, and one that now conflicts
