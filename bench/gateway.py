@@ -10,7 +10,9 @@ interleaved in blocks, on one kept-alive connection each:
    gateway adds (goal: ≤ 1 ms at p50);
 2. a streamed (SSE) answer: ms to its first byte, p50 and p99;
 3. a 10 MB streamed answer (SSE text deltas, then the usage): MB/s
-   (goal: ≥ 0.8× direct), and that the gateway metered its tokens.
+   (goal: ≥ 0.8× direct), and that the gateway metered its tokens; beside it
+   the CPU time per answer (/proc's schedstat) of the gateway (or relay), the
+   upstream and this client: the steadier measure on a shared machine.
 
 With --floor, two byte relays on unix sockets carry the 10 MB answer in the
 same run, side by side: what any hop costs on this machine, no HTTP and no
@@ -162,6 +164,14 @@ def ask(connection: http.client.HTTPConnection, path: str, body: bytes, token: s
     return first
 
 
+def cpu_ms(pid: int | None) -> float:
+    """The CPU time a process ran, all its threads (/proc/PID/task/*/schedstat), in ms."""
+    if pid is None:
+        return 0.0
+    tasks = Path(f"/proc/{pid}/task")
+    return sum(int((t / "schedstat").read_text().split()[0]) for t in tasks.iterdir()) / 1e6
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(p * len(ordered)))]
@@ -205,8 +215,10 @@ def main() -> None:
             assert relay.stdout is not None
             relay.stdout.readline()  # listening
         floors = {name: str(Path(scratch) / f"{how}.sock") for name, how in FLOORS.items()}
+        hops = {"gateway": gateway.pid} | {name: relay.pid for name, relay in relays.items()}
         try:
-            _run(args, big, port, socket_path, token, {n: floors[n] for n in relays})
+            _run(args, big, port, socket_path, token, {n: floors[n] for n in relays},
+                 hops | {"upstream": upstream.pid})  # fmt: skip
             gateway.stdin.write("\n")
             gateway.stdin.flush()
             spend = json.loads(gateway.stdout.readline())
@@ -225,6 +237,7 @@ def _run(
     socket_path: str,
     token: str,
     floors: dict[str, str],
+    pids: dict[str, int],
 ) -> None:
     direct = http.client.HTTPConnection("127.0.0.1", port)
     through = UnixConnection(socket_path)
@@ -259,18 +272,26 @@ def _run(
     relayed = {name: UnixConnection(path) for name, path in floors.items()}
     ways |= {name: (connection, "/v1/messages") for name, connection in relayed.items()}
     rates: dict[str, list[float]] = {name: [] for name in ways}
+    cpu: dict[str, list[tuple[float, float, float]]] = {name: [] for name in ways}
     for connection, path in ways.values():
         ask(connection, path, big_body, token)  # the relays' connections up
     for _ in range(args.big_runs):
         for name, (connection, path) in ways.items():
+            before = cpu_ms(pids.get(name)), cpu_ms(pids["upstream"]), time.thread_time()
             started = time.perf_counter()
             ask(connection, path, big_body, token)
             rates[name].append(big / (1024 * 1024) / (time.perf_counter() - started))
+            after = cpu_ms(pids.get(name)), cpu_ms(pids["upstream"]), time.thread_time()
+            hop, up, client = (b - a for a, b in zip(before, after, strict=True))
+            cpu[name].append((hop, up, client * 1000))
     d = statistics.median(rates["direct"])
-    print(f"\n{args.megabytes} MB streamed answer, median of {args.big_runs}, interleaved:")
+    print(f"\n{args.megabytes} MB streamed answer, median of {args.big_runs}, interleaved;"
+          " CPU ms per answer of the hop, the upstream, this client:")  # fmt: skip
     for name, measured in rates.items():
         m = statistics.median(measured)
-        print(f"  {name:14}{m:8.0f} MB/s  {m / d:5.2f}× direct")
+        hop, up, client = (statistics.median(t[i] for t in cpu[name]) for i in range(3))
+        print(f"  {name:14}{m:8.0f} MB/s  {m / d:5.2f}× direct"
+              f"  CPU {hop:5.1f} {up:5.1f} {client:5.1f}")  # fmt: skip
     for connection, _ in ways.values():
         connection.close()
 

@@ -171,6 +171,37 @@ def test_a_session_that_stops_reading_holds_its_upstream_back(tmp_path: Path) ->
     assert output_tokens == 7
 
 
+def test_a_session_that_hangs_up_on_a_spliced_answer_is_charged_for_all_of_it(
+    tmp_path: Path,
+) -> None:
+    """The upstream runs ahead of a session that reads little, so the answer is spliced
+    when the session hangs up: the rest is read from the pipe, metered and dropped."""
+    parts = [START, *(deltas(block) for block in range(200)), END]
+    upstream = Upstream(parts)
+
+    async def scenario() -> tuple[int, int, int]:
+        server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0)
+        base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        gateway = ModelGateway(ProviderMetering(), upstreams={"anthropic": base})
+        path = tmp_path / "h.sock"
+        async with gateway.session(SessionTerms(session="s", repo="o/r"), KEYS, path) as s:
+            reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 16)
+            await ask(reader, writer, s.tokens["ANTHROPIC_API_KEY"])
+            await reader.readexactly(1 << 20)
+            await asyncio.sleep(0.2)  # the upstream ahead, the gateway's writes waiting
+            writer.transport.abort()
+            for _ in range(250):
+                if s.spend.requests:
+                    break
+                await asyncio.sleep(0.02)
+            spend = s.spend
+        await gateway.aclose()
+        server.close()
+        return spend.requests, spend.input_tokens, spend.output_tokens
+
+    assert asyncio.run(scenario()) == (1, 10, 7)
+
+
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_an_upstream_that_breaks_off_cuts_the_session_and_what_it_said_is_counted(
     tmp_path: Path, scheme: str

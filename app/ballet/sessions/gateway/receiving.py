@@ -118,7 +118,7 @@ class Stream(asyncio.BufferedProtocol):
             self.error = error
             self._lost()
             return
-        if spliceable or parsed.size > READ_BYTES:
+        if (spliceable and not parsed.done) or parsed.size > READ_BYTES:
             self._pause()
         self._wake()
 

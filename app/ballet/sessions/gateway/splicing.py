@@ -2,61 +2,34 @@
 
 On a plain-HTTP upstream (receiving.py stops reading at a chunked answer's
 head) the body goes from the upstream's socket into a pipe with splice(2); tee(2)
-puts a second reference to the same pages in another pipe; the first pipe is
-spliced to the session's socket, the second is read into the connection's
-buffer and parsed (the chunks' framing, for where the answer ends; the body,
-for the meter). No byte is copied into the gateway and out again: the bench's
-10 MB answer cost the gateway ~9.5 ms of CPU read and written, ~2 ms spliced
-with the copy read (docs/performance.md). A copy is parsed before its bytes go
-down, so what went down was metered.
+puts a second reference to the same pages in another pipe (pipes.py); the
+first pipe is spliced to the session's socket, the second is read into the
+connection's buffer and parsed (the chunks' framing, for where the answer
+ends; the body, for the meter). No byte is copied into the gateway and out
+again (docs/performance.md has what it saves). A copy is parsed before its
+bytes go down, so what went down was metered.
 
 Memory stays bounded: a round moves at most PIPE_BYTES, and the next is not
 taken from the upstream until the session's socket has taken this one (a
 session that reads slowly holds its upstream back, as TCP does). A session
 that hangs up is charged all the same: the rest is read from the first pipe,
-parsed and dropped. Python has no os.tee: it is libc's, through ctypes; where
-it or splice is missing the answer goes the way that reads it.
+parsed and dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import ctypes
 import errno
-import fcntl
 import os
 from collections.abc import Callable
 
 from ballet.sessions.gateway.metering import AnswerMeter
+from ballet.sessions.gateway.pipes import AVAILABLE, PIPE_BYTES, PipePair, PipePool, tee
 from ballet.sessions.gateway.upstream import Answer
 
-PIPE_BYTES = 1 << 20  # Linux's unprivileged most (/proc/sys/fs/pipe-max-size)
-_F_SETPIPE_SZ = 1031  # fcntl's: Python 3.11 names it only on some builds
 _GONE = (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN)
-
-
-def _libc_tee() -> Callable[[int, int, int, int], int] | None:
-    try:
-        tee = ctypes.CDLL(None, use_errno=True).tee
-    except (AttributeError, OSError):
-        return None
-    tee.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_size_t, ctypes.c_uint]
-    tee.restype = ctypes.c_ssize_t
-    return tee
-
-
-_TEE = _libc_tee()
-AVAILABLE = _TEE is not None and hasattr(os, "splice")
-
-
-def _tee(source: int, sink: int, size: int) -> int:
-    assert _TEE is not None
-    moved = _TEE(source, sink, size, os.SPLICE_F_NONBLOCK)
-    if moved < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, f"tee: {os.strerror(code)}")
-    return moved
+# A round that moved this much found the upstream ahead of the gateway: the next is spliced.
+BULK_BYTES = 64 << 10
 
 
 def sink_of(answer: Answer, writer: asyncio.StreamWriter) -> int | None:
@@ -79,8 +52,8 @@ async def splice_answer(
     it, each piece metered before it goes down. (whole: the session was sent one whole
     answer and no more; hung up): an unmetered answer the session hung up on is not read on."""
     assert answer.raw is not None
-    source, buffer = answer.source()
-    splice = Splice(source, sink, buffer)
+    source, buffer, pipes = answer.source()
+    splice = Splice(source, sink, buffer, pipes)
 
     def metered(chunks: list[bytes]) -> None:
         if meter is not None:
@@ -100,60 +73,96 @@ async def splice_answer(
 
 
 class Splice:
-    """One answer's body, upstream socket to session socket; `read` parses each copy."""
+    """One answer's body, upstream socket to session socket; `read` parses each copy.
 
-    def __init__(self, source: int, sink: int, buffer: memoryview) -> None:
+    Round by round: a round that found the upstream ahead (BULK_BYTES or more waiting)
+    makes the next one spliced; a smaller one, the next read and written, as a stream
+    that trickles an event at a time costs fewer system calls so (one read, one write).
+    Either way the bytes go down as they came, so the rounds may take turns."""
+
+    def __init__(self, source: int, sink: int, buffer: memoryview, pipes: PipePool) -> None:
         # Duplicates: asyncio lets no one else watch a transport's own descriptor, and a
         # session that hangs up closes its transport's while this one is still in use.
         self._source, self._sink = os.dup(source), os.dup(sink)
         self._buffer = buffer
-        self._pipes: list[int] = []
+        self._pool = pipes
+        self._pair: PipePair | None = None
+        self._mid_round = False  # the pipes may hold bytes: they serve no other answer
+        self._loop = asyncio.get_running_loop()
+        self._readable: asyncio.Future[None] | None = None
+        self._watching = False  # the source stays watched while rounds wait for it
         self.hung_up = False  # the session's socket took no more: the rest is read, dropped
 
     async def run(self, head: list[bytes], read: Callable[[memoryview], bool]) -> bool:
         """`head` down first, then the body until `read`, given each copy, says the answer
         ended; False when the upstream closed the connection before that."""
-        loop = asyncio.get_running_loop()
-        into, out = self._pipe()
-        copy_in, copy_out = self._pipe()
-        await self._write(loop, b"".join(head))
+        await self._write(b"".join(head))  # first: a stream's first event waits for nothing
+        bulk = drained = False
         while True:
+            if drained:
+                await self._source_ready()
             try:
-                held = os.splice(self._source, into, PIPE_BYTES, flags=os.SPLICE_F_NONBLOCK)
+                moved, ended = await (self._spliced(read) if bulk else self._copied(read))
             except BlockingIOError:
-                await _ready(loop, self._source, loop.add_reader, loop.remove_reader)
+                drained = True
                 continue
-            if not held:
-                return False
-            ended = False
-            while held:  # tee copies the pipe's first bytes: each part taken once teed
-                part = held if self.hung_up else _tee(out, copy_in, held)
-                got = _read(out if self.hung_up else copy_out, self._buffer[:part])
-                ended = read(self._buffer[:got])
-                if not self.hung_up:
-                    await self._splice_down(loop, out, part)
-                held -= part
-            if ended:
-                return True
+            if ended or not moved:  # not moved: the upstream closed the connection
+                return ended
+            drained = moved < (PIPE_BYTES if bulk else len(self._buffer))
+            bulk = moved >= BULK_BYTES
 
     def close(self) -> None:
-        for fd in (self._source, self._sink, *self._pipes):
-            os.close(fd)
-        self._pipes = []
+        if self._watching:
+            self._loop.remove_reader(self._source)
+        os.close(self._source)
+        os.close(self._sink)
+        if self._pair is not None:
+            self._pair.close() if self._mid_round else self._pool.give(self._pair)
+        self._pair = None
 
-    def _pipe(self) -> tuple[int, int]:
-        out, into = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self._pipes += [out, into]
-        with contextlib.suppress(OSError):  # past the user's pipe quota: the default, smaller
-            fcntl.fcntl(into, _F_SETPIPE_SZ, PIPE_BYTES)
-        return into, out
+    async def _copied(self, read: Callable[[memoryview], bool]) -> tuple[int, bool]:
+        got = os.readv(self._source, [self._buffer])
+        ended = read(self._buffer[:got]) if got else False
+        await self._write(self._buffer[:got])
+        return got, ended
 
-    async def _splice_down(self, loop: asyncio.AbstractEventLoop, out: int, size: int) -> None:
+    async def _spliced(self, read: Callable[[memoryview], bool]) -> tuple[int, bool]:
+        pair = self._pair = self._pair or self._pool.take()
+        held = os.splice(self._source, pair.into, PIPE_BYTES, flags=os.SPLICE_F_NONBLOCK)
+        moved, ended, self._mid_round = held, False, True
+        while held:  # tee copies the pipe's first bytes: each part taken once teed
+            part = held if self.hung_up else tee(pair.out, pair.copy_in, held)
+            got = _read(pair.out if self.hung_up else pair.copy_out, self._buffer[:part])
+            ended = read(self._buffer[:got])
+            if not self.hung_up:
+                await self._splice_down(pair.out, part)
+            held -= part
+        self._mid_round = False
+        return moved, ended
+
+    async def _source_ready(self) -> None:
+        self._readable = self._loop.create_future()
+        if not self._watching:
+            self._loop.add_reader(self._source, self._wake)
+            self._watching = True
+        try:
+            await self._readable
+        finally:
+            self._readable = None
+
+    def _wake(self) -> None:
+        if self._readable is None:  # not waited for (the session's socket is): unwatched,
+            self._loop.remove_reader(self._source)  # or the loop would spin on it
+            self._watching = False
+        elif not self._readable.done():
+            self._readable.set_result(None)
+
+    async def _splice_down(self, out: int, size: int) -> None:
         while size:
             try:
                 size -= os.splice(out, self._sink, size, flags=os.SPLICE_F_NONBLOCK)
             except BlockingIOError:
-                await _ready(loop, self._sink, loop.add_writer, loop.remove_writer)
+                await _writable(self._loop, self._sink)
             except OSError as error:
                 if error.errno not in _GONE:
                     raise
@@ -161,13 +170,13 @@ class Splice:
                 _read(out, self._buffer[:size])  # parsed already: dropped
                 return
 
-    async def _write(self, loop: asyncio.AbstractEventLoop, data: bytes) -> None:
+    async def _write(self, data: bytes | memoryview) -> None:
         view = memoryview(data)
         while view and not self.hung_up:
             try:
                 view = view[os.write(self._sink, view) :]
             except BlockingIOError:
-                await _ready(loop, self._sink, loop.add_writer, loop.remove_writer)
+                await _writable(self._loop, self._sink)
             except OSError as error:
                 if error.errno not in _GONE:
                     raise
@@ -182,20 +191,15 @@ def _read(fd: int, into: memoryview) -> int:
     return got
 
 
-async def _ready(
-    loop: asyncio.AbstractEventLoop,
-    fd: int,
-    watch: Callable[..., None],
-    unwatch: Callable[[int], object],
-) -> None:
+async def _writable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
     ready: asyncio.Future[None] = loop.create_future()
 
     def wake() -> None:
         if not ready.done():
             ready.set_result(None)
 
-    watch(fd, wake)
+    loop.add_writer(fd, wake)
     try:
         await ready
     finally:
-        unwatch(fd)
+        loop.remove_writer(fd)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from ballet.core.provider_keys import Provider
+from ballet.sessions.gateway.pipes import PipePool
 from ballet.sessions.gateway.receiving import Headers, Parsed, Stream, UpstreamError
 
 PUBLIC_APIS: Mapping[Provider, str] = {
@@ -88,12 +89,12 @@ class Answer:
         framed = (b"content-length", b"transfer-encoding")
         return not self._parsed.done and any(n.lower() in framed for n, _ in self.headers)
 
-    def source(self) -> tuple[int, memoryview]:
-        """For splicing: the upstream socket, and a buffer to read the copy into (the
-        connection's: free while reading is paused)."""
+    def source(self) -> tuple[int, memoryview, PipePool]:
+        """For splicing: the upstream socket, a buffer to read the copy into (the
+        connection's: free while reading is paused), the worker's pipes."""
         stream = self._connection.stream
         sock = self._connection.transport.get_extra_info("socket")
-        return sock.fileno(), stream.take_buffer()
+        return sock.fileno(), stream.take_buffer(), self._clients.pipes
 
     def feed(self, data: memoryview) -> list[bytes]:
         """A copy of what was spliced, parsed: the body's chunks in it."""
@@ -149,6 +150,7 @@ class UpstreamClients:
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._tls = tls
         self._idle: dict[str, list[_Connection]] = {}
+        self.pipes = PipePool()  # what answers are spliced through (splicing.py)
 
     async def send(
         self, method: str, url: str, headers: Headers, body: AsyncIterator[bytes] | None
@@ -224,6 +226,7 @@ class UpstreamClients:
         idle.append(connection)
 
     async def aclose(self) -> None:
+        self.pipes.close()
         idle, self._idle = self._idle, {}
         for connections in idle.values():
             for connection in connections:
