@@ -12,6 +12,7 @@ from ballet.core.config import Policy
 from ballet.core.effects import MergePR, PostComment, WithdrawMerge
 from ballet.core.events import (
     AutoMergeDisabled,
+    CompanionPROpened,
     HeadPushed,
     MergeResult,
     PullRequestClosed,
@@ -128,3 +129,23 @@ def test_auto_merge_off_by_a_person_asks() -> None:
     assert "@carol" in w.reason and "`/ballet retry`" in w.reason
     with pytest.raises(IllegalEvent, match="auto-merge"):
         t.feed(AutoMergeDisabled(now=t.now(), reason="Turned off", by="carol"))
+
+
+def test_after_the_companions_landed_the_tickets_own_waits_pinned_or_for_auto_merge() -> None:
+    t = Ticket(make_pipeline(companions=("octo/lib",), policy=Policy(merge="auto")))
+    t.open_pr(number=8)
+    t.finish("done", sha="c1", companion_heads={"octo/lib": "l1"})
+    t.feed(CompanionPROpened(now=t.now(), repo="octo/lib", number=34, head_sha="l1"))
+    t.finish("approve", sha="c1")
+    t.finish("pass", sha="c1")
+    t.feed(MergeResult(now=t.now(), result="merged", sha="m", repo="octo/lib"))
+    assert [(m.repo, m.sha) for m in t.of(MergePR)] == [("octo/app", "c1")]
+    t.feed(MergeResult(now=t.now(), result="updated", sha="u2", repo="octo/app"))
+    assert t.rec.waiting is not None and (t.rec.waiting.kind, t.rec.waiting.sha) == (
+        "merge_result",
+        "u2",
+    )
+    t.feed(MergeResult(now=t.now(), result="auto_merge", sha="u2", repo="octo/app"))
+    assert t.rec.waiting is not None and t.rec.waiting.kind == "auto_merge"
+    t.feed(PullRequestClosed(now=t.now(), merged=True, by="ballet[bot]"))
+    assert t.rec.status == "done"

@@ -48,7 +48,9 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     rec = tx.rec
     if ev.repo is None or ev.repo == rec.ticket.repo:
         landed = _landed(rec)
-        if landed and ev.result not in ("merged", "queued", "checks_pending", "updated"):
+        # Still landing (queued, checks, brought up to date, GitHub's auto-merge on).
+        going_on = ("merged", "queued", "checks_pending", "updated", "auto_merge")
+        if landed and ev.result not in going_on:
             _stop(tx, f"{rec.ticket.repo}#{rec.pr_number}", _said(ev.result, ev.detail))
             return
         forge_waits.merge_result(tx, ev)
