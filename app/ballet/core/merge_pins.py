@@ -58,8 +58,7 @@ def auto_merging(tx: Tx, sha: str | None) -> None:
     """GitHub's auto-merge is on for `sha`: GitHub merges it when the base's rules let it."""
     head = f" {sha[:12]}" if sha else ""
     reason = (
-        f"GitHub to merge the pull request's head{head} once the base's rules let it"
-        " (auto-merge)"
+        f"GitHub to merge the pull request's head{head} once the base's rules let it (auto-merge)"
     )
     steps.wait(tx, AUTO_MERGE_WAIT, reason, (), "", sha=sha or tx.rec.head_sha)
 
