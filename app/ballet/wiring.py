@@ -29,7 +29,7 @@ from ballet.core.config import Runtime
 from ballet.core.egress import parse_rule
 from ballet.github.app import GitHubApp
 from ballet.github.client import GitHubAppCredentials
-from ballet.github.forge import AppIdentity, Forge
+from ballet.github.forge import AppIdentity
 from ballet.jobs.artifacts import Artifacts
 from ballet.jobs.deliveries import LoggingConsumer
 from ballet.jobs.prefetch import SessionPrefetch
@@ -67,6 +67,7 @@ from ballet.tickets.return_reads import ReturnReads
 from ballet.tickets.service import TicketService
 from ballet.tickets.source import GitHubTicketSource
 from ballet.tickets.store import RecordStore
+from ballet.tickets.ticket_forges import InstallationForges
 
 log = structlog.get_logger("ballet.services")
 
@@ -249,7 +250,7 @@ def session_jobs_for(
     settings: Settings,
     redis: ArqRedis,
     store: RecordStore,
-    forges: Callable[[int], Forge],
+    forges: InstallationForges,
     *,
     parent_env: Mapping[str, str] | None = None,
     find_installation: Callable[[str], Awaitable[int | None]] | None = None,
@@ -277,7 +278,7 @@ def session_jobs_for(
     jobs = SessionJobs(
         redis=redis,
         tickets=tickets,
-        links=TicketLinksReader(redis, tickets.forge_for, store.cached, own_login=ballet_login),
+        links=TicketLinksReader(redis, tickets.reader_for, store.cached, own_login=ballet_login),
         workspaces=workspaces,
         prefetch=SessionPrefetch(workspaces, tickets),
         artifacts=Artifacts(redis, reports=ReportComments(tickets.forge_for, author=ballet_login)),

@@ -104,7 +104,7 @@ async def test_the_epic_and_lineage_of_a_sub_issue(
             json={"body": "And #6 again, and #404 which does not exist."},
         )
     store = RecordStore(redis)
-    source = GitHubTicketSource(store, lambda _: forge)
+    source = GitHubTicketSource(store, lambda *_: forge)
     details = await source.issue(REPO, ticket["number"])
     assert details.has_parent is True
     reader = TicketLinksReader(redis, source.forge_for, store.cached)

@@ -98,3 +98,26 @@ async def test_a_scope_the_installation_cannot_give_is_a_clear_error(
     assert TokenScope.ticket(["Acme/Lib", "acme/app"]) == TokenScope.ticket(
         ["acme/app", "acme/lib"]
     )
+
+
+async def test_a_read_token_reads_its_repository_and_writes_nothing(
+    github: GitHubApp, sandbox: BackgroundSandbox
+) -> None:
+    installation = await github.installation_of("acme/app")
+    assert installation is not None
+    reads = github.for_installation(installation, TokenScope.reads(["acme/app"]))
+    assert (await reads.get_issue("acme/app", 1)).title == "t"
+    with pytest.raises(ForgeError) as refused:
+        await reads.create_comment("acme/app", 1, "a reader writes nothing")
+    assert refused.value.status == 403
+    with pytest.raises(NotFound):
+        await reads.get_issue("acme/lib", 1)
+    # Across the installation (a ticket's lineage): every repository, reading alone.
+    lineage = github.for_installation(installation, TokenScope.everywhere({"issues": "read"}))
+    assert [(await lineage.get_issue(r, 1)).title for r in ("acme/lib", "acme/other")] == ["t"] * 2
+    with pytest.raises(ForgeError) as refused:
+        await lineage.create_comment("acme/other", 1, "nor does this one")
+    assert refused.value.status == 403
+    asked = [r for r in sandbox.sandbox.requests if r["path"] == "/repos/acme/other/issues/1"]
+    assert asked[0]["token_permissions"] == {"issues": "read", "metadata": "read"}
+    assert "token_repos" not in asked[0]

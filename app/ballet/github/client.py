@@ -174,7 +174,7 @@ class GitHubClients:
             self.credentials.app_id,
             self.credentials.private_key,
             installation_id,
-            repositories=UNSET if scope is None else scope.names(),
+            repositories=UNSET if scope is None or not scope.repos else scope.names(),
             permissions=UNSET if scope is None else scope.github_permissions(),
         )
         pacer = WritePacer(

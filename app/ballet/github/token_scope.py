@@ -6,8 +6,9 @@ with all of the App's permissions unless the request names fewer
 `permissions`). Ballet names fewer wherever a step's reach is known: a session's
 git (its clone, fetches and push) gets a token for the one repository it
 touches, able to write its contents and nothing else; so a token that leaks
-from a push cannot comment, merge, or reach another repository. The scopes per
-step are listed in docs/security.md.
+from a push cannot comment, merge, or reach another repository. A scope may also
+keep every repository and name fewer permissions (`everywhere`: GitHub's request
+without `repositories`). The scopes per step are listed in docs/security.md.
 
 A token's scope is part of its cache key (githubkit's, sealed in Redis), so
 every worker shares one token per scope, as it shares one per installation.
@@ -35,6 +36,19 @@ TICKET_API: Mapping[str, Access] = {
     "statuses": "read",
 }
 
+# What a session job reads of its ticket (the issue, the record's comments, a
+# return's failing checks and review, a companion's default branch), and the
+# reconciler's look at a ticket: reading, no writing, no contents.
+TICKET_READS: Mapping[str, Access] = {
+    "checks": "read",
+    "issues": "read",
+    "pull_requests": "read",
+    "statuses": "read",
+}
+# A ticket's lineage (its epic, the issues and pull requests it names or is named
+# by) may be anywhere in the installation: read-only, issues and pull requests alone.
+LINEAGE_READS: Mapping[str, Access] = {"issues": "read", "pull_requests": "read"}
+
 
 class ScopeError(ValueError):
     """A scope GitHub could not mint: it says which repository or permission."""
@@ -45,7 +59,7 @@ class TokenScope:
     """Repositories (`owner/name`, all of the installation's one account) and the
     permissions a token gets on them; `metadata: read` comes with every token."""
 
-    repos: tuple[str, ...]
+    repos: tuple[str, ...]  # empty: every repository of the installation (`everywhere`)
     permissions: tuple[tuple[str, Access], ...]
 
     @classmethod
@@ -73,6 +87,19 @@ class TokenScope:
         """A ticket's API work on its repositories (its own and its companions)."""
         return cls.of(repos, TICKET_API)
 
+    @classmethod
+    def reads(cls, repos: Iterable[str]) -> TokenScope:
+        """A session job's and the reconciler's reads of a ticket's repositories."""
+        return cls.of(repos, TICKET_READS)
+
+    @classmethod
+    def everywhere(cls, permissions: Mapping[str, Access]) -> TokenScope:
+        """Every repository of the installation, with these permissions alone: for
+        what spans it (a ticket's lineage, the live tickets' labels)."""
+        if not permissions:
+            raise ScopeError("a token scope names at least one permission")
+        return cls((), tuple(sorted(permissions.items())))
+
     def names(self) -> list[str]:
         """The repositories as GitHub's token request takes them: names without owner."""
         return [repo.partition("/")[2] for repo in self.repos]
@@ -81,4 +108,4 @@ class TokenScope:
         return cast(AppPermissionsType, dict(self.permissions))
 
     def covers(self, repo: str) -> bool:
-        return repo.lower() in self.repos
+        return not self.repos or repo.lower() in self.repos

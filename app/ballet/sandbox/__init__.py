@@ -67,7 +67,8 @@ The admin API under `/_sandbox/` (no authentication; it is how tests set the sta
 - `GET /_sandbox/deliveries`, `GET /_sandbox/deliveries/{id}` (with its payload),
   `POST /_sandbox/deliveries/{id}/redeliver` (same `X-GitHub-Delivery`).
 - `GET /_sandbox/requests`: every request the App made (method, path, status, time;
-  `token_repos`: the repositories its installation token was limited to, if it was).
+  `token_repos`: the repositories its installation token was limited to, if it was;
+  `token_permissions`: the permissions it was limited to, if it was).
 - `PUT /_sandbox/webhook` `{"url"}`: move deliveries (e.g. once Ballet's web app is up);
   the App's OAuth callback, `<scheme and host of that URL>/oauth/callback`, moves with
   it unless `PUT /_sandbox/app/callback_urls` `{"urls"}` registered others.

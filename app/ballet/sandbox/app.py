@@ -139,6 +139,9 @@ class RequestLog:
                 # The repositories a limited installation token reaches: which token it was.
                 reached = (r for r in self.sandbox.repos.values() if r.id in actor.repository_ids)
                 entry["token_repos"] = sorted(r.full_name for r in reached)
+            if actor.kind == "installation" and actor.permissions is not None:
+                # The permissions a limited installation token was asked with.
+                entry["token_permissions"] = dict(sorted(actor.permissions.items()))
             self.sandbox.requests.append(entry)
 
         async def capture(message: Message) -> None:

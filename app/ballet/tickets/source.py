@@ -5,6 +5,13 @@ labels or URL (they change on GitHub and the record need not copy them), so
 the job reads the issue once; the record gives the pinned title and body, the
 pinned custom skills and the answered questions; the forge gives the clone URL and a short-lived
 installation token, which reaches git per command and never a file.
+
+Every read goes through a token limited to the one repository it reads, able to
+read issues, pull requests and checks and nothing else (`TokenScope.reads`):
+the session job's and the reconciler's reads never hold a token that could write,
+or reach a repository of the installation the ticket does not touch. A ticket's
+lineage may span the installation (`reader_for`: issues and pull requests, read
+only), and so may the sweep for live tickets after Redis was lost.
 """
 
 from __future__ import annotations
@@ -15,8 +22,10 @@ from typing import Protocol
 
 from ballet.core.record import Record, split_key, ticket_key
 from ballet.github.forge import Forge, ForgeError, ForgeUnavailable, IssueDetails, RateLimited
+from ballet.github.token_scope import LINEAGE_READS, TokenScope
 from ballet.tickets.live import LIVE_LABELS
 from ballet.tickets.store import RecordStore
+from ballet.tickets.ticket_forges import InstallationForges
 
 
 class TicketSource(Protocol):
@@ -54,7 +63,7 @@ class GitHubTicketSource:
     def __init__(
         self,
         store: RecordStore,
-        forges: Callable[[int], Forge],
+        forges: InstallationForges,
         *,
         clone_urls: Callable[[str], str] | None = None,
         find_installation: Callable[[str], Awaitable[int | None]] | None = None,
@@ -70,10 +79,18 @@ class GitHubTicketSource:
         self._clone_urls = clone_urls
 
     async def forge_for(self, repo: str) -> Forge:
-        """The forge of the installation on `repo`."""
+        """A forge of the installation on `repo`, reading that repository alone."""
         return await self._forge(repo)
 
+    async def reader_for(self, repo: str) -> Forge:
+        """A forge of the installation on `repo` reading issues and pull requests in
+        any of its repositories: a ticket's lineage may be anywhere there."""
+        return self._forges(await self._installation(repo), TokenScope.everywhere(LINEAGE_READS))
+
     async def _forge(self, repo: str) -> Forge:
+        return self._forges(await self._installation(repo), TokenScope.reads((repo,)))
+
+    async def _installation(self, repo: str) -> int:
         installation = await self._store.installation_of(repo)
         if installation is None and self._find_installation is not None:
             installation = await self._find_installation(repo)
@@ -83,7 +100,7 @@ class GitHubTicketSource:
             raise ForgeError(
                 f"no App installation is known for {repo}; is Ballet still installed there?"
             )
-        return self._forges(installation)
+        return installation
 
     async def issue(self, repo: str, number: int) -> IssueDetails:
         return await (await self._forge(repo)).get_issue(repo, number)
@@ -98,8 +115,9 @@ class GitHubTicketSource:
         if self._installations is None:
             return []
         found: list[str] = []
+        labels = TokenScope.everywhere({"issues": "read"})  # every repository, its labels
         for installation in await self._installations():
-            forge = self._forges(installation)
+            forge = self._forges(installation, labels)
             for repo in await forge.repositories():
                 await self._store.remember_installation(repo, installation)
                 for label in LIVE_LABELS:
