@@ -6,6 +6,7 @@ runs is kept and returns the ticket when it comes to land."""
 from __future__ import annotations
 
 import pytest
+from ballet.core.companion_text import companions_line
 from ballet.core.config import Policy
 from ballet.core.effects import MergePR, OpenCompanionPR
 from ballet.core.events import ChecksCompleted, CompanionPROpened, MergeResult
@@ -82,6 +83,7 @@ def test_red_checks_on_the_companion_while_a_session_runs_return_the_ticket_as_i
     assert t.rec.stage == "verify" and t.rec.status == "running"
     with pytest.raises(IllegalEvent, match="held already"):
         _lib_checks(t)  # a redelivery changes nothing
+    assert "octo/lib#34 open at `l1` (red checks: ci: failure)" in companions_line(t.rec)
     t.finish("pass", sha="c1")
     # Coming to land, nobody is asked to approve red work: it goes back, naming lib.
     assert t.rec.stage == "implement" and t.rec.waiting is None

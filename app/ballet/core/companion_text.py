@@ -19,13 +19,21 @@ def _named(pr: CompanionPR) -> str:
     return f"{pr.repo}#{pr.number}" if pr.number is not None else f"{pr.repo} (opening)"
 
 
+def _red(pr: CompanionPR) -> str:
+    """Its head's checks were heard red (core/companion_reds.py): the landing returns it."""
+    seen = pr.checks
+    held = seen is not None and seen.sha == pr.head_sha and seen.outcome == "fail"
+    return f" (red checks: {seen.summary})" if seen is not None and held else ""
+
+
 def companions_line(rec: Record) -> str:
     """Every pull request of the ticket and its state, in landing order; empty
     for a ticket that changed no companion."""
     if not rec.companion_prs:
         return ""
     items = [
-        f"{_named(pr)} {_STATE_WORDS[pr.state]} at `{pr.head_sha[:12]}`" for pr in rec.companion_prs
+        f"{_named(pr)} {_STATE_WORDS[pr.state]} at `{pr.head_sha[:12]}`{_red(pr)}"
+        for pr in rec.companion_prs
     ]
     if rec.pr_number is not None:
         items.append(f"{own_pr(rec)} (this one)")
