@@ -13,8 +13,8 @@ from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from scenarios import comment, merged, ticket, wait_until
 from test_companions import merges_in_order, waiting_in
-from test_people_heard import review
-from witnessed import WITNESS, WITNESSED, witnessed
+from test_people_heard import review, review_thread
+from witnessed import HUMAN, WITNESS, WITNESSED, witnessed, witnessed_repo
 
 pytestmark = pytest.mark.anyio
 
@@ -108,3 +108,40 @@ async def test_red_companion_ci_returns_the_ticket_and_the_next_session_reads_it
     await review(stack, lib, pr.number, "carol", "APPROVE", commit_id=again.head_sha)
     view = await wait_until(stack, app, number, merged, timeout=120)
     assert await merges_in_order(stack, app, lib) == [lib, app]
+
+
+async def test_a_writers_inline_review_of_the_companion_is_read_there_and_answered_there(
+    stack: Stack,
+) -> None:
+    lib = (await stack.create_repo(demo.new_repo_request("lib-reviewed-inline")))["full_name"]
+    app = await witnessed_repo(stack, "app-reviewed-inline", f"companions: [{lib}]\n" + HUMAN)
+    number = await ticket(stack, app, directives="demo:companion=lib-reviewed-inline")
+    view = await wait_until(stack, app, number, waiting_in("approval", 1), timeout=120)
+    assert view.record is not None
+    (pr,) = view.record.companion_prs
+    assert pr.number is not None
+    made = await review(
+        stack, lib, pr.number, demo.AUTHOR, "REQUEST_CHANGES", body="One thing in lib.",
+        comments=[{"path": f"from_{number}.py", "line": 1, "body": "Name it for lib."}],
+    )  # fmt: skip
+
+    view = await wait_until(stack, app, number, waiting_in("approval", 2), timeout=120)
+    record = view.record
+    assert record is not None and record.branch is not None
+    # The next Implement session reads the review on lib's pull request, inline comment
+    # and all, told which repository it is about.
+    seen = await witnessed(stack, app, record.branch, "implement", 2)
+    (told,) = seen["context"]["returned"]
+    assert (told["kind"], told["repo"], told["pr"]) == ("changes_requested", lib, pr.number)
+    assert told["unread"] == "" and told["review"] is not None
+    (inline,) = told["review"]["comments"]
+    assert (inline["path"], inline["line"], inline["body"]) == (
+        f"from_{number}.py", 1, "Name it for lib."
+    )  # fmt: skip
+    assert f"of {lib}#{pr.number}" in seen["prompt"]
+    assert f"`from_{number}.py` line 1:" in seen["prompt"]
+    # Ballet answers on lib's review thread, where the reviewer looks.
+    thread, replies = await review_thread(stack, lib, pr.number)
+    assert len(replies) == 1, thread
+    assert "addressed this review in " in replies[0]["body"]
+    assert replies[0]["pull_request_review_id"] != made["id"]
