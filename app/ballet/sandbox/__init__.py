@@ -22,13 +22,15 @@ What it offers, and who may do what:
   `/user/installations/{id}/repositories` (rest_user.py) and every repository path.
 - Git over smart HTTP at `/<owner>/<name>.git` with Basic auth, the token as password.
 - Merge settings as on GitHub: `PATCH /repos/{owner}/{repo}` with `allow_merge_commit`,
-  `allow_squash_merge`, `allow_rebase_merge`, `delete_branch_on_merge` (admins).
+  `allow_squash_merge`, `allow_rebase_merge`, `delete_branch_on_merge`, `allow_auto_merge`
+  (admins).
 - Sub-issues (`/issues/{n}/parent`, `/issues/{n}/sub_issues`) and the issue timeline's
   `cross-referenced` events, made when an issue, pull request or comment names `#n`.
 - Ready for review: GraphQL `markPullRequestReadyForReview` at `POST /graphql`
   (GitHub has no REST call for it).
 - "Update branch": `PUT /repos/{owner}/{repo}/pulls/{n}/update-branch` merges the base
-  into the head (202), or answers 422 "merge conflict between base and head".
+  into the head (202), or answers 422 "merge conflict between base and head" (or, given an
+  `expected_head_sha` that is not the head, an "expected_head_sha does not match" 422).
 - Repository rulesets (rest_rulesets.py, rulesets.py): `POST` (admins) and `GET
   /repos/{owner}/{repo}/rulesets`, `GET .../rulesets/{id}`, and `GET .../rules/branches/{branch}`,
   the rules in force on a branch. Modelled rules: `merge_queue`, `pull_request` (required
@@ -49,6 +51,14 @@ What it offers, and who may do what:
   reason `merged`, `pull_request.closed` merged by `github-merge-queue[bot]`); a failed
   required check destroys it (`dequeued`; the pull request `dequeued`, reason
   `CI_FAILURE`). One group at a time per base; no check timeout.
+- Auto-merge (auto_merge.py), where the repository allows it: GraphQL
+  `enablePullRequestAutoMerge` (`expectedHeadOid`, `mergeMethod`, `commitHeadline`,
+  `commitBody`) and `disablePullRequestAutoMerge`, refused with GitHub's words ("Pull
+  request Pull request is in clean status" for one that can merge now); the pull
+  request's `auto_merge`; `pull_request.auto_merge_enabled`/`auto_merge_disabled` (with a
+  `reason`). The sandbox merges it as its enabler once the base's rules let it (checks
+  reported on its head, a review, a push); a conflict with the base turns it off, a
+  writer's push does not.
 - Webhooks to the configured URL, signed, in order, logged.
 
 The admin API under `/_sandbox/` (no authentication; it is how tests set the stage):
