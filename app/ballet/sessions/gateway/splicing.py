@@ -97,7 +97,8 @@ class Splice:
         """`head` down first, then the body until `read`, given each copy, says the answer
         ended; False when the upstream closed the connection before that."""
         await self._write(b"".join(head))  # first: a stream's first event waits for nothing
-        bulk = drained = False
+        # The head's read took what had come (up to READ_BYTES): wait before reading again.
+        bulk, drained = False, True
         while True:
             if drained:
                 await self._source_ready()
