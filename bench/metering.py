@@ -6,9 +6,11 @@ a 10 MB answer as the provider streams it (one event per piece, as a server
 flushes them; or 64 KiB pieces of one JSON body or one huge event) is fed to a
 UsageReader; prints the median over N runs of the time to meter it, its rate
 in MB/s, the cost per piece, and the peak memory the meter held (tracemalloc,
-one run apart: tracing slows what it traces).
+one run apart: tracing slows what it traces). The streams are searched for
+usage as the gateway searches them (libc's memmem, sessions/gateway/needle.py);
+`--sre`: with core's own search (sre), as before.
 
-    .venv/bin/python bench/metering.py [--runs 5]
+    .venv/bin/python bench/metering.py [--runs 5] [--sre]
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import tracemalloc
 from collections.abc import Callable
 
 from ballet.core.metering import Api, UsageReader
+from ballet.core.sse_events import Find, find_needle
+from ballet.sessions.gateway.needle import FIND_USAGE
 
 SIZE = 10 * 1024 * 1024
 TEXT = "Ballet meters the provider's own usage fields. " * 2
@@ -104,8 +108,8 @@ def answers() -> dict[str, tuple[Api, str, list[bytes]]]:
     }
 
 
-def meter(api: Api, content_type: str, pieces: list[bytes]) -> None:
-    reader = UsageReader(api, content_type)
+def meter(api: Api, content_type: str, pieces: list[bytes], find: Find) -> None:
+    reader = UsageReader(api, content_type, find=find)
     for piece in pieces:
         reader.feed(piece)
     assert reader.result() is not None and not reader.unreadable
@@ -114,18 +118,20 @@ def meter(api: Api, content_type: str, pieces: list[bytes]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    parser.add_argument("--sre", action="store_true", help="core's own search, not memmem")
+    args = parser.parse_args()
+    runs, find = args.runs, find_needle if args.sre else FIND_USAGE
     print(f"{'answer':40} {'pieces':>7} {'median':>9} {'MB/s':>7} {'µs/piece':>9} {'peak':>8}")
     for name, (api, content_type, pieces) in answers().items():
         size = sum(len(p) for p in pieces) / 1e6
         times = []
         for _ in range(runs):
             start = time.perf_counter()
-            meter(api, content_type, pieces)
+            meter(api, content_type, pieces, find)
             times.append(time.perf_counter() - start)
         median = statistics.median(times)
         tracemalloc.start()
-        meter(api, content_type, pieces)
+        meter(api, content_type, pieces, find)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         print(
