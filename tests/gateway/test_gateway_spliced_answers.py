@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import ssl
 import subprocess
 from pathlib import Path
@@ -134,6 +135,41 @@ def test_a_spliced_answer_comes_as_the_upstream_framed_it_metered_on_one_connect
     # The gateway frames one chunk per read of its own; these are the upstream's 172.
     assert wires == [framed(parts)] * 3
     assert (requests, output_tokens, connections) == (3, 21, 1)
+
+
+def test_spliced_answers_leave_no_descriptor_behind(tmp_path: Path) -> None:
+    """Each answer read after a pause (the upstream ahead: its rounds spliced): the
+    gateway holds as many descriptors after the fifth as after the first (its pipes
+    kept for the next answer, nothing else), and closes the pipes with itself."""
+    parts = [START, *(deltas(block) for block in range(40)), END]
+    upstream = Upstream(parts)
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def scenario() -> tuple[list[int], int, int, list[bytes]]:
+        server = await asyncio.start_server(upstream.serve, "127.0.0.1", 0)
+        base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+        gateway = ModelGateway(ProviderMetering(), upstreams={"anthropic": base})
+        path, counts, wires = tmp_path / "d.sock", [], []
+        async with gateway.session(SessionTerms(session="s", repo="o/r"), KEYS, path) as s:
+            reader, writer = await asyncio.open_unix_connection(str(path), limit=1 << 16)
+            for _ in range(5):
+                await ask(reader, writer, s.tokens["ANTHROPIC_API_KEY"])
+                await asyncio.sleep(0.1)
+                wires.append(await chunked_body(reader))
+                await asyncio.sleep(0)
+                counts.append(open_fds())
+            writer.close()
+        before_close = open_fds()
+        await gateway.aclose()
+        server.close()
+        return counts, before_close, open_fds(), wires
+
+    counts, before_close, after_close, wires = asyncio.run(scenario())
+    assert wires == [framed(parts)] * 5
+    assert counts == [counts[0]] * 5
+    assert after_close <= before_close - 4  # the pair of pipes, and the upstream connection
 
 
 def test_a_session_that_stops_reading_holds_its_upstream_back(tmp_path: Path) -> None:

@@ -62,6 +62,7 @@ class PipePair:
 class PipePool:
     def __init__(self) -> None:
         self._idle: list[PipePair] = []
+        self._closed = False  # the worker's gateway closed: a pair given back is closed
 
     def take(self) -> PipePair:
         if self._idle:
@@ -77,12 +78,13 @@ class PipePool:
 
     def give(self, pair: PipePair) -> None:
         """A pair both of whose pipes are empty."""
-        if len(self._idle) < IDLE_PAIRS:
+        if not self._closed and len(self._idle) < IDLE_PAIRS:
             self._idle.append(pair)
         else:
             pair.close()
 
     def close(self) -> None:
+        self._closed = True
         idle, self._idle = self._idle, []
         for pair in idle:
             pair.close()
