@@ -82,10 +82,10 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
 
 def not_landed(tx: Tx, pr: CompanionPR, result: str, detail: str, *, sha: str | None) -> None:
     """A companion's pull request did not land (`result`: GitHub's merge's answer, or the
-    way its merge queue let it go). Before any other landed, a conflict, red checks or a
-    closed pull request return the ticket with the cause naming the repository (`sha`:
-    the commit the red checks ran on); once one landed, or for anything else, a person
-    decides."""
+    way its merge queue let it go; or the ticket's own, once its companions landed).
+    Before any other landed, a conflict, red checks or a closed pull request return the
+    ticket with the cause naming the repository (`sha`: the commit the red checks ran
+    on); once one landed, or for anything else, a person decides."""
     rec = tx.rec
     where = f"{pr.repo}#{pr.number}"
     if _landed(rec) or result not in _KINDS:
