@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from ballet.core.events import AutoMergeDisabled
 from ballet.github.errors import ForgeError
 from ballet.github.intents import ForTicket, Ignored, Intent
-from ballet.github.readers import Context, _by_ballet, _login, _pr_target  # readers' own
+from ballet.github.readers import Context, by_ballet, login_of, pr_target
 
 ENABLE = (
     "mutation($id: ID!, $oid: GitObjectID, $method: PullRequestMergeMethod, $title: String)"
@@ -66,11 +66,11 @@ class AutoMergeCalls:
 
 
 def auto_merge_disabled(c: Context) -> tuple[Intent, ...]:
-    target = _pr_target(c)
+    target = pr_target(c)
     if target is None:
         return (Ignored("pull_request.auto_merge_disabled without a pull request number"),)
-    if _by_ballet(c.env.sender, None, c.app):
+    if by_ballet(c.env.sender, None, c.app):
         return (Ignored("Ballet turned auto-merge off itself"),)
-    by = _login(c.env.sender)
+    by = login_of(c.env.sender)
     event = AutoMergeDisabled(now=c.now, reason=c.payload.reason or "", by=by)
     return (ForTicket(c.installation_id, target, event),)

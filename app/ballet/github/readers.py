@@ -78,7 +78,7 @@ def _is_bot(c: Context, account: Account | None) -> bool:
     return bot and login.casefold() not in c.trusted_bots
 
 
-def _login(account: Account | None) -> str:
+def login_of(account: Account | None) -> str:
     return (account.login if account else None) or ""
 
 
@@ -91,7 +91,7 @@ def issue_labeled(c: Context) -> tuple[Intent, ...]:
         return (Ignored("issues.labeled without an issue number or label name"),)
     if issue.pull_request is not None:
         return (Ignored("a pull request was labelled; tickets start from issues"),)
-    if label.name.startswith("ballet:") or _by_ballet(c.env.sender, None, c.app):
+    if label.name.startswith("ballet:") or by_ballet(c.env.sender, None, c.app):
         # Ballet's status labels: no trigger label is spelt like them.
         return (Ignored("Ballet's own label"),)
     return (
@@ -101,10 +101,10 @@ def issue_labeled(c: Context) -> tuple[Intent, ...]:
             issue=issue.number,
             title=issue.title or "",
             body=issue.body or "",
-            author=_login(issue.user),
+            author=login_of(issue.user),
             labels=tuple(lbl.name for lbl in issue.labels or () if lbl and lbl.name),
             label=label.name,
-            requested_by=_login(c.env.sender),
+            requested_by=login_of(c.env.sender),
             requested_by_is_bot=_is_bot(c, c.env.sender),
             default_branch=c.env.repository.default_branch if c.env.repository else None,
             now=c.now,
@@ -130,7 +130,7 @@ def issue_edited(c: Context) -> tuple[Intent, ...]:
         now=c.now,
         title=issue.title or "",
         body=issue.body or "",
-        editor=_login(c.env.sender),
+        editor=login_of(c.env.sender),
         editor_is_bot=_is_bot(c, c.env.sender),
     )
     return (ForTicket(c.installation_id, TicketTarget(repo=c.repo, issue=issue.number), edited),)
@@ -140,7 +140,7 @@ def comment_created(c: Context) -> tuple[Intent, ...]:
     issue, comment = c.payload.issue, c.payload.comment
     if issue is None or issue.number is None or comment is None or comment.id is None:
         return (Ignored("issue_comment.created without an issue or comment id"),)
-    if _by_ballet(comment.user, comment.performed_via_github_app, c.app):
+    if by_ballet(comment.user, comment.performed_via_github_app, c.app):
         return (Ignored("Ballet's own comment"),)
     commands = parse_commands(comment.body or "")
     if not commands:
@@ -160,7 +160,7 @@ def comment_created(c: Context) -> tuple[Intent, ...]:
             target=target,
             on_pr=on_pr,
             comment_id=comment.id,
-            author=_login(comment.user),
+            author=login_of(comment.user),
             author_is_bot=_is_bot(c, comment.user),
             commands=commands,
             now=c.now,
@@ -168,17 +168,17 @@ def comment_created(c: Context) -> tuple[Intent, ...]:
     )
 
 
-def _by_ballet(user: Account | None, via: AppRef | None, app: AppIdentity) -> bool:
+def by_ballet(user: Account | None, via: AppRef | None, app: AppIdentity) -> bool:
     if via is not None and via.id == app.app_id:
         return True
-    login = _login(user)
+    login = login_of(user)
     return login.endswith("[bot]") and login.casefold() == app.bot_login.casefold()
 
 
 # -- pull requests ----------------------------------------------------------------
 
 
-def _pr_target(c: Context) -> TicketTarget | None:
+def pr_target(c: Context) -> TicketTarget | None:
     pr = c.payload.pull_request
     number = (pr.number if pr else None) or c.payload.number
     if number is None:
@@ -193,18 +193,18 @@ def _pr_target(c: Context) -> TicketTarget | None:
 
 
 def pr_closed(c: Context) -> tuple[Intent, ...]:
-    target, pr = _pr_target(c), c.payload.pull_request
+    target, pr = pr_target(c), c.payload.pull_request
     if target is None or pr is None:
         return (Ignored("pull_request.closed without a pull request number"),)
     merged = bool(pr.merged)
-    by = _login(pr.merged_by) if merged and pr.merged_by else _login(c.env.sender)
+    by = login_of(pr.merged_by) if merged and pr.merged_by else login_of(c.env.sender)
     return (
         ForTicket(c.installation_id, target, PullRequestClosed(now=c.now, merged=merged, by=by)),
     )
 
 
 def pr_pushed(c: Context) -> tuple[Intent, ...]:
-    target, pr = _pr_target(c), c.payload.pull_request
+    target, pr = pr_target(c), c.payload.pull_request
     sha = pr.head.sha if pr and pr.head else None
     if target is None or target.pr is None or not sha:
         return (Ignored(f"pull_request.{c.env.action} without a number or head sha"),)
@@ -214,16 +214,16 @@ def pr_pushed(c: Context) -> tuple[Intent, ...]:
     checks = () if untouched else (ValidateConfigInPR(c.installation_id, c.repo, target.pr, sha),)
     if c.env.action != "synchronize":
         return checks or (Ignored(f"pull_request.{c.env.action} changes no file"),)
-    pushed = HeadPushed(now=c.now, sha=sha, pusher=_login(c.env.sender))
+    pushed = HeadPushed(now=c.now, sha=sha, pusher=login_of(c.env.sender))
     return (ForTicket(c.installation_id, target, pushed), *checks)
 
 
 def pr_dequeued(c: Context) -> tuple[Intent, ...]:
     """The pull request left the merge queue: merged ones leave by `closed`, not this."""
-    target = _pr_target(c)
+    target = pr_target(c)
     if target is None:
         return (Ignored("pull_request.dequeued without a pull request number"),)
-    left = MergeQueueLeft(now=c.now, reason=c.payload.reason or "", by=_login(c.env.sender))
+    left = MergeQueueLeft(now=c.now, reason=c.payload.reason or "", by=login_of(c.env.sender))
     return (ForTicket(c.installation_id, target, left),)
 
 
@@ -239,14 +239,14 @@ def merge_group_requested(c: Context) -> tuple[Intent, ...]:
 
 
 def review_submitted(c: Context) -> tuple[Intent, ...]:
-    target, review = _pr_target(c), c.payload.review
+    target, review = pr_target(c), c.payload.review
     state = (review.state or "").lower() if review else ""
     if target is None or review is None or state not in _REVIEW_STATES:
         return (Ignored(f"pull_request_review.submitted with state {state or 'none'!r}"),)
     event = ReviewSubmitted(
         now=c.now,
         state=cast(Literal["approved", "changes_requested", "commented", "dismissed"], state),
-        author=_login(review.user),
+        author=login_of(review.user),
         author_is_bot=_is_bot(c, review.user),
         commit_id=review.commit_id,
         review_id=review.id,
