@@ -17,6 +17,7 @@ up to date, not only the ticket's own.
 from __future__ import annotations
 
 from ballet.core import routing, steps
+from ballet.core.effects import WithdrawMerge
 from ballet.core.events import BaseConflict
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record, WaitKind
@@ -25,7 +26,14 @@ from ballet.core.tx import Tx
 
 # The waits in which nobody works on the branch. A merge under way is the edge's
 # (it answers a conflict itself); checks and questions end by themselves or by a person.
-HEEDS_BASE: tuple[WaitKind, ...] = ("approval", "review", "merge")
+# GitHub's auto-merge waits on the base too: behind, it is brought up to date pinned
+# (core/merge_pins.py `base_behind`); conflicting, it is returned as here.
+HEEDS_BASE: tuple[WaitKind, ...] = ("approval", "review", "merge", "auto_merge")
+
+
+def conflict_target(rec: Record) -> str:
+    """Where a conflict with the moved base goes: the integrator, else rework."""
+    return routing.integrator_stage(rec.pipeline) or routing.rework_stage(rec.pipeline)
 
 
 def heeds_base(rec: Record) -> bool:
@@ -59,8 +67,10 @@ def base_conflict(tx: Tx, ev: BaseConflict) -> None:
     by = f"base:{ev.repo}:{ev.base}" if where else f"base:{ev.base}"
     why = cause("merge_conflict", here, tx.now, by=by, sha=head, text=text, repo=repo, pr=number)
     integrator = routing.integrator_stage(rec.pipeline)
-    target = integrator or routing.rework_stage(rec.pipeline)
-    steps.settle(tx, "returned", text, causes=(why,), to=target)
+    if rec.waiting is not None and rec.waiting.kind == "auto_merge" and rec.pr_number:
+        # GitHub turns it off over the conflict; made sure of, lest the resolution land unseen.
+        tx.emit(WithdrawMerge(repo=rec.ticket.repo, number=rec.pr_number))
+    steps.settle(tx, "returned", text, causes=(why,), to=conflict_target(rec))
     order = [s.id for s in rec.pipeline.stages]
     ahead = integrator is not None and order.index(here) < order.index(integrator)
     if ahead and tx.rec.stage == integrator and tx.rec.status == "running":

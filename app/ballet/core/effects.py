@@ -237,6 +237,16 @@ class WithdrawMerge(Effect):
     number: int
 
 
+class UpdateBranch(Effect):
+    """Bring the pull request up to date with its base, only if its head is still `sha`
+    (GitHub's `expected_head_sha`); the edge answers with the new head (`MergeResult`
+    `updated`), nothing if the head had moved or the update could not be made."""
+
+    kind: Literal["update_branch"] = "update_branch"
+    number: int
+    sha: str
+
+
 class ReadChecks(Effect):
     """Read every check on `sha`; the edge answers with their `ChecksCompleted`
     verdict once all are done, `ChecksStarted` while some still run, nothing while
@@ -291,6 +301,7 @@ AnyEffect = Annotated[
     | CancelSession
     | MergePR
     | WithdrawMerge
+    | UpdateBranch
     | ReadChecks
     | ReplyToReview
     | MarkReadyForReview

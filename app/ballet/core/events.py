@@ -225,6 +225,16 @@ class BaseConflict(Event):
     repo: str | None = None  # a companion's pull request conflicts; None: the ticket's own
 
 
+class BaseBehind(Event):
+    """The base moved while GitHub's auto-merge waited, and the pull request is behind it
+    where the base's rules want branches up to date: it must be brought up to date."""
+
+    kind: Literal["base_behind"] = "base_behind"
+    base: str
+    base_sha: str
+    head_sha: str  # the head GitHub found behind
+
+
 class MergeResult(Event):
     kind: Literal["merge_result"] = "merge_result"
     result: Literal[
@@ -302,6 +312,7 @@ AnyEvent = Annotated[
     | PullRequestClosed
     | HeadPushed
     | BaseConflict
+    | BaseBehind
     | MergeResult
     | MergeGroupRequested
     | MergeQueueLeft

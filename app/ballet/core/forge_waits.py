@@ -80,6 +80,10 @@ def _one_check_green(tx: Tx, ev: ChecksCompleted, names: str) -> None:
 
 
 def merge_result(tx: Tx, ev: MergeResult) -> None:
+    w = tx.rec.waiting
+    if ev.result == "updated" and w is not None and w.kind == merge_pins.AUTO_MERGE_WAIT:
+        merge_pins.updated(tx, ev.sha)  # brought up to date while auto-merge waits
+        return
     _waiting_for(tx.rec, "merge_result")
     if ev.result == "merged":
         # The head stays the PR's: the merge commit is the base's, and moving the head

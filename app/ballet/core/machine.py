@@ -159,6 +159,10 @@ TABLE: dict[tuple[Status | None, str], Rule] = {
     # with it now: to the integrator, else to rework (core/base_moves.py).
     ("waiting", "base_conflict"): Rule(base_moves.base_conflict, ONWARD,
                                        "the base moved into a conflict: integrator, or rework"),
+    # ...behind it where its rules want branches up to date, while GitHub's auto-merge
+    # waits: brought up to date, pinned to the approved head (core/merge_pins.py).
+    ("waiting", "base_behind"): Rule(merge_pins.base_behind, ("waiting",),
+                                     "behind the moved base: brought up to date, pinned"),
     ("paused", "head_pushed"): Rule(ch.head_pushed, ("paused",), "new head"),
     # The issue's title or body edited: a writer's edit is the ticket's text from now
     # on; anyone else's is not heard, and the issue is told so once (core/edits.py).

@@ -18,16 +18,20 @@ auto-merge and the base's rules hold the pull request back), GitHub itself merge
 pinned head once those rules let it. The ticket waits for that (`auto_merge`), hears
 the merge as the pull request closed and merged, and needs no Ballet up meanwhile: the
 wait and its pin are in the record on GitHub, the pending merge in GitHub itself.
-GitHub turning auto-merge off (`AutoMergeDisabled`) over a conflict returns the work as
-a refused merge does; for any other reason (a person turned it off) a question asks,
-and `/ballet retry` lands it again.
+The base moving on while it waits (tickets/base_moves.py): behind where the rules want
+branches up to date (`BaseBehind`), which GitHub never merges by itself, the pinned head
+is brought up to date (`UpdateBranch`) and the pin moves to the commit GitHub made
+(`updated`), auto-merge staying on; into a conflict, GitHub turns auto-merge off
+(`AutoMergeDisabled`) and the work goes where base conflicts go (core/base_moves.py),
+once, whichever of the two Ballet hears first. Auto-merge turned off for any other
+reason (a person did) asks a question, and `/ballet retry` lands it again.
 """
 
 from __future__ import annotations
 
-from ballet.core import companion_heads, landing_approval, steps
-from ballet.core.effects import WithdrawMerge
-from ballet.core.events import AutoMergeDisabled, HeadPushed
+from ballet.core import base_moves, companion_heads, landing_approval, steps
+from ballet.core.effects import UpdateBranch, WithdrawMerge
+from ballet.core.events import AutoMergeDisabled, BaseBehind, HeadPushed
 from ballet.core.handlers import IllegalEvent
 from ballet.core.record import Record, WaitKind
 from ballet.core.returns import cause
@@ -46,12 +50,28 @@ def pinned_to(rec: Record) -> str | None:
 
 
 def updated(tx: Tx, sha: str | None) -> None:
-    """The landing brought the branch up to date: its merge waits, pinned to `sha`."""
+    """The landing brought the branch up to date: its merge waits, pinned to `sha`
+    (GitHub's auto-merge, still on, merges that head)."""
     w = tx.rec.waiting
     assert w is not None
     head = sha[:12] if sha else "the updated head"
     reason = f"checks on {head} (brought up to date with its base) before merging"
+    if w.kind == AUTO_MERGE_WAIT:
+        reason = f"GitHub to merge {head} (brought up to date with its base) once its checks pass"
     tx.set(waiting=w.model_copy(update={"sha": sha, "reason": reason}))
+
+
+def base_behind(tx: Tx, ev: BaseBehind) -> None:
+    """GitHub's auto-merge waits on a head its base's rules hold back as behind: brought
+    up to date, pinned, so only the head approved is (core/merge_pins.py `updated`)."""
+    rec, pin = tx.rec, pinned_to(tx.rec)
+    w = rec.waiting
+    if w is None or w.kind != AUTO_MERGE_WAIT or pin is None or rec.pr_number is None:
+        raise IllegalEvent("only a ticket waiting for GitHub's auto-merge is brought up to date")
+    if ev.head_sha != pin:
+        # Someone pushed since the approval: that push withdraws the merge and asks.
+        raise IllegalEvent(f"the head behind is {ev.head_sha}, not the pinned {pin}")
+    tx.emit(UpdateBranch(repo=rec.ticket.repo, number=rec.pr_number, sha=pin))
 
 
 def auto_merging(tx: Tx, sha: str | None) -> None:
@@ -99,5 +119,7 @@ def auto_merge_disabled(tx: Tx, ev: AutoMergeDisabled) -> None:
     here = rec.stage or ""
     summary = f"merge returned: {said}"
     why = cause("merge_conflict", here, tx.now, by=f"stage:{here}", sha=w.sha, text=summary)
-    steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews))
+    # The base moved into it (its push may be heard after): where base conflicts go.
+    to = base_moves.conflict_target(rec)
+    steps.settle(tx, "returned", summary, causes=(why, *rec.pending_reviews), to=to)
     tx.set(pending_reviews=())

@@ -7,8 +7,11 @@ hears `BaseConflict`, with the files both the push and the pull request changed,
 and goes to its integrator; `behind` — which GitHub says only where the base's
 rules want branches up to date (a strict required-checks rule) — GitHub merges the
 base in (`update-branch`), with no person and no event: the new head arrives as any
-push does. Mergeability GitHub has not computed yet (null) is left as it is: the
-merge itself still answers a conflict.
+push does. Behind while GitHub's auto-merge waits, pinned to the approved head, the
+ticket hears `BaseBehind` instead: the engine has it brought up to date pinned to that
+head and moves the pin to the update (core/merge_pins.py), as an unpinned update's push
+would withdraw the merge and ask a person again. Mergeability GitHub has not computed
+yet (null) is left as it is: the merge itself still answers a conflict.
 
 A push to a companion's branch is read the same way for the live tickets of other
 repositories whose pull request there waits on it (`.ballet.yml` `companions:`):
@@ -25,7 +28,8 @@ from datetime import datetime
 import structlog
 
 from ballet.core.base_moves import HEEDS_BASE, heeds_base
-from ballet.core.events import BaseConflict
+from ballet.core.events import BaseBehind, BaseConflict
+from ballet.core.merge_pins import AUTO_MERGE_WAIT, pinned_to
 from ballet.github.forge import Forge
 from ballet.github.intents import BaseMoved
 from ballet.tickets.live import LiveTickets
@@ -60,9 +64,11 @@ async def on_base_moved(
             continue
         if not heeds_base(rec):
             continue
-        event = await _look(forge, intent, rec.pr_number, clock)
+        auto_merging = rec.waiting is not None and rec.waiting.kind == AUTO_MERGE_WAIT
+        pin = pinned_to(rec) if auto_merging else None
+        event = await _look(forge, intent, rec.pr_number, clock, pin)
         if event is not None:
-            log.info("conflicts with its moved base", ticket=key, base=intent.branch)
+            log.info("behind or in conflict with its moved base", ticket=key, kind=event.kind)
             await handle(
                 key, event, event_id=f"{event_id}:{key}", installation_id=intent.installation_id
             )
@@ -94,7 +100,7 @@ async def _companions_moved(
             if pr.repo != intent.repo or pr.number is None or pr.state != "open":
                 continue
             event = await _look(forge, intent, pr.number, clock)
-            if event is None:
+            if not isinstance(event, BaseConflict):
                 continue
             log.info("a companion conflicts with its moved base", ticket=key, repo=intent.repo)
             theirs = event.model_copy(update={"repo": intent.repo})
@@ -103,14 +109,23 @@ async def _companions_moved(
 
 
 async def _look(
-    forge: Forge, intent: BaseMoved, number: int, clock: Callable[[], datetime]
-) -> BaseConflict | None:
+    forge: Forge,
+    intent: BaseMoved,
+    number: int,
+    clock: Callable[[], datetime],
+    pin: str | None = None,
+) -> BaseConflict | BaseBehind | None:
     """Pull request `number` of the pushed repository, based on the moved branch: brought
-    up to date where GitHub says it is behind (None), or its conflict with the base."""
+    up to date where GitHub says it is behind (None; `BaseBehind` when its merge is
+    pinned to `pin`, for the engine to update it pinned), or its conflict with the base."""
     pr = await computed_pr(forge, intent.repo, number)
     if pr.state != "open" or pr.base_ref != intent.branch:
         return None
     behind = pr.mergeable_state == "behind"
+    if behind and pin is not None:
+        return BaseBehind(
+            now=clock(), base=intent.branch, base_sha=intent.sha, head_sha=pr.head_sha
+        )
     if behind and await forge.update_branch(intent.repo, pr.number):
         log.info("brought up to date with its base", repo=intent.repo, pr=number)
         return None

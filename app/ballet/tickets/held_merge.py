@@ -15,6 +15,8 @@ The interpreter's `_merge` asks here in two cases (core/merge_pins.py has the ru
   can merge now ("clean status"): Ballet merges it itself, as anywhere.
 
 `withdraw` undoes either when the head moved to anything else (`WithdrawMerge`).
+`update_pinned` brings up to date a pull request whose auto-merge waits while its base
+moved on (`UpdateBranch`): GitHub keeps auto-merge on across an update by a writer.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import datetime
 
 import structlog
 
-from ballet.core.effects import MergePR, WithdrawMerge
+from ballet.core.effects import MergePR, UpdateBranch, WithdrawMerge
 from ballet.core.events import MergeResult
 from ballet.github.auto_merge import AutoMergeRefused
 from ballet.github.forge import Forge, HeadMoved, PullRequest
@@ -57,6 +59,22 @@ async def bring_up_to_date(
     head = await _moved_from(forge, repo, number, approved)
     log.info("branch brought up to date; merge waits for checks", repo=repo, pr=number, sha=head)
     await memo.remember_pending_merge(effect.model_copy(update={"sha": head or approved}))
+    return None if head is None else MergeResult(now=now, result="updated", sha=head, repo=repo)
+
+
+async def update_pinned(forge: Forge, effect: UpdateBranch, now: datetime) -> MergeResult | None:
+    """Update the branch if its head is still the pinned one; the new head, once read."""
+    repo, number = effect.repo, effect.number
+    try:
+        if not await forge.update_branch(repo, number, expected_head_sha=effect.sha):
+            # GitHub turns auto-merge off over the conflict, and the ticket hears that.
+            log.info("cannot be brought up to date", repo=repo, pr=number, sha=effect.sha)
+            return None
+    except HeadMoved as exc:  # its push withdraws the merge and asks again
+        log.info("not brought up to date: the head moved", repo=repo, pr=number, detail=str(exc))
+        return None
+    head = await _moved_from(forge, repo, number, effect.sha)
+    log.info("brought up to date while auto-merge waits", repo=repo, pr=number, sha=head)
     return None if head is None else MergeResult(now=now, result="updated", sha=head, repo=repo)
 
 

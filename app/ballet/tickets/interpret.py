@@ -45,6 +45,7 @@ from ballet.core.effects import (
     SetCheckRun,
     SetLabels,
     StartSession,
+    UpdateBranch,
     UpsertTrackingComment,
     WithdrawMerge,
 )
@@ -156,6 +157,8 @@ class Interpreter:
                 return await self._merge(effect)
             case WithdrawMerge():
                 await held_merge.withdraw(self._forge, self._memo, effect)
+            case UpdateBranch():
+                return await held_merge.update_pinned(self._forge, effect, self._clock())
             case ReadChecks():
                 return await read_checks(
                     self._forge, effect.repo, effect.sha, self._own_app_id, self._clock()
