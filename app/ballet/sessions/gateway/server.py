@@ -160,10 +160,8 @@ class GatewaySession:
         self._tasks[task] = connection
         try:
             await connection.serve()
-        except (OSError, h11.ProtocolError):
-            pass
-        except asyncio.CancelledError:  # the session ended: asyncio would log a cancelled
-            pass  # connection's task as an error
+        except (OSError, h11.ProtocolError, asyncio.CancelledError):
+            pass  # cancelled: the session ended (asyncio would log the task as an error)
         finally:
             self._tasks.pop(task, None)
             writer.close()
@@ -228,6 +226,8 @@ class _Connection:
             event = await self._next()
             if not isinstance(event, h11.Request) or self.session.closing:
                 return
+            if not has_body(event) and not isinstance(await self._next(), h11.EndOfMessage):
+                return  # a bodiless request's end, read now: else no next request is read
             self.answering = True
             try:
                 await self._exchange(event)

@@ -184,6 +184,11 @@ class UpstreamClients:
                 if stream.eof and stream.error is None:
                     raise UpstreamError(f"{connection.origin} closed the connection unanswered")
                 await stream.arrived()
+            if method.upper() == "HEAD":
+                # No body follows whatever the head says of one, and the parser, not told
+                # the request was HEAD, would wait for it: the answer ends here, and the
+                # connection, its parser still expecting that body, is not reused.
+                parsed.done, parsed.raw, parsed.keep_alive = True, None, False
         except (OSError, httptools.HttpParserError) as error:
             connection.close()
             raise UpstreamError(f"{connection.origin}: {error}") from error
