@@ -191,9 +191,13 @@ pipelines:
   is the choice: no `.ballet.yml` key turns it on or off (turn the setting off
   and Ballet merges itself). A push to the branch meanwhile turns it off and asks
   a person to approve the new head (under `merge: auto` the new head is merged in
-  its turn); GitHub turning it off over a conflict returns the ticket as a merge
-  conflict, and a person turning it off asks what to do (`/ballet retry` lands it
-  again). Not where a merge queue is required, nor for a companion's pull request.
+  its turn). The base moving on while it waits: where a strict required-checks
+  rule wants the branch up to date, Ballet brings it up to date itself, pinned to
+  the approved head, asking nobody, and GitHub merges the new head once its checks
+  pass; into a conflict, GitHub turns auto-merge off and the ticket goes where a
+  base conflict goes (below). A person turning it off asks what to do (`/ballet
+  retry` lands it again). Not where a merge queue is required, nor for a
+  companion's pull request.
 - An agent stage with the `integrator` skill (the seeds' Integrate, e.g.
   `{id: integrate, kind: agent, skills: [integrator], next: {merged: $done,
   returned: implement}}`) merges the base into the branch, resolves conflicts
@@ -208,8 +212,9 @@ pipelines:
   anyone meanwhile asking a person again; where the repository allows auto-merge
   and its rules hold the pull request back, by GitHub's auto-merge, pinned to the
   approved head; with a merge queue required, through GitHub's queue; with
-  `policy: merge: manual`, a person merges it. While the ticket waits for people or a
-  person's merge and the base moves, a pull request behind but clean is brought
+  `policy: merge: manual`, a person merges it. While the ticket waits for people, a
+  person's merge or GitHub's auto-merge and the base moves, a pull request behind
+  but clean is brought
   up to date where the rules want it, with no person, and one that now conflicts
   goes to the integrator (`implement` where the pipeline has none) with a
   `merge_conflict` cause naming the files; from a review or human stage before
