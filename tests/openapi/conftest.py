@@ -8,16 +8,12 @@ GitHub changed. The tarball lands in `.cache/openapi/` of the checkout
 
 from __future__ import annotations
 
-import fcntl
 import json
-import shutil
-import subprocess
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from npm_files import npm_file
 from schema_walk import Spec
 
 PACKAGE = "@octokit/openapi"
@@ -27,40 +23,13 @@ CACHE = Path(__file__).resolve().parents[2] / ".cache" / "openapi"
 
 
 def _fetch() -> Path:
-    target = CACHE / f"api.github.com-{VERSION}.json"
-    if target.is_file():
-        return target
-    CACHE.mkdir(parents=True, exist_ok=True)
-    # The suite's processes each ask for it at once on a fresh checkout: one fetches,
-    # the others wait for it (each packing into one directory read a half-written tarball).
-    with open(CACHE / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not target.is_file():
-            _pack_into(target)
-    return target
-
-
-def _pack_into(target: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail(f"npm is needed to fetch {PACKAGE}@{VERSION} (GitHub's OpenAPI description)")
-    with tempfile.TemporaryDirectory(dir=CACHE) as packed:
-        done = subprocess.run(
-            [npm, "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", packed],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm pack {PACKAGE}@{VERSION} failed: {done.stderr.strip()[-500:]}")
-        tarball = Path(packed) / done.stdout.strip().splitlines()[-1]
-        with tarfile.open(tarball) as tar:
-            member = tar.extractfile(MEMBER)
-            assert member is not None, f"{MEMBER} missing from {tarball.name}"
-            partial = target.with_suffix(".part")
-            partial.write_bytes(member.read())
-            partial.rename(target)
+    return npm_file(
+        PACKAGE,
+        VERSION,
+        MEMBER,
+        CACHE / f"api.github.com-{VERSION}.json",
+        "GitHub's OpenAPI description",
+    )
 
 
 @pytest.fixture(scope="session")

