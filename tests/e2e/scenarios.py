@@ -29,6 +29,35 @@ BARE_REDIS_DB = 6
 STATE = "ballet:state"
 
 
+# A ruleset on the default branch, as a repository admin writes one (rulesets API).
+def main_ruleset(*rules: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": "main",
+        "enforcement": "active",
+        "target": "branch",
+        "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
+        "rules": list(rules),
+    }
+
+
+# `ci` required, on a branch up to date with the base: GitHub calls one that is not `behind`.
+STRICT_CI = main_ruleset(
+    {
+        "type": "required_status_checks",
+        "parameters": {
+            "required_status_checks": [{"context": "ci"}],
+            "strict_required_status_checks_policy": True,
+        },
+    }
+)
+
+
+async def add_ruleset(stack: Stack, repo: str, ruleset: dict[str, Any]) -> None:
+    async with stack.user("carol") as admin:  # a repository admin
+        made = await admin.post(f"/repos/{repo}/rulesets", json=ruleset)
+    assert made.status_code == 201, made.text
+
+
 _POLICY = re.compile(r"^policy: \{(?P<keys>[^}\n]*)\}$", re.MULTILINE)
 
 

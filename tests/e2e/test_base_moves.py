@@ -12,7 +12,7 @@ import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import merged, new_repo, outcomes, ticket, wait_until
+from scenarios import STRICT_CI, add_ruleset, merged, new_repo, outcomes, ticket, wait_until
 from test_config_pr import Clone
 
 pytestmark = pytest.mark.anyio
@@ -104,26 +104,7 @@ async def test_a_branch_behind_but_clean_is_brought_up_to_date_by_nobody(
     stack: Stack, tmp_path: Path
 ) -> None:
     repo = await new_repo(stack, "base-behind", GATED)
-    async with stack.user("carol") as admin:
-        made = await admin.post(
-            f"/repos/{repo}/rulesets",
-            json={
-                "name": "main",
-                "enforcement": "active",
-                "target": "branch",
-                "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
-                "rules": [
-                    {
-                        "type": "required_status_checks",
-                        "parameters": {
-                            "required_status_checks": [{"context": "ci"}],
-                            "strict_required_status_checks_policy": True,
-                        },
-                    }
-                ],
-            },
-        )
-    assert made.status_code == 201, made.text
+    await add_ruleset(stack, repo, STRICT_CI)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, waiting_at("people", 1), timeout=90)
     before = view.record.head_sha if view.record else None

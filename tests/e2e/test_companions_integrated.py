@@ -12,28 +12,12 @@ from typing import Any
 import pytest
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import merged, new_repo, outcomes, ticket, wait_until
+from scenarios import STRICT_CI, add_ruleset, merged, new_repo, outcomes, ticket, wait_until
 from test_base_moves import GATED, approve, main_file, waiting_at
 from test_companions import merges_in_order
 from test_config_pr import Clone
 
 pytestmark = pytest.mark.anyio
-
-STRICT_CHECKS = {
-    "name": "main",
-    "enforcement": "active",
-    "target": "branch",
-    "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
-    "rules": [
-        {
-            "type": "required_status_checks",
-            "parameters": {
-                "required_status_checks": [{"context": "ci"}],
-                "strict_required_status_checks_policy": True,
-            },
-        }
-    ],
-}
 
 
 def lib_pr_open(view: View) -> bool:
@@ -106,9 +90,7 @@ async def test_a_companion_behind_but_clean_is_brought_up_to_date_by_nobody(
     stack: Stack, tmp_path: Path
 ) -> None:
     lib, app = await gated_with(stack, "behind")
-    async with stack.user("carol") as admin:
-        made = await admin.post(f"/repos/{lib}/rulesets", json=STRICT_CHECKS)
-    assert made.status_code == 201, made.text
+    await add_ruleset(stack, lib, STRICT_CI)
     number = await ticket(stack, app, directives="demo:companion=lib-behind")
     view = await wait_until(stack, app, number, waiting_for_people(1), timeout=90)
     assert view.record is not None

@@ -13,7 +13,7 @@ import pytest
 from ballet.demo import repo as demo
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View, look
-from scenarios import merged, ticket, wait_until
+from scenarios import STRICT_CI, add_ruleset, merged, ticket, wait_until
 from test_config_pr import Clone
 from test_people_decide import awaiting_approval
 from test_people_heard import review
@@ -26,21 +26,7 @@ SLOW_ON_MERGES = [
     "-c",
     "if git log -1 --format=%s | grep -q '^Merge branch'; then sleep 6; fi; exec python3 ci.py",
 ]
-STRICT = {
-    "name": "main",
-    "enforcement": "active",
-    "target": "branch",
-    "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
-    "rules": [
-        {
-            "type": "required_status_checks",
-            "parameters": {
-                "required_status_checks": [{"context": "ci"}],
-                "strict_required_status_checks_policy": True,
-            },
-        }
-    ],
-}
+STRICT = STRICT_CI  # (test_landing_auto_merge_behind.py reads it here)
 
 
 def head_is(sha: str) -> Any:
@@ -89,9 +75,7 @@ async def test_a_writers_push_after_the_landings_update_is_not_merged_without_ap
     request = demo.new_repo_request("pinned", ballet_yml=demo.BALLET_YML)  # people decide
     request["ci"] = {"command": SLOW_ON_MERGES}
     repo: str = (await stack.create_repo(request))["full_name"]
-    async with stack.user("carol") as admin:  # a repository admin
-        made = await admin.post(f"/repos/{repo}/rulesets", json=STRICT)
-    assert made.status_code == 201, made.text
+    await add_ruleset(stack, repo, STRICT)
     number = await ticket(stack, repo)
     view = await wait_until(stack, repo, number, awaiting_approval, timeout=90)
     rec = view.record

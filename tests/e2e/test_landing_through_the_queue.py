@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 from ballet.demo.stack import Stack
 from ballet.demo.watch import View
-from scenarios import ballet_checks, merged, new_repo, outcomes, ticket, wait_until
+from scenarios import (
+    add_ruleset,
+    ballet_checks,
+    main_ruleset,
+    merged,
+    new_repo,
+    outcomes,
+    ticket,
+    wait_until,
+)
 from test_config_pr import Clone
 from witnessed import WITNESSED, repo_request, witnessed
 
@@ -47,16 +56,7 @@ BREAKABLE_CI = [
 
 
 async def require_the_queue(stack: Stack, repo: str) -> None:
-    body = {
-        "name": "main",
-        "enforcement": "active",
-        "target": "branch",
-        "conditions": {"ref_name": {"include": ["~DEFAULT_BRANCH"], "exclude": []}},
-        "rules": [QUEUE_RULE, CHECKS_RULE],
-    }
-    async with stack.user("carol") as admin:  # a repository admin
-        response = await admin.post(f"/repos/{repo}/rulesets", json=body)
-    assert response.status_code == 201, response.text
+    await add_ruleset(stack, repo, main_ruleset(QUEUE_RULE, CHECKS_RULE))
 
 
 async def test_a_ticket_lands_through_the_merge_queue_with_ballets_checks_on_the_group(
