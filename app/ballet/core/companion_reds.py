@@ -18,19 +18,18 @@ from ballet.core.record import CompanionPR, Record
 from ballet.core.returns import ReturnCause, cause
 
 
+def red_on_head(pr: CompanionPR) -> str | None:
+    """The red verdict kept for `pr`'s current head (its summary), if there is one."""
+    seen = pr.checks
+    if seen is None or seen.sha != pr.head_sha or seen.outcome != "fail":
+        return None
+    return seen.summary
+
+
 def held_red(rec: Record) -> CompanionPR | None:
     """The first open companion pull request (landing order) whose head is red."""
-    return next(
-        (
-            pr
-            for pr in rec.companion_prs
-            if pr.state == "open"
-            and pr.checks is not None
-            and pr.checks.sha == pr.head_sha
-            and pr.checks.outcome == "fail"
-        ),
-        None,
-    )
+    open_prs = (pr for pr in rec.companion_prs if pr.state == "open")
+    return next((pr for pr in open_prs if red_on_head(pr) is not None), None)
 
 
 def red_cause(rec: Record, pr: CompanionPR, summary: str, at: datetime) -> ReturnCause:

@@ -4,6 +4,7 @@ comment's line, and each pull request's body naming the others. Repository names
 
 from __future__ import annotations
 
+from ballet.core.companion_reds import red_on_head
 from ballet.core.effects import LinkPullRequest
 from ballet.core.record import CompanionPR, Record
 
@@ -21,9 +22,8 @@ def _named(pr: CompanionPR) -> str:
 
 def _red(pr: CompanionPR) -> str:
     """Its head's checks were heard red (core/companion_reds.py): the landing returns it."""
-    seen = pr.checks
-    held = seen is not None and seen.sha == pr.head_sha and seen.outcome == "fail"
-    return f" (red checks: {seen.summary})" if seen is not None and held else ""
+    summary = red_on_head(pr)
+    return f" (red checks: {summary})" if summary is not None else ""
 
 
 def companions_line(rec: Record) -> str:

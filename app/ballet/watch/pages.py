@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ballet.core.commands import HELP_TEXT, Verb
+from ballet.core.companion_reds import red_on_head
 from ballet.core.machine import COMMANDS
 from ballet.core.record import Record
 from ballet.watch.access import may_write
@@ -89,6 +90,8 @@ def companion_links(web_url: str, record: Record) -> list[dict[str, str]]:
             "url": f"{web_url}/{pr.repo}/pull/{pr.number}" if pr.number else "",
             # A pushed head whose pull request Ballet has not opened yet.
             "state": pr.state if pr.number else "its pull request being opened",
+            # Heard red while a session ran: the landing returns the ticket for it.
+            "red": red_on_head(pr) or "",
         }
         for pr in record.companion_prs
     ]
