@@ -37,7 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ballet.core.json_picker import ANY_ITEM, JsonPicker, Path
-from ballet.core.sse_events import Find, SseEvents, find_needle
+from ballet.core.sse_events import Find, Piece, SseEvents, find_needle
 
 Api = Literal["anthropic_messages", "openai_chat", "openai_responses", "gemini"]
 
@@ -161,7 +161,7 @@ class UsageReader:
         self._usage: dict[str, object] | None = None
         self._model: str | None = None
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: Piece) -> None:
         if self.unreadable:
             return
         try:
@@ -169,7 +169,7 @@ class UsageReader:
                 for picked in self._events.feed(chunk):
                     self._take(picked)
             elif self._body is not None:
-                self._body.feed(chunk)
+                self._body.feed(bytes(chunk))
         except Exception:  # a meter's fault must never break the answer it meters
             self.unreadable = True
 

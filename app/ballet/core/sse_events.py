@@ -38,12 +38,15 @@ _FIND_NEEDLE = re.compile(NEEDLE)  # sre's literal search: faster than `in` on l
 _USAGE_OBJECT = re.compile(rb'"usage\w*"\s*:\s*\{')
 
 Picked = dict[Path, object]
+# A piece of the stream: bytes, or a view of the buffer it was received into (read
+# before the buffer is written over: nothing of it is kept but as a copy).
+Piece = bytes | memoryview
 # Whether NEEDLE is in the first `end` bytes of a piece. The search costs more than all
 # else the meter does to a stream of text deltas; an edge may give a faster one.
-Find = Callable[[bytes, int], bool]
+Find = Callable[[Piece, int], bool]
 
 
-def find_needle(data: bytes, end: int) -> bool:
+def find_needle(data: Piece, end: int) -> bool:
     return _FIND_NEEDLE.search(data, 0, end) is not None
 
 
@@ -59,11 +62,11 @@ class SseEvents:
         self._pending = bytearray()  # from the start of the event not yet ended
         self._big: _BigEvent | None = None
 
-    def feed(self, chunk: bytes) -> list[Picked]:
+    def feed(self, chunk: Piece) -> list[Picked]:
         found: list[Picked] = []
         while chunk:
             if self._big is not None:
-                rest = self._big.feed(chunk)
+                rest = self._big.feed(bytes(chunk))
                 if rest is None:
                     return found
                 if self._big.picker.picked:
@@ -73,16 +76,18 @@ class SseEvents:
             chunk = self._feed_small(chunk, found)
         return found
 
-    def _feed_small(self, chunk: bytes, found: list[Picked]) -> bytes:
-        """Adds `chunk` to the events being kept; returns what is left for a big event.
+    def _feed_small(self, piece: Piece, found: list[Picked]) -> bytes:
+        """Adds `piece` to the events being kept; returns what is left for a big event.
 
-        The chunk is not copied but for what follows its last blank line: the events
-        it ends are searched for the needle where they lie, and joined only to be read."""
+        Whole events, as servers flush them, are searched for the needle where they lie
+        and copied only to be read; of any other piece, what follows its last blank line
+        is kept."""
         pending = self._pending
-        if not pending and chunk[-2:] in _BLANK_LINES:  # whole events, as servers flush them
-            if self._find(chunk, len(chunk)):
-                found.extend(self._events(chunk))
+        if not pending and piece[-2:] in _BLANK_LINES:
+            if self._find(piece, len(piece)):
+                found.extend(self._events(bytes(piece)))
             return b""
+        chunk = bytes(piece)
         last = chunk.rfind(b"\n\n")
         if b"\r" in chunk:  # the CR forms only where there is a CR: one pass, not two
             last = max(last, chunk.rfind(b"\n\r"), chunk.rfind(b"\r\r"))

@@ -14,12 +14,13 @@ from typing import Protocol
 from ballet.core.metering import Api, UsageReader
 from ballet.core.provider_keys import Provider
 from ballet.core.spend import Spend
+from ballet.core.sse_events import Piece
 from ballet.pricing import spend_of
 from ballet.sessions.gateway.needle import FIND_USAGE
 
 
 class AnswerMeter(Protocol):
-    def feed(self, chunk: bytes) -> None: ...
+    def feed(self, chunk: Piece) -> None: ...
 
     def spent(self, at: datetime) -> tuple[str | None, Spend] | None:
         """The answer's model and spend; None when it said no usage (an error)."""
@@ -49,7 +50,7 @@ class ReaderMeter:
         self._provider = provider
         self._reader = reader
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: Piece) -> None:
         self._reader.feed(chunk)
 
     def spent(self, at: datetime) -> tuple[str | None, Spend] | None:

@@ -6,9 +6,9 @@ copies. Reading waits while more than READ_BYTES of body is yet to be taken.
 
 On a plain-HTTP connection (no TLS: a model server on loopback, a company
 proxy) a chunked answer's head is parsed to its exact end and reading stops
-there: what came with the head is kept raw (`Parsed.raw`), so that the rest of
-the body may be moved to the session by the kernel as the upstream framed it
-(splicing.py), the parser reading a copy. Over TLS the bytes must be read to be
+there: what came with the head is kept raw (`Parsed.raw`), not parsed, so that
+the rest of the body may be moved to the session by the kernel as the upstream
+framed it (splicing.py), its copy read by chunk_framing.py. Over TLS the bytes must be read to be
 decrypted.
 """
 
@@ -52,7 +52,9 @@ class Parsed:
     size: int = 0  # of `chunks`
     done: bool = False
     begun: int = 0  # messages begun: a second is bytes the upstream sent unasked
-    raw: bytes | None = None  # the body's bytes that came with a spliceable head, as sent
+    # The body's bytes that came with a spliceable head, as sent: writable, so that the
+    # meter's search reads them where they lie (gateway/needle.py).
+    raw: bytearray | None = None
     seam: bytes = b""  # the last bytes of a head not yet ended: a CRLFCRLF across reads
 
     def on_message_begin(self) -> None:
@@ -136,7 +138,10 @@ class Stream(asyncio.BufferedProtocol):
             return data
         parser.feed_data(data[:end])
         if parsed.head_done and parser.get_status_code() >= 200 and _chunked(parsed.headers):
-            parsed.raw = bytes(data[end:])
+            # Not fed on: the answer reads it with its own framing reader if spliced, else
+            # hands it to this parser first (`Answer.body`).
+            parsed.raw = bytearray(data[end:])
+            return data[:0]
         return data[end:]
 
     def _pause(self) -> None:

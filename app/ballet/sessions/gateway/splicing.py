@@ -4,10 +4,11 @@ On a plain-HTTP upstream (receiving.py stops reading at a chunked answer's
 head) the body goes from the upstream's socket into a pipe with splice(2); tee(2)
 puts a second reference to the same pages in another pipe (pipes.py); the
 first pipe is spliced to the session's socket, the second is read into the
-connection's buffer and parsed (the chunks' framing, for where the answer
-ends; the body, for the meter). No byte is copied into the gateway and out
-again (docs/performance.md has what it saves). A copy is parsed before its
-bytes go down, so what went down was metered.
+connection's buffer and its framing read there (chunk_framing.py: where the
+answer ends), the body's data handed to the meter as views of the buffer. No
+byte is copied into the gateway and out again, nor out of the buffer
+(docs/performance.md has what it saves). A copy is parsed before its bytes go
+down, so what went down was metered.
 
 Memory stays bounded: a round moves at most PIPE_BYTES, and the next is not
 taken from the upstream until the session's socket has taken this one (a
@@ -55,7 +56,7 @@ async def splice_answer(
     source, buffer, pipes = answer.source()
     splice = Splice(source, sink, buffer, pipes)
 
-    def metered(chunks: list[bytes]) -> None:
+    def metered(chunks: list[memoryview]) -> None:
         if meter is not None:
             for chunk in chunks:
                 meter.feed(chunk)
@@ -65,7 +66,7 @@ async def splice_answer(
         return answer.ended or (splice.hung_up and meter is None)
 
     try:
-        metered(answer.feed(memoryview(b"")))  # what came with the head, parsed already
+        metered(answer.feed(memoryview(b"")))  # what came with the head
         whole = await splice.run([*head, answer.raw], read) and answer.ended
     finally:
         splice.close()
@@ -93,7 +94,7 @@ class Splice:
         self._watching = False  # the source stays watched while rounds wait for it
         self.hung_up = False  # the session's socket took no more: the rest is read, dropped
 
-    async def run(self, head: list[bytes], read: Callable[[memoryview], bool]) -> bool:
+    async def run(self, head: list[bytes | bytearray], read: Callable[[memoryview], bool]) -> bool:
         """`head` down first, then the body until `read`, given each copy, says the answer
         ended; False when the upstream closed the connection before that."""
         await self._write(b"".join(head))  # first: a stream's first event waits for nothing

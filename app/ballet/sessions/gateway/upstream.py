@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import httptools
 
 from ballet.core.provider_keys import Provider
+from ballet.sessions.gateway.chunk_framing import ChunkedBody, FramingError
 from ballet.sessions.gateway.pipes import PipePool
 from ballet.sessions.gateway.receiving import Headers, Parsed, Stream, UpstreamError
 
@@ -75,12 +76,21 @@ class Answer:
         self._parsed = parsed
         self._whole = False
         # The body that came with the head, as the upstream framed it: the answer may be
-        # spliced (None: it may not: TLS, not chunked).
+        # spliced (None: it may not: TLS, not chunked). Read by `_framing` for a splice
+        # (its data in `_raw_data`), by httptools for a relay (`body`).
         self.raw = parsed.raw
+        self._framing: ChunkedBody | None = None
+        self._raw_data: list[memoryview] = []
+        if self.raw is not None:
+            self._framing = ChunkedBody()
+            try:
+                self._raw_data = self._framing.feed(memoryview(self.raw))
+            except FramingError:  # not spliced: httptools reads it, and refuses it too
+                self.raw, self._framing = None, None
 
     @property
     def ended(self) -> bool:
-        return self._parsed.done
+        return self._parsed.done or (self._framing is not None and self._framing.ended)
 
     @property
     def cut_short(self) -> bool:
@@ -96,21 +106,24 @@ class Answer:
         sock = self._connection.transport.get_extra_info("socket")
         return sock.fileno(), stream.take_buffer(), self._clients.pipes
 
-    def feed(self, data: memoryview) -> list[bytes]:
-        """A copy of what was spliced, parsed: the body's chunks in it."""
-        parsed = self._parsed
+    def feed(self, data: memoryview) -> list[memoryview]:
+        """A copy of what was spliced, parsed: the body's data in it, as views of `data`
+        (to be read before `data` is written over). The first call's are also those of the
+        body that came with the head."""
+        assert self._framing is not None
+        found, self._raw_data = self._raw_data, []
         try:
-            if data:
-                self._parser.feed_data(data)
-        except httptools.HttpParserError as error:
+            found += self._framing.feed(data)
+        except FramingError as error:
             raise UpstreamError(f"{self._connection.origin}: {error}") from error
-        chunks, parsed.chunks, parsed.size = parsed.chunks, [], 0
-        return chunks
+        self._parsed.done = self._framing.ended
+        return found
 
     def spliced(self) -> bool:
         """The body was spliced to its end: the connection may serve another answer (not if
         the upstream said more than its answer: then False), and is read again."""
-        self._whole = self._parsed.done and self._parsed.begun == 1
+        framing = self._framing
+        self._whole = framing is not None and framing.ended and not framing.overrun
         self._connection.stream.taken()
         return self._whole
 
@@ -118,6 +131,12 @@ class Answer:
         """All of the body that has come, as it comes: the chunks parsed from what each
         read brought (an upstream's many small events go down as one piece)."""
         parsed, stream = self._parsed, self._connection.stream
+        if self.raw is not None:  # not spliced after all: what came with the head first
+            raw, self.raw, self._framing, self._raw_data = self.raw, None, None, []
+            try:
+                self._parser.feed_data(raw)
+            except httptools.HttpParserError as error:
+                raise UpstreamError(f"{self._connection.origin}: {error}") from error
         while True:
             chunks, parsed.chunks, parsed.size = parsed.chunks, [], 0
             if chunks:
