@@ -130,3 +130,14 @@ def test_bytes_after_the_end_are_an_overrun_not_the_body() -> None:
     framing = ChunkedBody()
     assert [bytes(v) for v in framing.feed(memoryview(b"2\r\nok\r\n0\r\n\r\nHTTP/1.1"))] == [b"ok"]
     assert framing.ended and framing.overrun
+
+
+def test_a_chunks_end_cut_between_rounds_is_read_as_strictly() -> None:
+    """A CR ending one round and CRLF starting the next are CR CR LF: refused."""
+    assert by_llhttp(b"5\r\nhello\r\r\n5\r\nhello\r\n0\r\n\r\n") is None
+    assert by_framing([b"5\r\nhello\r", b"\r\n5\r\nhello\r\n0\r\n\r\n"]) is None
+    assert by_framing([b"5\r\nhello\r", b"\n5\r\nworld\r\n0\r\n\r\n"]) == (
+        b"helloworld",
+        True,
+        False,
+    )

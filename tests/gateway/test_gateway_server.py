@@ -36,7 +36,7 @@ class CountingMeter:
     def __init__(self) -> None:
         self.seen = b""
 
-    def feed(self, chunk: bytes | memoryview) -> None:
+    def feed(self, chunk: bytes | memoryview, needle_absent: bool = False) -> None:
         self.seen += chunk
 
     def spent(self, at: datetime) -> tuple[str | None, Spend] | None:

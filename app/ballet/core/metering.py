@@ -161,12 +161,13 @@ class UsageReader:
         self._usage: dict[str, object] | None = None
         self._model: str | None = None
 
-    def feed(self, chunk: Piece) -> None:
+    def feed(self, chunk: Piece, needle_absent: bool = False) -> None:
+        """`needle_absent`: as `SseEvents.feed`'s."""
         if self.unreadable:
             return
         try:
             if self._events is not None:
-                for picked in self._events.feed(chunk):
+                for picked in self._events.feed(chunk, needle_absent):
                     self._take(picked)
             elif self._body is not None:
                 self._body.feed(bytes(chunk))

@@ -32,6 +32,7 @@ FIELD_BOUND = 16  # the field names that matter are `data` and `event`
 # an LF is one line end, CRLF, and no blank line is spelled CR LF alone).
 _BLANK_LINES = (b"\n\n", b"\n\r", b"\r\r")
 _LINE_END = re.compile(rb"[\r\n]")
+_TAIL = 4096  # of a piece, searched first for its last blank line
 _CR, _LF = b"\r\n"
 NEEDLE = b"usage"
 _FIND_NEEDLE = re.compile(NEEDLE)  # sre's literal search: faster than `in` on long pieces
@@ -62,7 +63,9 @@ class SseEvents:
         self._pending = bytearray()  # from the start of the event not yet ended
         self._big: _BigEvent | None = None
 
-    def feed(self, chunk: Piece) -> list[Picked]:
+    def feed(self, chunk: Piece, needle_absent: bool = False) -> list[Picked]:
+        """`needle_absent`: the caller searched a span holding all of `chunk` and found no
+        NEEDLE in it (a spliced round's whole copy), so `chunk` is not searched again."""
         found: list[Picked] = []
         while chunk:
             if self._big is not None:
@@ -73,10 +76,10 @@ class SseEvents:
                     found.append(self._big.picker.picked)
                 self._big, chunk = None, rest
                 continue
-            chunk = self._feed_small(chunk, found)
+            chunk = self._feed_small(chunk, found, needle_absent)
         return found
 
-    def _feed_small(self, piece: Piece, found: list[Picked]) -> bytes:
+    def _feed_small(self, piece: Piece, found: list[Picked], absent: bool) -> bytes:
         """Adds `piece` to the events being kept; returns what is left for a big event.
 
         Whole events, as servers flush them, are searched for the needle where they lie
@@ -84,23 +87,18 @@ class SseEvents:
         is kept."""
         pending = self._pending
         if not pending and piece[-2:] in _BLANK_LINES:
-            if self._find(piece, len(piece)):
+            if not absent and self._find(piece, len(piece)):
                 found.extend(self._events(bytes(piece)))
             return b""
-        chunk = bytes(piece)
-        last = chunk.rfind(b"\n\n")
-        if b"\r" in chunk:  # the CR forms only where there is a CR: one pass, not two
-            last = max(last, chunk.rfind(b"\n\r"), chunk.rfind(b"\r\r"))
-        end = last + 2 if last >= 0 else 0  # past the last blank line
-        if not end and pending[-1:] + chunk[:1] in _BLANK_LINES:
+        end = _past_last_blank_line(piece)
+        if not end and pending[-1:] + piece[:1] in _BLANK_LINES:
             end = 1  # a blank line across the pieces
         if end > 0:
-            seam = pending[-len(NEEDLE) + 1 :] + chunk[: len(NEEDLE) - 1]
-            if NEEDLE in pending or NEEDLE in seam or self._find(chunk, end):
-                found.extend(self._events(bytes(pending) + chunk[:end]))
+            seam = pending[-len(NEEDLE) + 1 :] + piece[: len(NEEDLE) - 1]
+            if NEEDLE in pending or NEEDLE in seam or (not absent and self._find(piece, end)):
+                found.extend(self._events(bytes(pending) + bytes(piece[:end])))
             pending.clear()
-            chunk = chunk[end:]
-        pending += chunk
+        pending += piece[end:]
         if len(pending) <= self._event_bound:
             return b""
         self._big = _BigEvent(self._paths)
@@ -130,6 +128,21 @@ class SseEvents:
         except ValueError:  # `[DONE]`, or not JSON at all
             return {}
         return pick_from(value, self._paths)
+
+
+def _past_last_blank_line(piece: Piece) -> int:
+    """Where what follows the piece's last blank line starts (0: it holds none). Its tail
+    is looked at first: a view is copied in part, not whole, when its events are small."""
+    for start in (max(0, len(piece) - _TAIL), 0):
+        tail = piece if not start and type(piece) is bytes else bytes(piece[start:])
+        last = tail.rfind(b"\n\n")
+        if b"\r" in tail:  # the CR forms only where there is a CR: one pass, not two
+            last = max(last, tail.rfind(b"\n\r"), tail.rfind(b"\r\r"))
+        if last >= 0:
+            return start + last + 2
+        if not start:
+            break
+    return 0
 
 
 class _BigEvent:

@@ -27,6 +27,9 @@ _TOKEN = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
 _SIZE_LINE = re.compile(rb"0*([0-9A-Fa-f]{1,16})(?:;%s(?:=%s)?)*\r\n" % (_TOKEN, _TOKEN))
 _TRAILER = re.compile(rb"%s:[\t\x20-\x7e\x80-\xff]*\r\n" % _TOKEN)
 _LF = re.compile(rb"\n")
+# A chunk's end and the next one's plain size line, whole in one piece: the common case,
+# read in one match (the same rules as the two lines read apart).
+_NEXT_SIZE = re.compile(rb"\r\n0*([0-9A-Fa-f]{1,16})\r\n")
 _CRLF = b"\r\n"
 
 _SIZE, _DATA, _DATA_END, _TRAILERS, _DONE = range(5)
@@ -62,6 +65,14 @@ class ChunkedBody:
                 at = end
                 if not self._left:
                     self._state = _DATA_END
+            elif (
+                self._state == _DATA_END
+                and not self._line
+                and (quick := _NEXT_SIZE.match(data, at))
+            ):
+                self._left = int(bytes(quick[1]), 16)
+                self._state = _DATA if self._left else _TRAILERS
+                at = quick.end()
             elif self._state == _DONE:
                 self.overrun = True
                 break

@@ -20,7 +20,9 @@ from ballet.sessions.gateway.needle import FIND_USAGE
 
 
 class AnswerMeter(Protocol):
-    def feed(self, chunk: Piece) -> None: ...
+    def feed(self, chunk: Piece, needle_absent: bool = False) -> None:
+        """`needle_absent`: the caller found no `usage` in a span holding all of `chunk`."""
+        ...
 
     def spent(self, at: datetime) -> tuple[str | None, Spend] | None:
         """The answer's model and spend; None when it said no usage (an error)."""
@@ -50,8 +52,8 @@ class ReaderMeter:
         self._provider = provider
         self._reader = reader
 
-    def feed(self, chunk: Piece) -> None:
-        self._reader.feed(chunk)
+    def feed(self, chunk: Piece, needle_absent: bool = False) -> None:
+        self._reader.feed(chunk, needle_absent)
 
     def spent(self, at: datetime) -> tuple[str | None, Spend] | None:
         usage = self._reader.result()

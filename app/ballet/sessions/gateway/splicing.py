@@ -25,6 +25,7 @@ import os
 from collections.abc import Callable
 
 from ballet.sessions.gateway.metering import AnswerMeter
+from ballet.sessions.gateway.needle import FIND_USAGE, SMALL
 from ballet.sessions.gateway.pipes import AVAILABLE, PIPE_BYTES, PipePair, PipePool, tee
 from ballet.sessions.gateway.upstream import Answer
 
@@ -56,17 +57,20 @@ async def splice_answer(
     source, buffer, pipes = answer.source()
     splice = Splice(source, sink, buffer, pipes)
 
-    def metered(chunks: list[memoryview]) -> None:
+    def metered(chunks: list[memoryview], copy: memoryview) -> None:
         if meter is not None:
+            # One search of the round's whole copy, not one per chunk: the chunks lie in it.
+            absent = len(copy) >= SMALL and not FIND_USAGE(copy, len(copy))
             for chunk in chunks:
-                meter.feed(chunk)
+                meter.feed(chunk, absent)
 
     def read(copy: memoryview) -> bool:
-        metered(answer.feed(copy))
+        metered(answer.feed(copy), copy)
         return answer.ended or (splice.hung_up and meter is None)
 
     try:
-        metered(answer.feed(memoryview(b"")))  # what came with the head
+        nothing = memoryview(b"")
+        metered(answer.feed(nothing), nothing)  # what came with the head
         whole = await splice.run([*head, answer.raw], read) and answer.ended
     finally:
         splice.close()
