@@ -11,6 +11,7 @@ from ballet.core.config import Policy
 from ballet.core.effects import MergePR, OpenCompanionPR
 from ballet.core.events import ChecksCompleted, CompanionPROpened, MergeResult
 from ballet.core.machine import IllegalEvent
+from ballet.core.render import STATE_BLOCK_START, tracking_text
 from core_kit import Ticket, make_pipeline
 
 
@@ -116,3 +117,18 @@ def test_a_companions_checks_are_refused_when_they_are_not_news() -> None:
     with pytest.raises(IllegalEvent, match="octo/docs has no pull request"):
         t.feed(ChecksCompleted(now=t.now(), head_sha="d1", conclusion="failure", repo="octo/docs"))
     assert t.rec.waiting is not None and t.rec.waiting.kind == "approval"
+
+
+def test_a_red_checks_name_cannot_hide_the_tracking_comment() -> None:
+    """A check's name is whatever the app or workflow that ran it says: in the tracking
+    comment it must not open an HTML comment (hiding all after it) or break the line."""
+    t = _with_lib(Policy())
+    t.feed(
+        ChecksCompleted(
+            now=t.now(), head_sha="l1", conclusion="failure", names=("ci <!-- hidden\n\nnext",),
+            partial=True, repo="octo/lib",
+        )
+    )  # fmt: skip
+    shown = tracking_text(t.rec)
+    assert "<!--" not in shown.split(STATE_BLOCK_START)[0]
+    assert "(red checks: ci &lt;!-- hidden next: failure)" in shown

@@ -23,7 +23,7 @@ def _named(pr: CompanionPR) -> str:
 def _red(pr: CompanionPR) -> str:
     """Its head's checks were heard red (core/companion_reds.py): the landing returns it."""
     summary = red_on_head(pr)
-    return f" (red checks: {summary})" if summary is not None else ""
+    return f" (red checks: {' '.join(summary.split())})" if summary is not None else ""
 
 
 def companions_line(rec: Record) -> str:

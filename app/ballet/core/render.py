@@ -152,7 +152,7 @@ def tracking_text(rec: Record) -> str:
         worker_line(rec),
         returned_line(rec),
         signoffs_line(rec),
-        companions_line(rec),
+        text(companions_line(rec)),  # a red check's name is anyone's text
         flowchart(rec),
         runs_table(rec),
     ]
