@@ -54,7 +54,8 @@ class Installations(Protocol):
     async def known(self, repo: str) -> int | None:
         """The installation the worker learnt of (installation events), asking nobody."""
 
-    def forge(self, installation_id: int) -> Forge: ...
+    def forge(self, installation_id: int, repo: str) -> Forge:
+        """A forge reading `repo` alone: whom it shows to, nothing of its content."""
 
 
 class AccessUnknown(Exception):
@@ -147,7 +148,7 @@ class Access:
                 return "uninstalled"
             # The token of the repository's git remote: it reaches that repository
             # alone (TokenScope.git), as the worker's forge holds it.
-            remote = await self._installations.forge(installation).git_remote(repo)
+            remote = await self._installations.forge(installation, repo).git_remote(repo)
             response = await self._http.get(
                 f"{self._api_url}/repos/{repo}",
                 headers={"Authorization": f"token {remote.token}", "Accept": GITHUB_JSON},
@@ -176,7 +177,8 @@ class Access:
             installation = await self._installations.of(repo)
             if installation is None:
                 return "none"
-            permission = await self._installations.forge(installation).permission(repo, login)
+            forge = self._installations.forge(installation, repo)
+            permission = await forge.permission(repo, login)
         except (ForgeError, RateLimited) as exc:
             raise AccessUnknown(f"GitHub did not say what {login} may do on {repo}") from exc
         await self._redis.set(key, permission, ex=self._ttl)

@@ -21,7 +21,7 @@ answers kept 5 minutes. Every look-up is shared by concurrent askers
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import TypeVar, cast
 
 from redis.asyncio import Redis
@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from ballet.github.app import GitHubApp
 from ballet.github.errors import NotFound
 from ballet.github.forge import Forge
+from ballet.github.token_scope import Access, TokenScope
 from ballet.tickets.store import RecordStore
 from ballet.watch.single_flight import SingleFlight
 
@@ -40,6 +41,8 @@ MOST_LISTED = 1000
 HERE = ""  # a field or member every kept listing holds: an empty one is still kept
 PARTIAL = "*"  # the listing was cut: it cannot say "not installed" (no login or name has it)
 UNLISTED = -1  # an owner the listings cannot answer for: ask per repository
+# What a page asks of a repository: who may read it (a collaborator's permission).
+SHOWN: Mapping[str, Access] = {"metadata": "read"}
 T = TypeVar("T")
 
 
@@ -78,8 +81,11 @@ class Directory:
                 return installation if listed else None
         return await self._ask(repo)
 
-    def forge(self, installation_id: int) -> Forge:
-        return self._github.for_installation(installation_id)
+    def forge(self, installation_id: int, repo: str) -> Forge:
+        """The installation's forge on `repo` alone, able to read who may read it (a
+        collaborator's permission: metadata) and nothing else: a page holds no token that
+        could read the code, write, or reach another repository."""
+        return self._github.for_installation(installation_id, TokenScope.of((repo,), SHOWN))
 
     async def _installation_of_owner(self, owner: str) -> int | None:
         key = f"{PREFIX}:accounts"

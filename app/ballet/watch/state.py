@@ -57,7 +57,7 @@ class _Nowhere:
     async def known(self, repo: str) -> int | None:
         return None
 
-    def forge(self, installation_id: int) -> Forge:
+    def forge(self, installation_id: int, repo: str) -> Forge:
         raise AssertionError("no App is configured, so no installation is ever found")
 
 
