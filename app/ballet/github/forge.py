@@ -27,6 +27,7 @@ from ballet.github.said import FailedCheck as FailedCheck
 from ballet.github.said import FailedChecks as FailedChecks
 from ballet.github.said import ReviewComment as ReviewComment
 from ballet.github.said import ReviewDetail as ReviewDetail
+from ballet.github.up_to_date import UpToDateReads
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 MergeStatus = Literal[
@@ -191,7 +192,7 @@ class GitRemote:
     token: str = field(repr=False)
 
 
-class Forge(Protocol):
+class Forge(UpToDateReads, Protocol):
     """GitHub, as Ballet uses it. Every method is one or a few API calls."""
 
     async def default_branch(self, repo: str) -> str: ...

@@ -41,6 +41,7 @@ from ballet.github.issue_graph import IssueGraphCalls
 from ballet.github.merge_methods import MergeStrategyCalls
 from ballet.github.merge_queue import MergeQueueCalls
 from ballet.github.reviews import ReviewCalls
+from ballet.github.up_to_date import UpToDateCalls
 from ballet.github.urls import git_url
 
 __all__ = ["GitHubForge"]
@@ -61,6 +62,7 @@ class GitHubForge(
     MergeQueueCalls,
     MergeStrategyCalls,
     ReviewCalls,
+    UpToDateCalls,
 ):
     """The `Forge` Protocol on one installation's token."""
 

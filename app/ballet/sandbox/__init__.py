@@ -37,8 +37,10 @@ What it offers, and who may do what:
   approving reviews of people with write access, `allowed_merge_methods`),
   `required_status_checks` (check runs or statuses by name; strict: up to date with the
   base) and `required_linear_history`; any other type is refused with a 422. A pull
-  request they hold back says so in `mergeable_state`: `behind` (strict checks, head
-  behind its base) or `blocked` (reviews or required checks missing). A direct
+  request they hold back says so in `mergeable_state`: `blocked` (reviews or required
+  checks missing, whether or not it is behind too) or, where that is all, `behind`
+  (strict checks, head behind its base); `GET .../compare/{base}...{head}` says how far
+  apart two commits are (rest_compare.py). A direct
   merge a rule forbids is refused with GitHub's 405 "Repository rule violations found"
   and a line per rule, e.g. "Changes must be made through the merge queue".
 - The merge queue (merge_queue.py), where a `merge_queue` rule requires it: GraphQL

@@ -113,6 +113,14 @@ def is_ancestor(path: Path, ancestor: str, descendant: str) -> bool:
         return False
 
 
+def merge_base(path: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of two commits; None for histories that never met."""
+    try:
+        return git(path, "merge-base", a, b).decode().strip() or None
+    except GitError:
+        return None
+
+
 def merge_tree(path: Path, base: str, head: str) -> str | None:
     """The tree of merging `head` into `base`, or None on a conflict."""
     try:

@@ -37,13 +37,14 @@ def stats(repo: Repo, pr: Pull) -> PullStats:
 
 def rules_state(repo: Repo, pr: Pull) -> str | None:
     """GitHub's `mergeable_state` where the base's rules hold the pull request back:
-    `behind` (it must be up to date with the base first), `blocked` (reviews or required
-    checks missing); None where they do not (a queue required is not a block)."""
+    `blocked` while anything but being up to date does (reviews or required checks
+    missing), so it hides a branch that is behind too; `behind` only where being out of
+    date with the base is all; None where they do not (a queue required is not a block)."""
     if not repo.rulesets:
         return None
-    if rulesets.out_of_date(repo, pr):
-        return "behind"
-    return "blocked" if rulesets.merge_violations(repo, pr, "merge", enqueuing=True) else None
+    if rulesets.merge_violations(repo, pr, "merge", enqueuing=True):
+        return "blocked"
+    return "behind" if rulesets.out_of_date(repo, pr) else None
 
 
 def pull_shape(sb: Sandbox, repo: Repo, number: int) -> shapes.JSON:

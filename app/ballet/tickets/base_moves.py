@@ -4,8 +4,9 @@ While a ticket waits for people or a person's merge (core/base_moves.py
 `heeds_base`) nobody works on its branch, so its base may move on under it. The
 pull request is read once per push to its base: conflicting (`dirty`), the ticket
 hears `BaseConflict`, with the files both the push and the pull request changed,
-and goes to its integrator; `behind` — which GitHub says only where the base's
-rules want branches up to date (a strict required-checks rule) — GitHub merges the
+and goes to its integrator; behind where the base's rules want branches up to date (a
+strict required-checks rule; GitHub says `behind`, or `blocked` while a review or a
+check is missing too: tickets/mergeability.py `behind_base`) — GitHub merges the
 base in (`update-branch`), with no person and no event: the new head arrives as any
 push does. Behind while GitHub's auto-merge waits, pinned to the approved head, the
 ticket hears `BaseBehind` instead: the engine has it brought up to date pinned to that
@@ -33,7 +34,7 @@ from ballet.core.merge_pins import AUTO_MERGE_WAIT, pinned_to
 from ballet.github.forge import Forge
 from ballet.github.intents import BaseMoved
 from ballet.tickets.live import LiveTickets
-from ballet.tickets.mergeability import computed_pr
+from ballet.tickets.mergeability import behind_base, computed_pr
 from ballet.tickets.store import RecordStore
 
 log = structlog.get_logger("ballet.tickets.base_moves")
@@ -121,7 +122,7 @@ async def _look(
     pr = await computed_pr(forge, intent.repo, number)
     if pr.state != "open" or pr.base_ref != intent.branch:
         return None
-    behind = pr.mergeable_state == "behind"
+    behind = await behind_base(forge, intent.repo, pr)
     if behind and pin is not None:
         return BaseBehind(
             now=clock(), base=intent.branch, base_sha=intent.sha, head_sha=pr.head_sha

@@ -68,7 +68,7 @@ from ballet.tickets.checks import read_checks
 from ballet.tickets.companion_prs import link_pull_request, open_companion_pr
 from ballet.tickets.memo import Memo
 from ballet.tickets.merge_queue import land_by_queue
-from ballet.tickets.mergeability import computed_pr
+from ballet.tickets.mergeability import behind_base, computed_pr
 from ballet.tickets.page_links import PageLinks, with_ticket_link
 
 log = structlog.get_logger("ballet.tickets.interpret")
@@ -327,7 +327,7 @@ class Interpreter:
         pr = await computed_pr(self._forge, repo, number)
         if pr.merged or pr.state == "closed" or pr.mergeable is False:
             return await self._merge_now(effect, pr)  # merge_pr names the outcome
-        if pr.mergeable_state == "behind":  # the rules want it up to date: pinned to the update
+        if await behind_base(self._forge, repo, pr):  # pinned to the update
             return await held_merge.bring_up_to_date(self._forge, self._memo, effect, pr, now)
         if pr.draft:
             # GitHub refuses to merge a draft; merging is the end of the review.

@@ -6,6 +6,11 @@ clean nor conflicting, and a read shortly after has the answer. Ballet reads aga
 a few times before deciding on a null: a base move would otherwise pass a conflict
 as clean, and a landing would skip the update a `behind` branch needs and have its
 merge refused as if the work were at fault.
+
+Whether a branch is behind where its base wants it up to date is not GitHub's one word
+either: `behind` is said only where being out of date is all that holds the pull
+request back, and a review missing or a required check pending makes it `blocked`,
+which hides it (`behind_base`).
 """
 
 from __future__ import annotations
@@ -42,3 +47,17 @@ async def computed_pr(
     if pr.mergeable is None and not pr.merged and pr.state == "open":
         log.info("mergeability not computed yet", repo=repo, pr=number, reads=len(waits) + 1)
     return pr
+
+
+async def behind_base(forge: Forge, repo: str, pr: PullRequest) -> bool:
+    """Whether `pr` must be brought up to date with its base before its rules let it
+    merge: GitHub says `behind`; or it says `blocked`, the base's rules want branches up
+    to date (strict required checks) and the base has commits the head has not."""
+    if pr.mergeable_state == "behind":
+        return True
+    if pr.mergeable_state != "blocked" or not await forge.wants_up_to_date(repo, pr.base_ref):
+        return False
+    behind = await forge.behind_by(repo, pr.base_ref, pr.head_sha)
+    if behind:
+        log.info("behind its base, which GitHub's `blocked` hid", repo=repo, pr=pr.number)
+    return behind > 0
