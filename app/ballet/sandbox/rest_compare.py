@@ -62,17 +62,7 @@ def comparison(sb: Sandbox, repo: Repo, basehead: str, span: tuple[int, int]) ->
     behind_by = gitcache.commits_between(repo, head, base)
     html = shapes.repo_html(sb, repo)
     files = [
-        {
-            "sha": change.sha,
-            "filename": change.filename,
-            "status": change.status,
-            "additions": change.additions,
-            "deletions": change.deletions,
-            "changes": change.additions + change.deletions,
-            "blob_url": f"{html}/blob/{head}/{change.filename}",
-            "raw_url": f"{html}/raw/{head}/{change.filename}",
-            "contents_url": f"{shapes.repo_api(sb, repo)}/contents/{change.filename}?ref={head}",
-        }
+        shapes.diff_entry(sb, repo, change, head)
         for change in gitcache.changed_files(repo, base, head)
     ]
     return {

@@ -190,20 +190,8 @@ async def list_files(request: Request) -> JSONResponse:
     sb, repo, _ = repo_for(request, "read")
     pr = pull_of(repo, int_param(request, "number"))
     base = gitcache.branch(repo, pr.base_ref) or pr.head_sha
-    html = shapes.repo_html(sb, repo)
     files = [
-        {
-            "sha": change.sha,
-            "filename": change.filename,
-            "status": change.status,
-            "additions": change.additions,
-            "deletions": change.deletions,
-            "changes": change.additions + change.deletions,
-            "blob_url": f"{html}/blob/{pr.head_sha}/{change.filename}",
-            "raw_url": f"{html}/raw/{pr.head_sha}/{change.filename}",
-            "contents_url": f"{shapes.repo_api(sb, repo)}/contents/{change.filename}"
-            f"?ref={pr.head_sha}",
-        }
+        shapes.diff_entry(sb, repo, change, pr.head_sha)
         for change in gitcache.changed_files(repo, base, pr.head_sha)
     ]
     return respond(page(request, files))

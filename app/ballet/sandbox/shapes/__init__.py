@@ -32,7 +32,7 @@ from ballet.sandbox.shapes.common import (
     user_id,
     webhook_installation,
 )
-from ballet.sandbox.shapes.git import branch, commit, git_actor, git_ref, push_commit
+from ballet.sandbox.shapes.git import branch, commit, diff_entry, git_actor, git_ref, push_commit
 from ballet.sandbox.shapes.issues import comment, issue, label, reaction
 from ballet.sandbox.shapes.pulls import pull, pull_list_item, review, review_comment
 
@@ -51,6 +51,7 @@ __all__ = [
     "clone_url",
     "comment",
     "commit",
+    "diff_entry",
     "git_actor",
     "git_ref",
     "installation",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 
-from ballet.sandbox.gitrepo import CommitInfo, files_of_commit
+from ballet.sandbox.gitrepo import CommitInfo, FileChange, files_of_commit
 from ballet.sandbox.shapes.common import JSON, node_id, repo_api, repo_html
 from ballet.sandbox.state import Repo, Sandbox
 
@@ -76,4 +76,20 @@ def push_commit(sb: Sandbox, repo: Repo, info: CommitInfo) -> JSON:
         "committer": {"name": info.committer_name, "email": info.committer_email},
         # Ballet reads these to know whether a push to the default branch changed its config.
         **files_of_commit(repo.path, info.sha),
+    }
+
+
+def diff_entry(sb: Sandbox, repo: Repo, change: FileChange, ref: str) -> JSON:
+    """One changed file, as a pull request's files and a comparison list them."""
+    html = repo_html(sb, repo)
+    return {
+        "sha": change.sha,
+        "filename": change.filename,
+        "status": change.status,
+        "additions": change.additions,
+        "deletions": change.deletions,
+        "changes": change.additions + change.deletions,
+        "blob_url": f"{html}/blob/{ref}/{change.filename}",
+        "raw_url": f"{html}/raw/{ref}/{change.filename}",
+        "contents_url": f"{repo_api(sb, repo)}/contents/{change.filename}?ref={ref}",
     }
