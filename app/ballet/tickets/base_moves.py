@@ -53,13 +53,9 @@ async def on_base_moved(
 ) -> None:
     """The tickets of the pushed repository waiting on the branch, then those of other
     repositories whose pull request in a companion waits on it."""
-    keys = await live.of_repo(intent.repo)
-    # Every push (a session's to its own branch too) comes here: the index says what
-    # each ticket waits for, so only those a base move concerns are read whole.
-    waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
-    for key in keys:
-        if key in waits and waits[key] not in HEEDS_BASE:
-            continue
+    members = await live.members()  # read once: its own tickets, then the others
+    own = [key for key in members if key.startswith(f"{intent.repo}#")]
+    for key in await _may_heed(store, own):
         rec = await store.load(key, forge)
         if rec is None or rec.pr_number is None or rec.base != intent.branch:
             continue
@@ -73,13 +69,14 @@ async def on_base_moved(
             await handle(
                 key, event, event_id=f"{event_id}:{key}", installation_id=intent.installation_id
             )
-    await _companions_moved(forge, store, live, intent, handle, clock, event_id)
+    others = [key for key in members if not key.startswith(f"{intent.repo}#")]
+    await _companions_moved(forge, store, others, intent, handle, clock, event_id)
 
 
 async def _companions_moved(
     forge: Forge,
     store: RecordStore,
-    live: LiveTickets,
+    keys: list[str],
     intent: BaseMoved,
     handle: Handle,
     clock: Callable[[], datetime],
@@ -87,11 +84,7 @@ async def _companions_moved(
 ) -> None:
     """A companion's base moved: the ticket's pull request there is brought up to date,
     or the ticket hears the conflict, as for its own (core/base_moves.py)."""
-    keys = [k for k in await live.members() if not k.startswith(f"{intent.repo}#")]
-    waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
-    for key in keys:
-        if key in waits and waits[key] not in HEEDS_BASE:
-            continue
+    for key in await _may_heed(store, keys):
         # Only a record Redis holds: a live set that outlived its records is rebuilt by
         # the reconciler, and the pushed repository's token could not read another's.
         rec = await store.cached(key)
@@ -107,6 +100,14 @@ async def _companions_moved(
             theirs = event.model_copy(update={"repo": intent.repo})
             where = f"{event_id}:{key}"
             await handle(key, theirs, event_id=where, installation_id=intent.installation_id)
+
+
+async def _may_heed(store: RecordStore, keys: list[str]) -> list[str]:
+    """The tickets a base move may concern. Every push (a session's to its own branch too)
+    comes here: the index says what each waits for, so only these are read whole (and
+    those the index lacks)."""
+    waits = {s.key: s.waiting_kind for s in await store.summaries(keys)}
+    return [key for key in keys if key not in waits or waits[key] in HEEDS_BASE]
 
 
 async def _look(
