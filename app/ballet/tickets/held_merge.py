@@ -35,6 +35,8 @@ from ballet.tickets.merge_queue import QUEUE_RULE
 from ballet.tickets.mergeability import READ_AGAIN_AFTER
 
 log = structlog.get_logger("ballet.tickets.held_merge")
+# GitHub's words for a pull request its rules let merge now (auto_merge.MERGEABLE_NOW).
+_MERGEABLE_NOW = ("clean", "unstable", "has_hooks")
 
 
 async def bring_up_to_date(
@@ -93,8 +95,8 @@ async def by_auto_merge(
 ) -> MergeResult | None:
     """GitHub's auto-merge turned on (`auto_merge`), or refused; None where it is not
     the repository's way or the pull request can merge now (merge it as usual)."""
-    if effect.companion or not pr.allow_auto_merge:
-        return None
+    if effect.companion or not pr.allow_auto_merge or pr.mergeable_state in _MERGEABLE_NOW:
+        return None  # (GitHub would refuse it "in clean status": no call to be told so)
     if QUEUE_RULE in await forge.base_rules(effect.repo, pr.base_ref):
         return None  # the queue lands it (tickets/merge_queue.py)
     head = effect.sha or pr.head_sha
