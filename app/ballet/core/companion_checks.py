@@ -61,9 +61,7 @@ def checks_completed(tx: Tx, ev: ChecksCompleted) -> None:
 def _keep(tx: Tx, pr: CompanionPR, seen: ChecksSeen) -> None:
     """The verdict on the companion's head, kept: a red one returns the ticket when
     it comes to land (`steps.land`, core/companion_reds.py)."""
-    prs = tx.rec.companion_prs
-    kept = pr.model_copy(update={"checks": seen})
-    tx.set(companion_prs=tuple(kept if p is pr else p for p in prs))
+    tx.set(companion_prs=tx.rec.with_companion_pr(pr.model_copy(update={"checks": seen})))
 
 
 def _waits_for_checks_to_merge(rec: Record) -> bool:

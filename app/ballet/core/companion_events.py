@@ -98,8 +98,7 @@ def _approved(tx: Tx, ev: ReviewSubmitted, at: int) -> None:
     approved = pr.model_copy(
         update={"approval": Approval(by=ev.author, sha=pr.head_sha, at=tx.now)}
     )
-    prs = rec.companion_prs
-    tx.set(companion_prs=(*prs[:at], approved, *prs[at + 1 :]))
+    tx.set(companion_prs=rec.with_companion_pr(approved))
     if landing_approval.awaiting_approval(rec):
         steps.land(tx)  # lands, or waits on for what is still unapproved
 
@@ -123,8 +122,7 @@ def pr_closed(tx: Tx, ev: PullRequestClosed) -> None:
         merged = MergeResult(now=ev.now, result="merged", repo=ev.repo)
         companion_landing.merge_result(tx, merged)
         return
-    prs = rec.companion_prs
-    tx.set(companion_prs=(*prs[:at], pr.model_copy(update={"state": state}), *prs[at + 1 :]))
+    tx.set(companion_prs=rec.with_companion_pr(pr.model_copy(update={"state": state})))
 
 
 def names_pr(rec: Record, repo: str, number: int) -> bool:

@@ -2,7 +2,7 @@
 
 GitHub moves a companion's branch when it brings it up to date with its base (the
 edge's `update-branch`: a landing's, or a base move's where the base's rules want
-branches up to date, tickets/companion_base_moves.py), and a person may push there.
+branches up to date, tickets/base_moves.py), and a person may push there.
 The ticket keeps that head as the companion's, as it keeps its own pull request's
 (`handlers.head_pushed`): the companion's merge names it (`expectedHeadOid`, the
 merge's `sha`), its checks are heard for it, and an approval of the older head no
@@ -33,6 +33,6 @@ def head_pushed(tx: Tx, ev: HeadPushed) -> None:
         raise IllegalEvent(f"{ev.repo}#{pr.number} is {pr.state}: its head is not landed")
     if ev.sha == pr.head_sha:
         raise IllegalEvent(f"{ev.sha} is already the known head of {ev.repo}#{pr.number}")
-    tx.set(companion_prs=(*prs[:at], pr.model_copy(update={"head_sha": ev.sha}), *prs[at + 1 :]))
+    tx.set(companion_prs=rec.with_companion_pr(pr.model_copy(update={"head_sha": ev.sha})))
     if landing_approval.awaiting_approval(rec):
         landing_approval.await_approval(tx, ask=False)  # names its new head to approve

@@ -62,8 +62,7 @@ def merge_result(tx: Tx, ev: MergeResult) -> None:
     if pr is None or pr.repo != ev.repo or w is None or w.kind not in awaited:
         raise IllegalEvent(f"no merge of {ev.repo} is awaited")
     if ev.result == "merged":
-        merged = pr.model_copy(update={"state": "merged"})
-        tx.set(companion_prs=tuple(merged if p is pr else p for p in rec.companion_prs))
+        tx.set(companion_prs=rec.with_companion_pr(pr.model_copy(update={"state": "merged"})))
         if rec.pending_reviews:
             # People asked for changes meanwhile: the rest waits for that rework, and
             # the next landing merges only what is still open.

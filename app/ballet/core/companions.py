@@ -72,8 +72,7 @@ def pr_opened(tx: Tx, ev: CompanionPROpened) -> None:
         raise IllegalEvent(f"{ev.repo} has no pull request of {tx.rec.key} asked for")
     if prs[at].number == ev.number:
         raise IllegalEvent(f"{ev.repo}#{ev.number} is known already")
-    opened = prs[at].model_copy(update={"number": ev.number})
-    tx.set(companion_prs=(*prs[:at], opened, *prs[at + 1 :]))
+    tx.set(companion_prs=tx.rec.with_companion_pr(prs[at].model_copy(update={"number": ev.number})))
     tx.emit(*link_effects(tx.rec))  # each of the ticket's pull requests names this one
     if tx.rec.ready_for_review:
         # Opened as a draft after the ticket's own went into review: it follows

@@ -236,6 +236,10 @@ class Record(Frozen):
         last = self.questions[-1] if self.questions else None
         return last if last is not None and last.answer is None else None
 
+    def with_companion_pr(self, changed: CompanionPR) -> tuple[CompanionPR, ...]:
+        """The companions' pull requests, the one of `changed`'s repository replaced by it."""
+        return tuple(changed if p.repo == changed.repo else p for p in self.companion_prs)
+
     def missing_signoffs(self) -> tuple[str, ...]:
         # A role no longer in the configuration is no longer required.
         given = {s.role for s in self.signoffs_given}
